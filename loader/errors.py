@@ -1,0 +1,31 @@
+"""Errors of the BPF side that are not yet tied to a place in an event string.
+
+The caller that knows where the object was named (the path's span in the event string) turns an
+``ObjectError`` into a Diagnostic with that span.
+"""
+
+from __future__ import annotations
+
+
+class ObjectError(Exception):
+    """A BPF object (or source) cannot be read, compiled or used.
+
+    ``code`` is a stable diagnostic code (``EB…``); ``perf_message`` is perf's wording for the same
+    failure where perf has one; ``detail`` holds extra lines (clang's output, a verifier log).
+    """
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        perf_message: str | None = None,
+        detail: str | None = None,
+        help: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.perf_message = perf_message
+        self.detail = detail
+        self.help = help
