@@ -1,0 +1,3 @@
+from evspec.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,275 @@
+"""The ``evspec`` command line. Library code raises; this module renders and picks exit codes:
+0 clean, 1 findings, 2 usage or I/O error, 3 internal error (a bug in evspec, never a finding)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, NoReturn
+
+from evspec import __version__
+
+if TYPE_CHECKING:
+    from evspec.check import CheckedSpec
+    from evspec.diagnostics import Diagnostic
+    from evspec.inputs import SpecInput
+
+EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+
+
+class UsageError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def _add_inputs(p: argparse.ArgumentParser, files_help: str) -> None:
+    p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC",
+                   help="an event string, as given to perf -e (repeatable; together they form one command)")
+    p.add_argument("files", nargs="*", metavar="FILE",
+                   help=files_help + " ('-' reads stdin; blank lines and '#' comments are skipped)")
+
+
+def _add_system(p: argparse.ArgumentParser, default: str) -> None:
+    p.add_argument("--system", default=os.environ.get("EVSPEC_SYSTEM", default), metavar="live|none|FILE",
+                   help=f"machine to check against: the live one, none (syntax only), or a snapshot file "
+                        f"from 'evspec system snapshot' (default: $EVSPEC_SYSTEM or {default})")
+    p.add_argument("--mode", choices=("record", "stat"), default="record",
+                   help="term rules of perf record or of perf stat (default: record)")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    top = _Parser(prog="evspec", description="Parse, check, format, compile and load perf event strings.")
+    top.add_argument("--version", action="version", version=f"evspec {__version__}")
+    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+
+    p = sub.add_parser("parse", help="print the AST of event strings")
+    _add_inputs(p, "files with one event string per line")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("check", help="validate event strings (syntax; with --system also PMUs, "
+                                     "tracepoints and BPF objects)")
+    _add_inputs(p, "files with one event string per line")
+    p.add_argument("--format", choices=("text", "perf", "json", "sarif", "github"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour for --format text (auto: only on a terminal and without NO_COLOR)")
+    p.add_argument("--fail-on", choices=("error", "warning"), default="warning",
+                   help="exit 1 on any warning (default) or only on errors")
+    _add_system(p, "none")
+
+    p = sub.add_parser("fmt", help="print event strings in canonical form")
+    _add_inputs(p, "event files to format")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="print nothing but the lines that are not canonical; exit 1 if there are any")
+    mode.add_argument("--write", "-w", action="store_true", help="rewrite the files in place")
+
+    p = sub.add_parser("explain", help="explain a diagnostic code")
+    p.add_argument("code", nargs="?", help="a code such as ES001 (omit to list every code)")
+
+    p = sub.add_parser("compile", help="compile event strings to perf_event_attr plans")
+    p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC")
+    _add_system(p, "live")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("list", help="list the events a system offers, like perf list")
+    p.add_argument("what", nargs="?", help="hw, sw, cache, tracepoint, pmu, or a glob")
+    p.add_argument("--system", default=os.environ.get("EVSPEC_SYSTEM", "live"), metavar="live|FILE")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+    p = sub.add_parser("system", help="describe this machine for checks elsewhere")
+    ssub = p.add_subparsers(dest="system_command", metavar="ACTION", parser_class=_Parser, required=True)
+    s = ssub.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
+    s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+
+    p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
+    p.add_argument("object", help="a BPF object (.o) or source (.c, compiled with clang)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    return top
+
+
+# ---------------------------------------------------------------------------------------------
+# commands
+
+
+def _inputs(args: argparse.Namespace) -> list[SpecInput]:
+    from evspec.inputs import collect
+
+    inputs = collect(args.events, args.files)
+    if not args.events and not args.files:
+        raise UsageError("no event strings: give -e SPEC or a FILE ('-' for stdin)")
+    return inputs
+
+
+def _load_system(spec: str):  # type: ignore[no-untyped-def]
+    from evspec.system import load_system
+
+    return load_system(spec)
+
+
+def _use_color(choice: str) -> bool:
+    if choice == "always":
+        return True
+    if choice == "never" or os.environ.get("NO_COLOR"):
+        return False
+    return sys.stderr.isatty()
+
+
+def cmd_parse(args: argparse.Namespace) -> int:
+    import json
+
+    from evspec.astdump import to_data, to_tree
+
+    checked = _run_checks(_inputs(args), system=None, mode="record")
+    findings = [d for c in checked for d in c.diagnostics]
+    if args.format == "json":
+        out = [{"event": c.input.text, "source": c.input.source.to_json(), "ast": to_data(c.events)}
+               for c in checked]
+        print(json.dumps({"results": out, **_json_diags(findings)}, indent=2, ensure_ascii=False))
+    else:
+        for c in checked:
+            print(f"# {c.input.text}")
+            print(to_tree(c.events))
+        if findings:
+            _print_text(findings, _use_color("auto"))
+    return EXIT_FINDINGS if findings else EXIT_CLEAN
+
+
+def _json_diags(diags: Sequence[Diagnostic]) -> dict[str, object]:
+    import json
+
+    from evspec.render.jsonfmt import render_json
+
+    return json.loads(render_json(diags))  # type: ignore[no-any-return]
+
+
+def _print_text(diags: Sequence[Diagnostic], color: bool) -> None:
+    from evspec.render.text import render_text, summary_line
+
+    sys.stderr.write(render_text(diags, color=color))
+    sys.stderr.write(summary_line(diags) + "\n")
+
+
+def _run_checks(inputs: Sequence[SpecInput], system, mode: str) -> list[CheckedSpec]:  # type: ignore[no-untyped-def]
+    from evspec.check import CheckOptions, check_specs
+
+    return check_specs(inputs, CheckOptions(system=system, mode=mode))
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    inputs = _inputs(args)
+    system = _load_system(args.system)
+    checked = _run_checks(inputs, system, args.mode)
+    diags = [d for c in checked for d in c.diagnostics]
+    fmt = args.format
+    if fmt == "text":
+        if diags:
+            _print_text(diags, _use_color(args.color))
+    elif fmt == "perf":
+        from evspec.render.perf import render_perf
+
+        for c in checked:
+            if c.diagnostics:
+                sys.stderr.write(render_perf(c.diagnostics))
+    elif fmt == "json":
+        from evspec.render.jsonfmt import render_json
+
+        sys.stdout.write(render_json(diags) + "\n")
+    elif fmt == "sarif":
+        from evspec.render.sarif import render_sarif
+
+        sys.stdout.write(render_sarif(diags) + "\n")
+    else:
+        from evspec.render.github import render_github
+
+        sys.stdout.write(render_github(diags))
+    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+def cmd_fmt(args: argparse.Namespace) -> int:
+    from evspec.fmt import format_main
+
+    return format_main(args.events, args.files, check=args.check, write=args.write,
+                       render=lambda diags: _print_text(diags, _use_color("auto")))
+
+
+def cmd_explain(args: argparse.Namespace) -> int:
+    from evspec.render.explain import explain, list_codes
+
+    if not args.code:
+        print(list_codes())
+        return EXIT_CLEAN
+    try:
+        print(explain(args.code))
+    except KeyError as exc:
+        raise UsageError(str(exc.args[0]) if exc.args else f"unknown code {args.code}") from None
+    return EXIT_CLEAN
+
+
+def cmd_compile(args: argparse.Namespace) -> int:
+    from evspec.compile_cmd import compile_main
+
+    return compile_main(args)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from evspec.compile_cmd import list_main
+
+    return list_main(args)
+
+
+def cmd_system(args: argparse.Namespace) -> int:
+    from evspec.compile_cmd import snapshot_main
+
+    return snapshot_main(args)
+
+
+def cmd_inspect(args: argparse.Namespace) -> int:
+    from evspec.inspect_cmd import inspect_main
+
+    return inspect_main(args)
+
+
+COMMANDS = {
+    "parse": cmd_parse, "check": cmd_check, "fmt": cmd_fmt, "explain": cmd_explain,
+    "compile": cmd_compile, "list": cmd_list, "system": cmd_system, "inspect": cmd_inspect,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if not args.command:
+        parser.print_help(sys.stderr)
+        return EXIT_USAGE
+    from evspec.inputs import InputError
+
+    try:
+        return COMMANDS[args.command](args)
+    except (UsageError, InputError) as exc:
+        print(f"evspec {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_CLEAN
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - the last line of defence, reported as a bug
+        from evspec.diagnostics import EvspecError
+
+        if isinstance(exc, EvspecError):
+            _print_text(exc.diagnostics, _use_color("auto"))
+            return EXIT_FINDINGS
+        import traceback
+
+        traceback.print_exc()
+        print(f"evspec: internal error ({type(exc).__name__}: {exc}); this is a bug in evspec, "
+              f"not a finding about your input", file=sys.stderr)
+        return EXIT_INTERNAL

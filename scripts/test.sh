@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Installs everything the test suite needs (Debian packages via apt, Python packages via pip into a
+# virtual environment), then runs the linter and the whole test suite against the installed wheel.
+#   EVSPEC_VENV   virtual environment to use (default: .venv-test)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+packages=(clang llvm libbpf-dev make gcc libc6-dev linux-libc-dev linux-perf)
+missing=()
+for p in "${packages[@]}"; do
+    dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
+done
+if ((${#missing[@]})); then
+    echo "installing: ${missing[*]}"
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+venv=${EVSPEC_VENV:-.venv-test}
+python3 -m venv "$venv"
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
+# A regular (non-editable) install: the tests run against the built wheel, grammar files included.
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps . >/dev/null
+"$venv/bin/python" -m pip install -q --disable-pip-version-check '.[test]' >/dev/null
+
+"$venv/bin/ruff" check evspec loader tests bench
+# The console script (not `python -m pytest`) keeps the source tree off sys.path, so `evspec` is the
+# installed package.
+set +e
+"$venv/bin/pytest" -q -p no:cacheprovider "$@"
+status=$?
+set -e
+if [ "$status" -eq 5 ]; then
+    echo "pytest collected no tests: that is a failure" >&2
+    exit 1
+fi
+exit "$status"
