@@ -1,0 +1,54 @@
+"""Diagnostics as GitHub Actions workflow commands (annotations on the run and the pull request).
+
+``::error file=events.txt,line=3,col=8,endColumn=10,title=ES012::bad modifier…``; columns are
+1-based and ``endColumn`` is exclusive, as in the SARIF output. Strings given with ``-e`` have no
+file: their annotation names the argument in the message instead.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from evspec.diagnostics import Diagnostic
+from evspec.render.text import describe_source
+
+
+def escape_data(text: str) -> str:
+    """Escape a command's message the way the Actions runner unescapes it."""
+    return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+
+
+def escape_property(text: str) -> str:
+    """Escape a property value (``file=``, ``title=``): also ``:`` and ``,``."""
+    return escape_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+def _message(diag: Diagnostic) -> str:
+    lines = [diag.message]
+    source = diag.source
+    if source is not None and source.kind == "arg":
+        lines = [f"{describe_source(source)}: {diag.message}", f"in '{diag.event}' at col {diag.span.start + 1}"]
+    lines += [f"help: {h}" for h in diag.help]
+    lines += [f"note: {n}" for n in diag.notes]
+    return "\n".join(lines)
+
+
+def render_annotation(diag: Diagnostic) -> str:
+    """One workflow command line, with its newline."""
+    props: list[tuple[str, str]] = []
+    source = diag.source
+    if source is not None and source.kind == "file":
+        props += [
+            ("file", source.path or ""),
+            ("line", str(source.line)),
+            ("col", str(diag.span.start + 1)),
+            ("endColumn", str(diag.span.end + 1)),
+        ]
+    props.append(("title", diag.code))
+    joined = ",".join(f"{key}={escape_property(value)}" for key, value in props)
+    return f"::{diag.severity.value} {joined}::{escape_data(_message(diag))}\n"
+
+
+def render_github(diags: Sequence[Diagnostic]) -> str:
+    """One workflow command per diagnostic."""
+    return "".join(render_annotation(d) for d in diags)
