@@ -1,0 +1,113 @@
+"""Codes of the kernel runtime (``EK0xx``): failures of bpf(2), perf_event_open(2) and friends."""
+
+from __future__ import annotations
+
+from evspec.codes import CodeInfo
+
+PERMISSION = "EK001"
+MEMLOCK = "EK002"
+ATTR_TOO_BIG = "EK003"
+NOT_FOUND = "EK004"
+INVALID_ARGUMENT = "EK005"
+NO_SPACE = "EK006"
+VERIFIER = "EK007"
+SYSCALL_FAILED = "EK008"
+UNSUPPORTED_ARCH = "EK009"
+RELOCATION = "EK010"
+PROGRAM_TYPE = "EK011"
+BAD_SIZE = "EK012"
+RING_BUFFER = "EK013"
+BTF_REJECTED = "EK014"
+
+CODES: tuple[CodeInfo, ...] = (
+    CodeInfo(
+        PERMISSION,
+        "operation not permitted: evspec needs root",
+        "The kernel refused a bpf(2) or perf_event_open(2) call with EPERM or EACCES. Loading BPF\n"
+        "programs and creating maps needs CAP_BPF (CAP_SYS_ADMIN before Linux 5.8); opening\n"
+        "tracepoint and system-wide events and attaching programs to them needs CAP_PERFMON\n"
+        "(CAP_SYS_ADMIN before 5.8). The message names the capability the process lacks.",
+        fix="Run evspec as root (sudo), or grant the capability named in the message.",
+    ),
+    CodeInfo(
+        MEMLOCK,
+        "locked-memory limit too low for BPF maps and programs",
+        "Kernels before 5.11 charge BPF maps and programs against RLIMIT_MEMLOCK; when the limit is\n"
+        "reached bpf(2) fails with EPERM even for root. evspec raises the limit itself when it is\n"
+        "allowed to (root or CAP_SYS_RESOURCE); otherwise this error reports the current limit.",
+        fix="Run as root, or raise the limit: `ulimit -l unlimited`.",
+    ),
+    CodeInfo(
+        ATTR_TOO_BIG,
+        "the kernel does not know a field evspec set (E2BIG)",
+        "The attribute structure passed to bpf(2) or perf_event_open(2) has non-zero fields past the\n"
+        "end of the structure this kernel knows. evspec retries with the size the kernel expects when\n"
+        "the extra fields are zero; this error means a feature the running kernel lacks was needed.",
+        fix="Use a newer kernel, or do without the feature named in the message.",
+    ),
+    CodeInfo(
+        NOT_FOUND,
+        "the kernel reported ENOENT for a command",
+        "A map element, an object id or a tracepoint did not exist for the command named in the\nmessage.",
+    ),
+    CodeInfo(
+        INVALID_ARGUMENT,
+        "the kernel rejected an argument (EINVAL)",
+        "The command named in the message was given a value the kernel does not accept: an unknown\n"
+        "map or program type, an impossible size, a flag this kernel lacks.",
+    ),
+    CodeInfo(
+        NO_SPACE,
+        "the kernel reported ENOSPC for a command",
+        "A map is full (no free slot for a new key), or a buffer was too small.",
+    ),
+    CodeInfo(
+        VERIFIER,
+        "the BPF verifier rejected a program",
+        "The kernel's verifier refused the program. The summary names the failing instruction and,\n"
+        "when the object has line information, the source line; the full verifier log is kept with\n"
+        "the error (`-v` prints it).",
+        fix="Fix the program as the verifier message says (bounds checks, NULL checks, license).",
+    ),
+    CodeInfo(
+        SYSCALL_FAILED,
+        "a kernel call failed",
+        "A bpf(2), perf_event_open(2), ioctl(2) or mmap(2) call failed with an error number that has\n"
+        "no more specific code; the message names the command and the error.",
+    ),
+    CodeInfo(
+        UNSUPPORTED_ARCH,
+        "the kernel layer does not support this architecture",
+        "evspec issues system calls by number and knows those of x86_64 and aarch64 only.",
+    ),
+    CodeInfo(
+        RELOCATION,
+        "a program's relocation cannot be applied",
+        "An instruction named by a relocation is not the kind of instruction the relocation needs\n"
+        "(ld_imm64 for maps and global data, call for bpf-to-bpf calls), or its target map, data\n"
+        "section or function does not exist in the object.",
+    ),
+    CodeInfo(
+        PROGRAM_TYPE,
+        "no program type for a program",
+        "Every program of an object needs a BPF program type, decided from its section name; the\n"
+        "loader was not given one for the program named in the message.",
+    ),
+    CodeInfo(
+        BAD_SIZE,
+        "a key or value has the wrong size for its map",
+        "The bytes given for a map key or value do not match the map's key_size or value_size.",
+    ),
+    CodeInfo(
+        RING_BUFFER,
+        "a perf ring buffer cannot be read",
+        "The ring buffer holds a record that does not fit its header size, or the event samples\n"
+        "fields (sample_type bits) that the reader does not decode.",
+    ),
+    CodeInfo(
+        BTF_REJECTED,
+        "the kernel refused the object's BTF",
+        "BPF_BTF_LOAD failed. The object is loaded without BTF (maps lose their key/value type\n"
+        "information, nothing else changes); the BTF log is kept with the error.",
+    ),
+)

@@ -1,0 +1,674 @@
+"""Typed kernel operations (maps, programs, BTF, perf events, ring mappings) built on the funnel.
+
+``Kernel`` is the only class that builds ``bpf(2)`` / ``perf_event_open(2)`` arguments. Every
+failure becomes a ``KernelError`` with a code from ``evspec.codes.kernel``; a program the verifier
+rejects becomes a ``VerifierError`` that keeps the whole log.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno as E
+import mmap as mmap_mod
+import os
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from evspec.loader import bpf_abi as abi
+from evspec.loader.errors import ObjectError
+from evspec.loader.perf_abi import PERF_ATTR_SIZE_VER0, Ioctl, PerfEventAttr
+from evspec.loader.spec import LineInfo
+from evspec.loader.syscalls import (
+    CAP_BPF,
+    CAP_PERFMON,
+    CAP_SYS_ADMIN,
+    CAP_SYS_RESOURCE,
+    RLIM_INFINITY,
+    Funnel,
+    LinuxFunnel,
+    SyscallError,
+    UnsupportedArchitecture,
+)
+from evspec.loader.verifier import VerifierSummary, summarize
+
+from evspec.codes import kernel as codes
+
+ENOTSUPP = 524  # the kernel-internal "not supported" that bpf(2) lets escape for batch ops
+FIRST_LOG_SIZE = 64 * 1024
+MAX_LOG_SIZE = 0xFFFFFFFF >> 2  # the kernel refuses larger verifier log buffers
+
+# Kernel-side checks print the capability that is missing; these name them.
+_BPF_CAPS = ((CAP_BPF, "CAP_BPF"), (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"))
+_PERF_CAPS = ((CAP_PERFMON, "CAP_PERFMON"), (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"))
+_MEMLOCK_CHARGED = {abi.Cmd.MAP_CREATE, abi.Cmd.PROG_LOAD, abi.Cmd.BTF_LOAD}
+_ELEM_CMDS = {abi.Cmd.MAP_UPDATE_ELEM, abi.Cmd.MAP_UPDATE_BATCH}
+
+
+class KernelError(ObjectError):
+    """A kernel call failed; ``errno`` and ``operation`` (``BPF_MAP_CREATE``…) say which and how."""
+
+    def __init__(
+        self,
+        code: str,
+        message: str,
+        *,
+        errno: int | None = None,
+        operation: str | None = None,
+        detail: str | None = None,
+        help: tuple[str, ...] = (),
+    ) -> None:
+        super().__init__(code, message, detail=detail, help=help)
+        self.errno = errno
+        self.operation = operation
+
+
+class VerifierError(KernelError):
+    """The verifier refused a program: ``log`` is its whole log, ``summary`` the short reading."""
+
+    def __init__(self, program: str, errno: int, log: str, summary: VerifierSummary) -> None:
+        name = f"program '{program}'" if program else "program"
+        super().__init__(
+            codes.VERIFIER,
+            f"the verifier rejected {name}: {summary.render()}",
+            errno=errno,
+            operation="BPF_PROG_LOAD",
+            detail=log,
+        )
+        self.program = program
+        self.log = log
+        self.summary = summary
+
+
+@dataclass(frozen=True, slots=True)
+class RingMapping:
+    """A perf ring buffer mapped into this process: one control page, then ``data_size`` bytes."""
+
+    fd: int
+    address: int
+    length: int
+    page_size: int
+
+    @property
+    def data_size(self) -> int:
+        return self.length - self.page_size
+
+
+@dataclass(frozen=True, slots=True)
+class MapDescription:
+    id: int
+    type: int
+    name: str
+    key_size: int
+    value_size: int
+    max_entries: int
+    flags: int
+    btf_id: int
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramDescription:
+    id: int
+    type: int
+    name: str
+    tag: bytes
+    map_ids: tuple[int, ...]
+    gpl_compatible: bool
+    xlated_len: int
+
+
+def _addr(buf: ctypes.Array | None) -> int:  # type: ignore[type-arg]
+    return 0 if buf is None else ctypes.addressof(buf)
+
+
+def _in_buffer(data: bytes) -> ctypes.Array:  # type: ignore[type-arg]
+    return (ctypes.c_char * max(len(data), 1)).from_buffer_copy(data or b"\0")
+
+
+def _significant_size(attr: ctypes.Structure) -> int:
+    """The size that still covers every non-zero byte of ``attr``, rounded up to 8."""
+    raw = ctypes.string_at(ctypes.addressof(attr), ctypes.sizeof(attr))
+    used = len(raw.rstrip(b"\0"))
+    return max(8, (used + 7) & ~7)
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One PROG_LOAD/BTF_LOAD try: the fd, or the error and the log size the kernel asked for."""
+
+    fd: int | None
+    error: KernelError | None
+    log_true_size: int
+
+
+# Failures that a repeated load with a verifier log cannot explain better.
+_FINAL_CODES = (codes.PERMISSION, codes.MEMLOCK, codes.ATTR_TOO_BIG)
+
+
+def _raise_if_final(error: KernelError | None) -> None:
+    assert error is not None
+    if error.code in _FINAL_CODES:
+        raise error
+
+
+def _has(caps: int, cap: int) -> bool:
+    return bool(caps >> cap & 1)
+
+
+class Kernel:
+    """The kernel operations evspec uses, each raising a coded ``KernelError`` on failure."""
+
+    def __init__(self, funnel: Funnel | None = None, *, page_size: int = mmap_mod.PAGESIZE) -> None:
+        if funnel is None:
+            try:
+                funnel = LinuxFunnel()
+            except UnsupportedArchitecture as exc:
+                raise KernelError(codes.UNSUPPORTED_ARCH, str(exc)) from None
+        self.funnel = funnel
+        self.page_size = page_size
+
+    # ----------------------------------------------------------------- errors
+
+    def _permission_error(self, operation: str, err: int, what: str, perf: bool) -> KernelError:
+        caps = self.funnel.effective_capabilities()
+        needed = _PERF_CAPS if perf else _BPF_CAPS
+        strerror = os.strerror(err)
+        if not any(_has(caps, cap) for cap, _ in needed):
+            cap_name = needed[0][1]
+            return KernelError(
+                codes.PERMISSION,
+                f"{operation}{what}: {strerror}: the process lacks {cap_name} "
+                f"(or CAP_SYS_ADMIN on kernels before 5.8); evspec needs root for this",
+                errno=err,
+                operation=operation,
+                help=("run evspec as root (sudo)",),
+            )
+        if not perf:
+            soft, _hard = self.funnel.memlock_limit()
+            if soft != RLIM_INFINITY:
+                return KernelError(
+                    codes.MEMLOCK,
+                    f"{operation}{what}: {strerror}: the locked-memory limit (RLIMIT_MEMLOCK, "
+                    f"{soft} bytes) is too low for BPF objects on this kernel",
+                    errno=err,
+                    operation=operation,
+                    help=("raise it with `ulimit -l unlimited`, or run evspec as root",),
+                )
+        return KernelError(
+            codes.PERMISSION,
+            f"{operation}{what}: {strerror} although the process has the needed capabilities "
+            "(kernel lockdown, an LSM policy or perf_event_paranoid may forbid it)",
+            errno=err,
+            operation=operation,
+        )
+
+    def _error(
+        self, exc: SyscallError, what: str, *, perf: bool = False, cmd: abi.Cmd | None = None
+    ) -> KernelError:
+        err = exc.errno or 0
+        op = exc.operation
+        where = f" for {what}" if what else ""
+        # EACCES from BPF_PROG_LOAD is the verifier's verdict, not a missing privilege.
+        if err == E.EPERM or (err == E.EACCES and cmd is not abi.Cmd.PROG_LOAD):
+            return self._permission_error(op, err, where, perf)
+        if err == E.E2BIG and cmd in _ELEM_CMDS:
+            return KernelError(
+                codes.NO_SPACE,
+                f"{op}{where}: the map is full or the key is beyond its max_entries (E2BIG)",
+                errno=err,
+                operation=op,
+            )
+        code = {
+            E.ENOENT: codes.NOT_FOUND,
+            E.EINVAL: codes.INVALID_ARGUMENT,
+            E.ENOSPC: codes.NO_SPACE,
+            E.E2BIG: codes.ATTR_TOO_BIG,
+        }.get(err, codes.SYSCALL_FAILED)
+        name = E.errorcode.get(err, str(err))
+        return KernelError(code, f"{op}{where}: {os.strerror(err)} ({name})", errno=err, operation=op)
+
+    def _raise_memlock(self) -> bool:
+        """Lift RLIMIT_MEMLOCK when that can explain an EPERM and we may; True if it was lifted."""
+        caps = self.funnel.effective_capabilities()
+        if not any(_has(caps, cap) for cap, _ in _BPF_CAPS):
+            return False
+        soft, hard = self.funnel.memlock_limit()
+        if soft == RLIM_INFINITY or not _has(caps, CAP_SYS_RESOURCE):
+            return False
+        self.funnel.set_memlock_limit(RLIM_INFINITY, RLIM_INFINITY)
+        return True
+
+    def _bpf(self, cmd: abi.Cmd, attr: ctypes.Structure, what: str = "") -> int:
+        size = ctypes.sizeof(attr)
+        lifted_memlock = False
+        while True:
+            try:
+                return self.funnel.bpf(int(cmd), attr, size, operation=cmd.operation)
+            except SyscallError as exc:
+                if exc.errno == E.E2BIG and cmd not in _ELEM_CMDS:
+                    smaller = _significant_size(attr)
+                    if smaller < size:
+                        size = smaller
+                        continue
+                if exc.errno == E.EPERM and cmd in _MEMLOCK_CHARGED and not lifted_memlock:
+                    if self._raise_memlock():
+                        lifted_memlock = True
+                        continue
+                raise self._error(exc, what, cmd=cmd) from None
+
+    # ------------------------------------------------------------------- maps
+
+    def create_map(
+        self,
+        map_type: int,
+        key_size: int,
+        value_size: int,
+        max_entries: int,
+        *,
+        flags: int = 0,
+        name: str = "",
+        btf_fd: int | None = None,
+        btf_key_type_id: int = 0,
+        btf_value_type_id: int = 0,
+        inner_map_fd: int = 0,
+        map_extra: int = 0,
+    ) -> int:
+        attr = abi.MapCreateAttr(
+            map_type=map_type,
+            key_size=key_size,
+            value_size=value_size,
+            max_entries=max_entries,
+            map_flags=flags,
+            inner_map_fd=inner_map_fd,
+            map_name=abi.object_name(name),
+            map_extra=map_extra,
+        )
+        if btf_fd is not None:
+            attr.btf_fd = btf_fd
+            attr.btf_key_type_id = btf_key_type_id
+            attr.btf_value_type_id = btf_value_type_id
+        return self._bpf(abi.Cmd.MAP_CREATE, attr, f"map '{name}'" if name else "")
+
+    @staticmethod
+    def _check_size(data: bytes, size: int, what: str) -> None:
+        if len(data) != size:
+            raise KernelError(codes.BAD_SIZE, f"{what} is {len(data)} bytes, the map's size is {size}")
+
+    def update_elem(
+        self, fd: int, key: bytes, value: bytes, flags: int = abi.UpdateFlag.ANY, *, what: str = ""
+    ) -> None:
+        kbuf, vbuf = _in_buffer(key), _in_buffer(value)
+        attr = abi.MapElemAttr(map_fd=fd, key=_addr(kbuf), flags=flags)
+        attr.value = _addr(vbuf)
+        self._bpf(abi.Cmd.MAP_UPDATE_ELEM, attr, what)
+
+    def lookup(self, fd: int, key: bytes, value_size: int, *, what: str = "") -> bytes | None:
+        """The value stored under ``key``, or None when there is none."""
+        kbuf = _in_buffer(key)
+        vbuf = ctypes.create_string_buffer(max(value_size, 1))
+        attr = abi.MapElemAttr(map_fd=fd, key=_addr(kbuf))
+        attr.value = _addr(vbuf)
+        try:
+            self._bpf(abi.Cmd.MAP_LOOKUP_ELEM, attr, what)
+        except KernelError as exc:
+            if exc.errno == E.ENOENT:
+                return None
+            raise
+        return vbuf.raw[:value_size]
+
+    def delete_elem(self, fd: int, key: bytes, *, what: str = "") -> bool:
+        kbuf = _in_buffer(key)
+        try:
+            self._bpf(abi.Cmd.MAP_DELETE_ELEM, abi.MapElemAttr(map_fd=fd, key=_addr(kbuf)), what)
+        except KernelError as exc:
+            if exc.errno == E.ENOENT:
+                return False
+            raise
+        return True
+
+    def next_key(self, fd: int, key: bytes | None, key_size: int, *, what: str = "") -> bytes | None:
+        """The key after ``key`` (the first key for None), or None after the last."""
+        kbuf = None if key is None else _in_buffer(key)
+        nbuf = ctypes.create_string_buffer(max(key_size, 1))
+        attr = abi.MapElemAttr(map_fd=fd, key=_addr(kbuf))
+        attr.next_key = _addr(nbuf)
+        try:
+            self._bpf(abi.Cmd.MAP_GET_NEXT_KEY, attr, what)
+        except KernelError as exc:
+            if exc.errno == E.ENOENT:
+                return None
+            raise
+        return nbuf.raw[:key_size]
+
+    def update_batch(
+        self,
+        fd: int,
+        keys: bytes,
+        values: bytes,
+        *,
+        key_size: int,
+        value_size: int,
+        flags: int = abi.UpdateFlag.ANY,
+        what: str = "",
+    ) -> int:
+        """Write ``len(keys) // key_size`` elements in one BPF_MAP_UPDATE_BATCH.
+
+        Kernels without batch support for the map (EINVAL, EOPNOTSUPP, ENOTSUPP) get one
+        BPF_MAP_UPDATE_ELEM per element instead, from the first element on. Returns the count.
+        """
+        if key_size <= 0 or len(keys) % key_size:
+            raise KernelError(
+                codes.BAD_SIZE, f"{len(keys)} key bytes are not a multiple of key_size {key_size}"
+            )
+        count = len(keys) // key_size
+        self._check_size(values, count * value_size, f"the values of {count} elements")
+        if count == 0:
+            return 0
+        kbuf, vbuf = _in_buffer(keys), _in_buffer(values)
+        attr = abi.MapBatchAttr(
+            keys=_addr(kbuf), values=_addr(vbuf), count=count, map_fd=fd, elem_flags=flags
+        )
+        try:
+            self._bpf(abi.Cmd.MAP_UPDATE_BATCH, attr, what)
+            return count
+        except KernelError as exc:
+            if exc.errno not in (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP):
+                raise
+        for i in range(count):
+            self.update_elem(
+                fd,
+                keys[i * key_size : (i + 1) * key_size],
+                values[i * value_size : (i + 1) * value_size],
+                flags,
+                what=what,
+            )
+        return count
+
+    def lookup_batch(
+        self, fd: int, *, key_size: int, value_size: int, chunk: int = 4096, what: str = ""
+    ) -> tuple[bytes, bytes]:
+        """Every key and value of the map, read with BPF_MAP_LOOKUP_BATCH ``chunk`` at a time."""
+        kbuf = ctypes.create_string_buffer(key_size * chunk)
+        vbuf = ctypes.create_string_buffer(value_size * chunk)
+        token_in = ctypes.create_string_buffer(max(key_size, 8))
+        token_out = ctypes.create_string_buffer(max(key_size, 8))
+        keys: list[bytes] = []
+        values: list[bytes] = []
+        first = True
+        while True:
+            attr = abi.MapBatchAttr(
+                in_batch=0 if first else _addr(token_in),
+                out_batch=_addr(token_out),
+                keys=_addr(kbuf),
+                values=_addr(vbuf),
+                count=chunk,
+                map_fd=fd,
+            )
+            done = False
+            try:
+                self._bpf(abi.Cmd.MAP_LOOKUP_BATCH, attr, what)
+            except KernelError as exc:
+                if exc.errno != E.ENOENT:
+                    raise
+                done = True
+            n = attr.count
+            keys.append(kbuf.raw[: n * key_size])
+            values.append(vbuf.raw[: n * value_size])
+            if done:
+                return b"".join(keys), b"".join(values)
+            ctypes.memmove(token_in, token_out, len(token_out))
+            first = False
+
+    def freeze(self, fd: int, *, what: str = "") -> None:
+        self._bpf(abi.Cmd.MAP_FREEZE, abi.MapElemAttr(map_fd=fd), what)
+
+    # --------------------------------------------------------------- programs
+
+    def load_program(
+        self,
+        prog_type: int,
+        insns: bytes,
+        license: str,
+        *,
+        name: str = "",
+        kern_version: int = 0,
+        expected_attach_type: int = 0,
+        prog_flags: int = 0,
+        log_level: int = 0,
+        line_info: Sequence[LineInfo] = (),
+    ) -> int:
+        """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
+
+        The first attempt runs without a log (fast path); after a failure the load is repeated
+        with ``log_level`` 1 (or the caller's level) and a buffer that grows until the log fits.
+        """
+        if len(insns) % 8 or not insns:
+            raise KernelError(
+                codes.BAD_SIZE, f"program '{name}' is {len(insns)} bytes, not whole instructions"
+            )
+        ibuf = _in_buffer(insns)
+        lbuf = ctypes.create_string_buffer(license.encode() + b"\0")
+        what = f"program '{name}'" if name else ""
+
+        def attempt(level: int, log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
+            attr = abi.ProgLoadAttr(
+                prog_type=prog_type,
+                insn_cnt=len(insns) // 8,
+                insns=_addr(ibuf),
+                license=_addr(lbuf),
+                kern_version=kern_version,
+                prog_flags=prog_flags,
+                prog_name=abi.object_name(name),
+                expected_attach_type=expected_attach_type,
+            )
+            if log is not None:
+                attr.log_level, attr.log_size, attr.log_buf = level, len(log), _addr(log)
+            try:
+                return _Attempt(self._bpf(abi.Cmd.PROG_LOAD, attr, what), None, 0)
+            except KernelError as exc:
+                return _Attempt(None, exc, attr.log_true_size)
+
+        if not log_level:
+            first = attempt(0, None)
+            if first.fd is not None:
+                return first.fd
+            _raise_if_final(first.error)
+        fd, error, log = self._with_growing_log(lambda buf: attempt(log_level or abi.BPF_LOG_LEVEL1, buf))
+        if fd is not None:
+            return fd
+        assert error is not None
+        if not log.strip():
+            raise error
+        raise VerifierError(name, error.errno or 0, log, summarize(log, line_info))
+
+    @staticmethod
+    def _with_growing_log(
+        attempt: Callable[[ctypes.Array], _Attempt],  # type: ignore[type-arg]
+    ) -> tuple[int | None, KernelError | None, str]:
+        """Repeat ``attempt`` with a larger log buffer while the kernel says it was too small."""
+        size = FIRST_LOG_SIZE
+        while True:
+            buf = ctypes.create_string_buffer(size)
+            result = attempt(buf)
+            if result.fd is not None:
+                return result.fd, None, ""
+            assert result.error is not None
+            if result.error.errno == E.ENOSPC and size < MAX_LOG_SIZE:
+                size = min(MAX_LOG_SIZE, max(size * 2, result.log_true_size))
+                continue
+            return None, result.error, buf.value.decode("utf-8", "replace")
+
+    def load_btf(self, data: bytes) -> int:
+        """Load raw BTF; a rejection raises ``KernelError`` (EK014) with the BTF log as detail."""
+        dbuf = _in_buffer(data)
+
+        def attempt(log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
+            attr = abi.BtfLoadAttr(btf=_addr(dbuf), btf_size=len(data))
+            if log is not None:
+                attr.btf_log_buf, attr.btf_log_size, attr.btf_log_level = _addr(log), len(log), 1
+            try:
+                return _Attempt(self._bpf(abi.Cmd.BTF_LOAD, attr, "BTF"), None, 0)
+            except KernelError as exc:
+                return _Attempt(None, exc, attr.btf_log_true_size)
+
+        first = attempt(None)
+        if first.fd is not None:
+            return first.fd
+        _raise_if_final(first.error)
+        fd, error, log = self._with_growing_log(attempt)
+        if fd is not None:
+            return fd
+        assert error is not None
+        if error.code in _FINAL_CODES:
+            raise error
+        last = log.strip().splitlines()[-1] if log.strip() else error.message
+        raise KernelError(
+            codes.BTF_REJECTED,
+            f"the kernel refused the object's BTF: {last}",
+            errno=error.errno,
+            operation="BPF_BTF_LOAD",
+            detail=log or None,
+        )
+
+    # ---------------------------------------------------------------- inspect
+
+    def _info(self, fd: int, info: ctypes.Structure, what: str) -> None:
+        attr = abi.ObjInfoAttr(bpf_fd=fd, info_len=ctypes.sizeof(info), info=ctypes.addressof(info))
+        self._bpf(abi.Cmd.OBJ_GET_INFO_BY_FD, attr, what)
+
+    def map_info(self, fd: int) -> MapDescription:
+        info = abi.MapInfo()
+        self._info(fd, info, f"map fd {fd}")
+        return MapDescription(
+            id=info.id,
+            type=info.type,
+            name=info.name.decode(errors="replace"),
+            key_size=info.key_size,
+            value_size=info.value_size,
+            max_entries=info.max_entries,
+            flags=info.map_flags,
+            btf_id=info.btf_id,
+        )
+
+    def program_info(self, fd: int) -> ProgramDescription:
+        info = abi.ProgInfo()
+        self._info(fd, info, f"program fd {fd}")
+        ids = (ctypes.c_uint32 * max(info.nr_map_ids, 1))()
+        nr = info.nr_map_ids
+        if nr:
+            info = abi.ProgInfo(nr_map_ids=nr, map_ids=ctypes.addressof(ids))
+            self._info(fd, info, f"program fd {fd}")
+        return ProgramDescription(
+            id=info.id,
+            type=info.type,
+            name=info.name.decode(errors="replace"),
+            tag=bytes(info.tag),
+            map_ids=tuple(ids[:nr]),
+            gpl_compatible=bool(info.gpl_compatible),
+            xlated_len=info.xlated_prog_len,
+        )
+
+    def _ids(self, cmd: abi.Cmd) -> Iterator[int]:
+        current = 0
+        while True:
+            attr = abi.GetNextIdAttr(start_id=current)
+            try:
+                self._bpf(cmd, attr)
+            except KernelError as exc:
+                if exc.errno == E.ENOENT:
+                    return
+                raise
+            current = attr.next_id
+            yield current
+
+    def program_ids(self) -> Iterator[int]:
+        return self._ids(abi.Cmd.PROG_GET_NEXT_ID)
+
+    def map_ids(self) -> Iterator[int]:
+        return self._ids(abi.Cmd.MAP_GET_NEXT_ID)
+
+    def link_perf_event(self, prog_fd: int, perf_fd: int, *, cookie: int = 0) -> int:
+        """Attach a program to a perf event with a BPF link (5.15+); closing the link detaches."""
+        attr = abi.LinkCreateAttr(
+            prog_fd=prog_fd, target_fd=perf_fd, attach_type=abi.BPF_PERF_EVENT, bpf_cookie=cookie
+        )
+        return self._bpf(abi.Cmd.LINK_CREATE, attr, f"perf event fd {perf_fd}")
+
+    # ------------------------------------------------------------ perf events
+
+    def perf_event_open(
+        self, attr: PerfEventAttr, *, pid: int = -1, cpu: int = -1, group_fd: int = -1, flags: int = 0
+    ) -> int:
+        """Open a perf event (close-on-exec); an older kernel's smaller attr size is honoured."""
+        if attr.size == 0:
+            attr.size = ctypes.sizeof(attr)
+        what = f" on cpu {cpu}" if cpu >= 0 else ""
+        while True:
+            try:
+                return self.funnel.perf_event_open(attr, pid, cpu, group_fd, flags)
+            except SyscallError as exc:
+                if exc.errno == E.E2BIG:
+                    wanted = attr.size
+                    raw = ctypes.string_at(ctypes.addressof(attr), ctypes.sizeof(attr))
+                    if PERF_ATTR_SIZE_VER0 <= wanted < len(raw) and not raw[wanted:].strip(b"\0"):
+                        continue
+                    raise KernelError(
+                        codes.ATTR_TOO_BIG,
+                        f"perf_event_open{what}: the kernel knows perf_event_attr up to {wanted} bytes, "
+                        f"and a field set beyond that is needed (E2BIG)",
+                        errno=exc.errno,
+                        operation="perf_event_open",
+                    ) from None
+                if exc.errno in (E.EPERM, E.EACCES):
+                    raise self._permission_error("perf_event_open", exc.errno, what, perf=True) from None
+                if exc.errno == E.ENOENT:
+                    raise KernelError(
+                        codes.NOT_FOUND,
+                        f"perf_event_open{what}: the kernel has no event of type {attr.type} config "
+                        f"{attr.config:#x} (ENOENT)",
+                        errno=exc.errno,
+                        operation="perf_event_open",
+                    ) from None
+                raise self._error(exc, "", perf=True) from None
+
+    def _ioctl(self, fd: int, request: Ioctl, arg: int, what: str) -> int:
+        try:
+            return self.funnel.ioctl(fd, int(request), arg, operation=f"PERF_EVENT_IOC_{request.name}")
+        except SyscallError as exc:
+            raise self._error(exc, what, perf=True) from None
+
+    def enable(self, fd: int) -> None:
+        self._ioctl(fd, Ioctl.ENABLE, 0, f"perf event fd {fd}")
+
+    def disable(self, fd: int) -> None:
+        self._ioctl(fd, Ioctl.DISABLE, 0, f"perf event fd {fd}")
+
+    def set_bpf(self, fd: int, prog_fd: int) -> None:
+        """Attach a program to a tracepoint/kprobe/uprobe perf event (PERF_EVENT_IOC_SET_BPF)."""
+        self._ioctl(fd, Ioctl.SET_BPF, prog_fd, f"perf event fd {fd}")
+
+    def mmap_ring(self, fd: int, data_pages: int) -> RingMapping:
+        """Map the ring buffer of a perf event: one control page plus ``data_pages`` (a power of 2)."""
+        if data_pages <= 0 or data_pages & (data_pages - 1):
+            raise KernelError(
+                codes.RING_BUFFER, f"ring buffer pages must be a power of two, not {data_pages}"
+            )
+        length = (data_pages + 1) * self.page_size
+        try:
+            address = self.funnel.mmap(
+                length, mmap_mod.PROT_READ | mmap_mod.PROT_WRITE, mmap_mod.MAP_SHARED, fd, 0
+            )
+        except SyscallError as exc:
+            raise self._error(exc, f"the ring buffer of perf event fd {fd}", perf=True) from None
+        return RingMapping(fd=fd, address=address, length=length, page_size=self.page_size)
+
+    def munmap(self, ring: RingMapping) -> None:
+        try:
+            self.funnel.munmap(ring.address, ring.length)
+        except SyscallError as exc:
+            raise self._error(exc, f"the ring buffer of perf event fd {ring.fd}") from None
+
+    def close(self, fd: int) -> None:
+        try:
+            self.funnel.close(fd)
+        except SyscallError as exc:
+            raise self._error(exc, f"fd {fd}") from None

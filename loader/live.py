@@ -1,0 +1,367 @@
+"""From an ``ObjectSpec`` to live kernel objects: maps created, programs relocated and loaded.
+
+``load_object(spec, prog_types)`` is the one call (cilium/ebpf's ``NewCollection``): it loads the
+object's BTF when the maps can use it, creates every map (legacy ``SEC("maps")`` and BTF ``.maps``
+alike, global data maps with their initial contents, ``.rodata`` frozen), patches a copy of each
+program's instructions and loads it with the program type the caller decided from the section
+name. The result is a ``LiveObject`` that closes every descriptor on ``close()`` or at the end of a
+``with`` block; if anything fails half-way, what was already created is closed before the error
+propagates.
+"""
+
+from __future__ import annotations
+
+import errno as E
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from pathlib import Path
+from types import TracebackType
+
+from evspec.loader import bpf_abi as abi
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
+
+from evspec.codes import kernel as codes
+
+_MAP_SECTIONS = (".maps", "maps")
+_INSN = 8
+
+
+@dataclass(frozen=True, slots=True)
+class LinkedProgram:
+    """A program ready for BPF_PROG_LOAD: the patched instructions with its subprograms appended."""
+
+    insns: bytes
+    line_info: tuple[LineInfo, ...]  # offsets into ``insns`` (subprograms' entries shifted)
+    layout: tuple[tuple[str, int], ...]  # (function, first instruction) in load order
+
+
+@dataclass(frozen=True, slots=True)
+class LiveMap:
+    spec: MapSpec
+    fd: int
+    with_btf: bool  # created with the object's BTF key/value type ids
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+@dataclass(frozen=True, slots=True)
+class LiveProgram:
+    spec: ProgramSpec
+    fd: int
+    prog_type: int
+    insns: bytes  # what was loaded
+
+    @property
+    def name(self) -> str:
+        return self.spec.name
+
+
+class LiveObject:
+    """The maps and programs of one loaded object; owns their descriptors."""
+
+    def __init__(self, kernel: Kernel, spec: ObjectSpec) -> None:
+        self.kernel = kernel
+        self.spec = spec
+        self.maps: dict[str, LiveMap] = {}
+        self.programs: dict[str, LiveProgram] = {}
+        self.btf_fd: int | None = None
+        self.btf_error: KernelError | None = None  # why the object's BTF was not used
+        self._closed = False
+
+    def map(self, name: str) -> LiveMap:
+        try:
+            return self.maps[name]
+        except KeyError:
+            raise KeyError(f"object {self.spec.path!r} has no map {name!r}") from None
+
+    def program(self, name: str) -> LiveProgram:
+        try:
+            return self.programs[name]
+        except KeyError:
+            raise KeyError(f"object {self.spec.path!r} has no program {name!r}") from None
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """Every descriptor this object holds, in closing order."""
+        fds = [p.fd for p in self.programs.values()] + [m.fd for m in self.maps.values()]
+        if self.btf_fd is not None:
+            fds.append(self.btf_fd)
+        return tuple(fds)
+
+    def close(self) -> None:
+        """Close every descriptor; the first failure is raised after all were tried."""
+        if self._closed:
+            return
+        self._closed = True
+        first: KernelError | None = None
+        for fd in self.fds:
+            try:
+                self.kernel.close(fd)
+            except KernelError as exc:
+                first = first or exc
+        self.programs.clear()
+        self.maps.clear()
+        self.btf_fd = None
+        if first is not None:
+            raise first
+
+    def __enter__(self) -> LiveObject:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+# ----------------------------------------------------------------- relocation
+
+
+def _insn(buf: bytearray, index: int) -> abi.BpfInsn:
+    return abi.BpfInsn.from_buffer_copy(buf, index * _INSN)
+
+
+def _put(buf: bytearray, index: int, insn: abi.BpfInsn) -> None:
+    buf[index * _INSN : (index + 1) * _INSN] = bytes(insn)
+
+
+def _relocation_error(prog: ProgramSpec, index: int, message: str) -> KernelError:
+    return KernelError(codes.RELOCATION, f"program '{prog.name}', instruction {index}: {message}")
+
+
+def _patch_ld_imm64(
+    buf: bytearray, part: ProgramSpec, base: int, index: int, src_reg: int, fd: int, offset: int
+) -> None:
+    at = base + index
+    if index < 0 or index + 1 >= part.insn_count:
+        raise _relocation_error(part, index, "a ld_imm64 relocation points past the program's end")
+    first, second = _insn(buf, at), _insn(buf, at + 1)
+    if first.code != abi.OP_LD_IMM64 or second.code != 0:
+        raise _relocation_error(
+            part,
+            index,
+            f"expected a ld_imm64 instruction (opcode 0x18) to relocate, found opcode {first.code:#04x}",
+        )
+    first.src_reg = src_reg
+    first.imm = fd
+    second.imm = offset
+    _put(buf, at, first)
+    _put(buf, at + 1, second)
+
+
+def _patch_call(buf: bytearray, part: ProgramSpec, base: int, index: int, target: int) -> None:
+    at = base + index
+    if not 0 <= index < part.insn_count:
+        raise _relocation_error(part, index, "a call relocation points past the program's end")
+    insn = _insn(buf, at)
+    if insn.code != abi.OP_CALL or insn.src_reg != abi.BPF_PSEUDO_CALL:
+        raise _relocation_error(
+            part, index, f"expected a bpf-to-bpf call (opcode 0x85, src_reg 1), found opcode {insn.code:#04x}"
+        )
+    insn.imm = target - (at + 1)
+    _put(buf, at, insn)
+
+
+def _function(spec: ObjectSpec, name: str) -> ProgramSpec | None:
+    for fn in spec.subprograms + spec.programs:
+        if fn.name == name:
+            return fn
+    return None
+
+
+def _data_map(spec: ObjectSpec, target: str) -> MapSpec | None:
+    for m in spec.maps:
+        if m.name == target:
+            return m
+    for m in spec.maps:
+        if m.section == target and m.section not in _MAP_SECTIONS:
+            return m
+    return None
+
+
+def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]) -> LinkedProgram:
+    """Patch a copy of ``prog``'s instructions for loading; no system call is made.
+
+    * ``map``: the ld_imm64 gets ``src_reg = BPF_PSEUDO_MAP_FD`` and the map's fd;
+    * ``data``: ``src_reg = BPF_PSEUDO_MAP_VALUE``, the data map's fd, and ``addend`` (the offset
+      into the data section) in the second half;
+    * ``call``: the called function (from ``spec.subprograms``, else ``spec.programs``) is appended
+      once, its own relocations applied, and the call's ``imm`` set to the relative distance to its
+      first instruction (plus ``addend`` bytes).
+    """
+    buf = bytearray(prog.insns)
+    parts: list[tuple[int, ProgramSpec]] = [(0, prog)]
+    starts: dict[str, int] = {prog.name: 0}
+    done = 0
+    while done < len(parts):
+        base, part = parts[done]
+        done += 1
+        for rel in part.relocations:
+            if rel.kind == "call":
+                if rel.target not in starts:
+                    callee = _function(spec, rel.target)
+                    if callee is None:
+                        raise _relocation_error(
+                            part, rel.insn_index, f"calls '{rel.target}', which the object lacks"
+                        )
+                    starts[rel.target] = len(buf) // _INSN
+                    parts.append((starts[rel.target], callee))
+                    buf += callee.insns
+                _patch_call(buf, part, base, rel.insn_index, starts[rel.target] + rel.addend // _INSN)
+            elif rel.kind in ("map", "data"):
+                fd = map_fds.get(rel.target)
+                if fd is None and rel.kind == "data":
+                    data = _data_map(spec, rel.target)
+                    fd = map_fds.get(data.name) if data is not None else None
+                if fd is None:
+                    what = "map" if rel.kind == "map" else "data section"
+                    raise _relocation_error(
+                        part, rel.insn_index, f"refers to {what} '{rel.target}', which the object lacks"
+                    )
+                if rel.kind == "map":
+                    _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_FD, fd, 0)
+                else:
+                    _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_VALUE, fd, rel.addend)
+            else:
+                raise _relocation_error(part, rel.insn_index, f"unknown relocation kind {rel.kind!r}")
+    line_info = tuple(
+        replace(entry, insn_offset=entry.insn_offset + base)
+        for base, part in parts
+        for entry in part.line_info
+    )
+    layout = tuple((part.name, base) for base, part in parts)
+    return LinkedProgram(bytes(buf), line_info, layout)
+
+
+# ----------------------------------------------------------------------- maps
+
+
+def possible_cpus(path: str = "/sys/devices/system/cpu/possible") -> int:
+    """The number of possible CPUs ("0-3,8-11" counts 8): the size of a default perf event array."""
+    count = 0
+    for part in Path(path).read_text().strip().split(","):
+        lo, _, hi = part.partition("-")
+        count += int(hi or lo) - int(lo) + 1
+    return count
+
+
+def _is_global_data(m: MapSpec) -> bool:
+    return m.section not in _MAP_SECTIONS
+
+
+def _create_map(kernel: Kernel, m: MapSpec, btf_fd: int | None, cpus: int) -> LiveMap:
+    max_entries = m.max_entries
+    if m.type == MapType.PERF_EVENT_ARRAY and max_entries == 0:
+        max_entries = cpus
+    flags = m.flags | (abi.MapFlag.RDONLY_PROG if m.readonly else 0)
+    args = dict(flags=flags, name=m.name)
+    use_btf = (
+        btf_fd is not None and not m.legacy and m.key_type_id is not None and m.value_type_id is not None
+    )
+    if use_btf:
+        try:
+            fd = kernel.create_map(
+                m.type,
+                m.key_size,
+                m.value_size,
+                max_entries,
+                btf_fd=btf_fd,
+                btf_key_type_id=m.key_type_id or 0,
+                btf_value_type_id=m.value_type_id or 0,
+                **args,  # type: ignore[arg-type]
+            )
+            return LiveMap(m, fd, True)
+        except KernelError as exc:
+            if exc.errno != E.EINVAL:
+                raise
+    fd = kernel.create_map(m.type, m.key_size, m.value_size, max_entries, **args)  # type: ignore[arg-type]
+    return LiveMap(m, fd, False)
+
+
+def _fill_global_data(kernel: Kernel, live: LiveMap) -> None:
+    m = live.spec
+    value = m.initial_value or b""
+    if value.strip(b"\0"):
+        if len(value) != m.value_size:
+            raise KernelError(
+                codes.BAD_SIZE,
+                f"data section '{m.name}' holds {len(value)} bytes but its map value is {m.value_size}",
+            )
+        kernel.update_elem(live.fd, bytes(4), value, what=f"data section '{m.name}'")
+    if m.readonly:
+        kernel.freeze(live.fd, what=f"data section '{m.name}'")
+
+
+def _load_btf(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
+    wants = any(m.key_type_id is not None and not m.legacy for m in spec.maps)
+    if spec.btf is None or not wants:
+        return
+    try:
+        live.btf_fd = kernel.load_btf(spec.btf)
+    except KernelError as exc:
+        if exc.code in (codes.PERMISSION, codes.MEMLOCK):
+            raise
+        live.btf_error = exc
+
+
+# ----------------------------------------------------------------------- load
+
+
+def load_object(
+    spec: ObjectSpec,
+    prog_types: Mapping[str, int],
+    *,
+    kernel: Kernel | None = None,
+    expected_attach_types: Mapping[str, int] | None = None,
+    log_level: int = 0,
+    use_btf: bool = True,
+    cpus: int | None = None,
+) -> LiveObject:
+    """Create the maps and load the programs of ``spec``.
+
+    ``prog_types`` maps every program name to its BPF program type (decided by the caller from the
+    section name). ``cpus`` sizes perf event arrays declared with ``max_entries`` 0 (default: the
+    possible CPUs of this machine).
+    """
+    missing = [p.name for p in spec.programs if p.name not in prog_types]
+    if missing:
+        raise KernelError(
+            codes.PROGRAM_TYPE,
+            f"{spec.path}: no program type given for program(s) {', '.join(repr(n) for n in missing)}",
+        )
+    kernel = kernel or Kernel()
+    attach = expected_attach_types or {}
+    live = LiveObject(kernel, spec)
+    try:
+        if use_btf:
+            _load_btf(kernel, spec, live)
+        n_cpus = cpus if cpus is not None else possible_cpus()
+        for m in spec.maps:
+            lm = _create_map(kernel, m, live.btf_fd, n_cpus)
+            live.maps[m.name] = lm
+            if _is_global_data(m):
+                _fill_global_data(kernel, lm)
+        fds = {name: lm.fd for name, lm in live.maps.items()}
+        for prog in spec.programs:
+            linked = link_program(prog, spec, fds)
+            fd = kernel.load_program(
+                prog_types[prog.name],
+                linked.insns,
+                spec.license,
+                name=prog.name,
+                kern_version=spec.kernel_version or 0,
+                expected_attach_type=attach.get(prog.name, 0),
+                log_level=log_level,
+                line_info=linked.line_info,
+            )
+            live.programs[prog.name] = LiveProgram(prog, fd, prog_types[prog.name], linked.insns)
+    except BaseException:
+        try:
+            live.close()
+        except KernelError:
+            pass  # the original failure is the one worth reporting
+        raise
+    return live
