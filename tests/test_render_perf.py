@@ -6,6 +6,9 @@ The literal expected outputs below were captured from /usr/bin/perf 6.1 (``perf 
 
 from __future__ import annotations
 
+import os
+import subprocess
+
 import pytest
 
 from evspec.diagnostics import Diagnostic, Source, error, warning
@@ -327,9 +330,6 @@ PERF_STAT_CASES = [
 
 
 def perf_stderr(perf: str, args: list[str], columns: int, cwd: str | None = None) -> str:
-    import os
-    import subprocess
-
     env = {**os.environ, "COLUMNS": str(columns), "LINES": "25"}
     proc = subprocess.run([perf, *args], capture_output=True, text=True, env=env, cwd=cwd)
     return proc.stderr[: proc.stderr.index(RUN) + len(RUN)]
@@ -362,8 +362,11 @@ def test_two_errors_equal_perf_stat(perf_binary: str) -> None:
     ],
 )
 def test_bpf_map_errors_equal_perf_record(
-    perf_binary: str, bpf_fixtures: object, event: str, column: int, message: str
+    perf_binary: str, bpf_fixtures: object, root_kernel: None, event: str, column: int, message: str
 ) -> None:
+    # perf loads the object's programs and resolves their tracepoints before it applies map terms
+    if not os.path.isdir("/sys/kernel/tracing/events"):
+        subprocess.run(["mount", "-t", "tracefs", "nodev", "/sys/kernel/tracing"], check=True)
     diag = map_error(event, column, message)
     ours = render_perf([diag], column_of=lambda d: column)
     theirs = perf_stderr(perf_binary, ["record", "-o", "/dev/null", "-e", event, "true"], 80, str(bpf_fixtures))

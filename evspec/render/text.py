@@ -6,9 +6,10 @@
      --> -e #1, col 9
       |
       | cycles:uu
-      |        -^ repeated here
+      |        -^
       |        |
       |        first 'u' here
+      |
       = help: write each modifier once
 
 The event string is shown with control and invisible characters escaped (``\\t``, ``\\x00``,
