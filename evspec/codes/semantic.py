@@ -1,0 +1,135 @@
+"""Codes of the semantic checks against a described system (``EM…`` errors, ``WM…`` warnings)."""
+
+from __future__ import annotations
+
+from evspec.codes import CodeInfo
+
+CODES: tuple[CodeInfo, ...] = (
+    CodeInfo(
+        "EM001",
+        "unknown PMU",
+        "The name before '/terms/' is no PMU of the system (none in /sys/bus/event_source/devices), "
+        "no PMU named by it through perf's wildcard rule (NAME followed by digits or _digits, "
+        "'uncore_' ignored: 'uncore_imc' names 'uncore_imc_0'), and no PMU event alias. perf: "
+        "\"Cannot find PMU `NAME'. Missing kernel support?\"",
+        "nosuchpmu/config=1/",
+        "Check the PMU name with 'evspec list pmu'; the PMU may need a kernel module or "
+        "other hardware.",
+    ),
+    CodeInfo(
+        "EM002",
+        "unknown event",
+        "A bare word that is no hardware, software, tool or cache event name and no raw event "
+        "(rHEX) is looked up as a PMU event alias (events/NAME of any PMU, case-insensitively); "
+        "no PMU of the system has it. Event and cache names are case-sensitive.",
+        "Cycles",
+        "Spell a built-in event exactly ('cycles'), or list the aliases with 'evspec list pmu'.",
+    ),
+    CodeInfo(
+        "EM003",
+        "unknown term for a PMU",
+        "A term inside 'PMU/.../' is neither a built-in term (config, period, name, ...) nor a "
+        "format term of that PMU (format/NAME) nor one of its event aliases. perf: "
+        "\"unknown term 'X' for pmu 'P'\" with the list of valid terms.",
+        "msr/bogus/",
+        "Use one of the terms the help lists.",
+    ),
+    CodeInfo(
+        "EM004",
+        "format term expects a number",
+        "A PMU format term places its value into bits of the attr config; it takes a number. "
+        "perf: 'expected numeric value'.",
+        "power/event=abc/",
+        "Write the value as a decimal or 0x-hex number.",
+    ),
+    CodeInfo(
+        "EM005",
+        "value too big for format",
+        "The value does not fit the bits the PMU's format file gives the term. perf: 'value too "
+        "big for format, maximum is N' (and perf silently truncates when it cannot report).",
+        "power/event=0x100/",
+        "Use a value up to the maximum.",
+    ),
+    CodeInfo(
+        "EM006",
+        "format term without a value",
+        "A bare format term means 'set to 1', which is only meaningful for a one-bit field. A "
+        "bare multi-bit term is an error (perf 6.1 accepts it by accident through its wildcard "
+        "retry; later perf says 'no value assigned for term').",
+        "msr/event/",
+        "Give the value: 'msr/event=0x4/'.",
+    ),
+    CodeInfo(
+        "EM007",
+        "two aliases in one PMU event",
+        "Each PMU event alias is a whole event encoding; two of them in one '/.../' term list "
+        "overwrite each other's bits (perf fails silently).",
+        "msr/tsc,smi/",
+        "Write two events: 'msr/tsc/,msr/smi/'.",
+    ),
+    CodeInfo(
+        "EM008",
+        "missing alias parameter",
+        "The alias definition has a term with the value '?': the user must supply that term as "
+        "NAME=VALUE in the same term list (perf: \"Required parameter 'NAME' not specified\").",
+        "cpu/ld_lat.any/",
+        "Add the parameter: 'cpu/ld_lat.any,ldlat=3/'.",
+    ),
+    CodeInfo(
+        "EM009",
+        "unknown tracepoint",
+        "No tracepoint SYSTEM:EVENT in the system's tracefs (events/SYSTEM/EVENT/id), or an event "
+        "glob matched no event. perf: 'unknown tracepoint'.",
+        "sched:nosuch",
+        "List tracepoints with 'evspec list tracepoint' or 'evspec list \"sched:*\"'.",
+    ),
+    CodeInfo(
+        "EM010",
+        "tracepoint system glob matches nothing",
+        "No trace system matches the glob in the system part (perf prints only 'WARNING: event "
+        "parser found nothing').",
+        "nosu*:foo",
+        "Check the glob against 'evspec list tracepoint'.",
+    ),
+    CodeInfo(
+        "EM011",
+        "tracefs not available",
+        "Tracepoints are looked up in tracefs (/sys/kernel/tracing or /sys/kernel/debug/tracing); "
+        "it is not mounted or not readable.",
+        "sched:sched_switch",
+        "As root: 'mount -t tracefs nodev /sys/kernel/tracing' (evspec does this itself when run "
+        "as root), or check against a snapshot of a machine that has it.",
+    ),
+    CodeInfo(
+        "EM012",
+        "term not usable in perf stat",
+        "perf stat keeps only the terms config, config1, config2, name, metric-id, period, percore "
+        "(and PMU format terms). perf: \"'TERM' is not usable in 'perf stat'\".",
+        "cpu-clock/call-graph=fp/",
+        "Drop the term for perf stat, or check with '--mode record'.",
+    ),
+    CodeInfo(
+        "EM013",
+        "event needs a system description",
+        "Compiling a tracepoint, PMU event or PMU alias needs the machine's sysfs/tracefs (ids, "
+        "PMU types, format bits); no system was given.",
+        "sched:sched_switch",
+        "Pass '--system live' or a snapshot file.",
+    ),
+    CodeInfo(
+        "EM014",
+        "invalid PMU alias definition",
+        "The system's alias file (events/NAME) does not parse as a term list or uses a term the "
+        "PMU does not have; the event cannot be encoded.",
+        "",
+        "Fix or regenerate the system snapshot.",
+    ),
+    CodeInfo(
+        "WM001",
+        "no hardware PMU",
+        "Hardware, cache and raw events count through the CPU's PMU; this system has none (a VM "
+        "without PMU passthrough, for example), so perf reports them as <not supported>.",
+        "cycles",
+        "Use software events (cpu-clock, task-clock) on this machine.",
+    ),
+)
