@@ -113,10 +113,10 @@ def _overlaps(a: _Mark, b: _Mark) -> bool:
     return a.first < b.last and b.first < a.last
 
 
+@dataclass(frozen=True, slots=True)
 class _Style:
-    def __init__(self, color: bool, severity: Severity) -> None:
-        self.color = color
-        self.severity = severity
+    color: bool
+    severity: Severity
 
     def paint(self, text: str, code: str) -> str:
         return f"{code}{text}{_RESET}" if self.color and text else text
