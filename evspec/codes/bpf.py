@@ -1,0 +1,145 @@
+"""Codes ``EB0xx``: BPF objects and sources that cannot be read or compiled."""
+
+from __future__ import annotations
+
+from evspec.codes import CodeInfo
+
+OBJECT_UNREADABLE = "EB001"
+NOT_ELF = "EB002"
+NOT_BPF = "EB003"
+BYTE_ORDER = "EB004"
+CORRUPT_ELF = "EB005"
+BAD_PROGRAM = "EB006"
+BAD_RELOCATION = "EB007"
+BAD_MAP = "EB008"
+CORRUPT_BTF = "EB009"
+CORRUPT_BTF_EXT = "EB010"
+BAD_LICENSE_OR_VERSION = "EB011"
+COMPILE_FAILED = "EB012"
+NO_CLANG = "EB013"
+UNSUPPORTED = "EB014"
+CACHE_REFUSED = "WB001"
+
+CODES: tuple[CodeInfo, ...] = (
+    CodeInfo(
+        OBJECT_UNREADABLE,
+        "the BPF object or source cannot be opened",
+        "The file named as a BPF object (.o) or source (.c) does not exist, is a directory, or "
+        "cannot be read by this user.",
+        "./missing.o",
+        "Check the path; relative paths are taken from the current directory.",
+    ),
+    CodeInfo(
+        NOT_ELF,
+        "not an ELF file",
+        "A BPF object must be an ELF relocatable file as clang writes it with `-target bpf -c`. "
+        "The file is empty or does not start with the ELF magic number (a text file, a script, a "
+        "truncated download).",
+        "./notelf.o",
+        "Build the object with `clang -target bpf -O2 -g -c prog.c -o prog.o`, or name the .c "
+        "source and let evspec compile it.",
+    ),
+    CodeInfo(
+        NOT_BPF,
+        "an ELF file, but not a BPF object",
+        "The file is ELF, but built for another machine (x86-64, AArch64 ...), or it is 32-bit, or "
+        "it is not a relocatable object (an executable or a shared library). BPF objects have "
+        "e_machine EM_BPF (247) and type ET_REL.",
+        "./x86.o",
+        "Compile with `-target bpf`; a host compiler (`cc -c`) makes host objects.",
+    ),
+    CodeInfo(
+        BYTE_ORDER,
+        "the BPF object has the other byte order",
+        "The object was built for a big-endian BPF target (`-target bpfeb`) and this host is "
+        "little-endian, or the reverse. The kernel only loads programs in its own byte order.",
+        "./prog_be.o",
+        "Use `-target bpf` (the host's byte order), or `bpfel`/`bpfeb` explicitly to match the host.",
+    ),
+    CodeInfo(
+        CORRUPT_ELF,
+        "truncated or corrupt ELF file",
+        "The ELF headers describe data that is not in the file: the section header table or a "
+        "section lies past its end, entries have impossible sizes, or names and links point "
+        "nowhere. The file was probably cut short or damaged.",
+        "",
+        "Rebuild the object.",
+    ),
+    CodeInfo(
+        BAD_PROGRAM,
+        "bad program layout",
+        "A function symbol of a program section lies outside its section, is not a multiple of "
+        "the 8-byte instruction size, or overlaps the section's end.",
+    ),
+    CodeInfo(
+        BAD_RELOCATION,
+        "bad relocation",
+        "A relocation entry of a program points outside the program, at an instruction that "
+        "cannot be relocated, at a symbol that does not exist, or at something that is neither a "
+        "map, a global data section nor a function.",
+        "",
+        "Rebuild the object; if it comes from an unusual tool chain, check that map references "
+        "use `ld_imm64` and bpf-to-bpf calls target functions in executable sections.",
+    ),
+    CodeInfo(
+        BAD_MAP,
+        "bad map definition",
+        "A map in SEC(\"maps\") (struct bpf_map_def) or SEC(\".maps\") (BTF-defined) cannot be "
+        "understood: a record shorter than type, key_size, value_size and max_entries, a BTF map "
+        "without BTF, a field declared with the wrong shape or an unknown field, conflicting "
+        "sizes, or two maps with the same name.",
+        "",
+        "Declare BTF maps with libbpf's __uint()/__type() macros and compile with -g.",
+    ),
+    CodeInfo(
+        CORRUPT_BTF,
+        "corrupt BTF",
+        "The .BTF section is damaged: bad magic or version, areas past its end, unknown type "
+        "kinds, type ids out of range, or loops in type chains.",
+    ),
+    CodeInfo(
+        CORRUPT_BTF_EXT,
+        "corrupt BTF.ext",
+        "The .BTF.ext section (function and line information) is damaged or refers to strings "
+        "and types that are not in .BTF.",
+    ),
+    CodeInfo(
+        BAD_LICENSE_OR_VERSION,
+        "bad license or version section",
+        "The `license` section must hold a NUL-terminated string and the `version` section one "
+        "32-bit number (LINUX_VERSION_CODE).",
+    ),
+    CodeInfo(
+        COMPILE_FAILED,
+        "compiling the BPF source failed",
+        "clang rejected the .c source; its messages are attached. evspec compiles the way perf "
+        "did: clang -target bpf -O2 -g -D__KERNEL__ -D__NR_CPUS__=N -DLINUX_VERSION_CODE=V, with "
+        "the host's multiarch include directory and evspec's own <uapi/linux/bpf.h> (which adds "
+        "the kernel's u8..u64 types) on the include path.",
+        "./broken.c",
+    ),
+    CodeInfo(
+        NO_CLANG,
+        "clang not found",
+        "Compiling a .c source needs clang with the BPF target. evspec uses the path given to it, "
+        "else $EVSPEC_CLANG, else `clang` on PATH.",
+        "",
+        "Install clang (Debian/Ubuntu: apt-get install clang) or set EVSPEC_CLANG.",
+    ),
+    CodeInfo(
+        UNSUPPORTED,
+        "unsupported BPF object feature",
+        "The object uses something evspec does not load: extern symbols (__kconfig, __ksym), "
+        "RELA relocations, or a relocation kind that only libbpf's CO-RE machinery handles.",
+    ),
+    CodeInfo(
+        CACHE_REFUSED,
+        "compile cache not used",
+        "The cache directory for compiled sources ($XDG_CACHE_HOME/evspec/bpf or "
+        "~/.cache/evspec/bpf) is not a directory owned by the current user, or is writable by "
+        "group or others; a planted object there could be loaded into the kernel, so evspec "
+        "compiles into a private temporary directory instead.",
+        "",
+        "chmod 700 the cache directory, or remove it and let evspec recreate it.",
+    ),
+)

@@ -1,0 +1,484 @@
+"""Our own reader of BTF, the BPF Type Format: the ``.BTF`` section (header, type section, string
+section) and the ``.BTF.ext`` section (func_info, line_info).
+
+Layouts are the ones of include/uapi/linux/btf.h. The reader is lazy: opening a blob validates the
+header and walks the type section once to learn where each type starts (the records have variable
+length); a type is decoded only when asked for, and the references it holds are checked then.
+Every defect of the input raises ``BtfError``; the object reader turns it into an ``ObjectError``.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Iterator
+from dataclasses import dataclass
+from enum import IntEnum
+
+BTF_MAGIC = 0xEB9F
+_HEADER_LEN = 24  # magic, version, flags, hdr_len, type_off, type_len, str_off, str_len
+_EXT_HEADER_LEN = 24  # magic, version, flags, hdr_len, func_info_off/len, line_info_off/len
+_MAX_NAME_LOOKUP = 1 << 20
+
+
+class BtfError(ValueError):
+    """The BTF data is corrupt or refers to something that is not there."""
+
+
+class BtfKind(IntEnum):
+    UNKN = 0  # only type id 0, "void"
+    INT = 1
+    PTR = 2
+    ARRAY = 3
+    STRUCT = 4
+    UNION = 5
+    ENUM = 6
+    FWD = 7
+    TYPEDEF = 8
+    VOLATILE = 9
+    CONST = 10
+    RESTRICT = 11
+    FUNC = 12
+    FUNC_PROTO = 13
+    VAR = 14
+    DATASEC = 15
+    FLOAT = 16
+    DECL_TAG = 17
+    TYPE_TAG = 18
+    ENUM64 = 19
+
+
+# Bytes that follow the 12-byte common record, as (fixed, per vlen item).
+_EXTRA: dict[int, tuple[int, int]] = {
+    BtfKind.INT: (4, 0),
+    BtfKind.PTR: (0, 0),
+    BtfKind.ARRAY: (12, 0),
+    BtfKind.STRUCT: (0, 12),
+    BtfKind.UNION: (0, 12),
+    BtfKind.ENUM: (0, 8),
+    BtfKind.FWD: (0, 0),
+    BtfKind.TYPEDEF: (0, 0),
+    BtfKind.VOLATILE: (0, 0),
+    BtfKind.CONST: (0, 0),
+    BtfKind.RESTRICT: (0, 0),
+    BtfKind.FUNC: (0, 0),
+    BtfKind.FUNC_PROTO: (0, 8),
+    BtfKind.VAR: (4, 0),
+    BtfKind.DATASEC: (0, 12),
+    BtfKind.FLOAT: (0, 0),
+    BtfKind.DECL_TAG: (4, 0),
+    BtfKind.TYPE_TAG: (0, 0),
+    BtfKind.ENUM64: (0, 12),
+}
+
+# Kinds whose third word is a size; all others (but FWD) use it as a type reference.
+_SIZED = frozenset({BtfKind.INT, BtfKind.STRUCT, BtfKind.UNION, BtfKind.ENUM, BtfKind.FLOAT,
+                    BtfKind.DATASEC, BtfKind.ENUM64})
+_REFERRING = frozenset({BtfKind.PTR, BtfKind.TYPEDEF, BtfKind.VOLATILE, BtfKind.CONST,
+                        BtfKind.RESTRICT, BtfKind.FUNC, BtfKind.FUNC_PROTO, BtfKind.VAR,
+                        BtfKind.DECL_TAG, BtfKind.TYPE_TAG})
+# Qualifiers and aliases that resolve() looks through.
+_TRANSPARENT = frozenset({BtfKind.TYPEDEF, BtfKind.VOLATILE, BtfKind.CONST, BtfKind.RESTRICT,
+                          BtfKind.TYPE_TAG})
+
+INT_SIGNED = 1
+INT_CHAR = 2
+INT_BOOL = 4
+VAR_STATIC, VAR_GLOBAL_ALLOCATED, VAR_GLOBAL_EXTERN = 0, 1, 2
+POINTER_SIZE = 8  # BPF is a 64-bit target
+
+
+@dataclass(frozen=True, slots=True)
+class BtfMember:
+    """A member of a STRUCT or UNION."""
+
+    name: str
+    type: int
+    bit_offset: int
+    bitfield_size: int = 0  # non-zero only for bitfields of a kind_flag struct
+
+
+@dataclass(frozen=True, slots=True)
+class BtfParam:
+    name: str
+    type: int
+
+
+@dataclass(frozen=True, slots=True)
+class BtfEnumerator:
+    name: str
+    value: int
+
+
+@dataclass(frozen=True, slots=True)
+class BtfArray:
+    type: int  # element type
+    index_type: int
+    nelems: int
+
+
+@dataclass(frozen=True, slots=True)
+class BtfVarSecinfo:
+    """One variable of a DATASEC: its VAR type id, offset and size inside the section."""
+
+    type: int
+    offset: int
+    size: int
+
+
+@dataclass(frozen=True, slots=True)
+class BtfType:
+    id: int
+    kind: BtfKind
+    name: str
+    vlen: int
+    kind_flag: bool
+    size: int = 0  # INT STRUCT UNION ENUM ENUM64 FLOAT DATASEC
+    type: int = 0  # referenced type id: PTR TYPEDEF qualifiers FUNC FUNC_PROTO(return) VAR DECL_TAG
+    int_encoding: int = 0  # INT: INT_SIGNED | INT_CHAR | INT_BOOL
+    int_offset: int = 0
+    int_bits: int = 0
+    array: BtfArray | None = None
+    members: tuple[BtfMember, ...] = ()
+    params: tuple[BtfParam, ...] = ()
+    enumerators: tuple[BtfEnumerator, ...] = ()
+    secinfos: tuple[BtfVarSecinfo, ...] = ()
+    linkage: int = 0  # VAR: VAR_*; FUNC: static/global/extern (from vlen)
+    component_idx: int = -1  # DECL_TAG: member/parameter index, -1 for the whole declaration
+
+
+VOID = BtfType(id=0, kind=BtfKind.UNKN, name="void", vlen=0, kind_flag=False)
+
+
+def _byte_order(data: bytes, what: str) -> str:
+    if len(data) < 2:
+        raise BtfError(f"{what} is too short for its magic number ({len(data)} bytes)")
+    if data[0] == 0x9F and data[1] == 0xEB:
+        return "<"
+    if data[0] == 0xEB and data[1] == 0x9F:
+        return ">"
+    raise BtfError(f"{what} has a bad magic number 0x{data[0]:02x}{data[1]:02x} (expected 0xeb9f)")
+
+
+def _area(total: int, offset: int, length: int, what: str) -> None:
+    if offset + length > total:
+        raise BtfError(f"{what} ({offset}..{offset + length}) extends past the end of the data "
+                       f"({total} bytes)")
+
+
+class Btf:
+    """A parsed ``.BTF`` blob. Type ids start at 1; id 0 is ``void``."""
+
+    __slots__ = ("_data", "_order", "_types_at", "_str_at", "_str_len", "_offsets", "_cache",
+                 "_names", "_common", "_strings")
+
+    def __init__(self, data: bytes) -> None:
+        self._data = bytes(data)
+        self._order = _byte_order(self._data, "BTF")
+        if len(self._data) < _HEADER_LEN:
+            raise BtfError(f"BTF is truncated: {len(self._data)} bytes, the header alone needs "
+                           f"{_HEADER_LEN}")
+        _magic, version, _flags, hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from(
+            self._order + "HBBIIIII", self._data, 0)
+        if version != 1:
+            raise BtfError(f"unsupported BTF version {version} (expected 1)")
+        if hdr_len < _HEADER_LEN or hdr_len > len(self._data):
+            raise BtfError(f"bad BTF header length {hdr_len}")
+        body = len(self._data) - hdr_len
+        _area(body, type_off, type_len, "the BTF type section")
+        _area(body, str_off, str_len, "the BTF string section")
+        if type_off % 4:
+            raise BtfError(f"the BTF type section is not 4-byte aligned (offset {type_off})")
+        if str_len == 0 or self._data[hdr_len + str_off] != 0:
+            raise BtfError("the BTF string section does not start with an empty string")
+        if self._data[hdr_len + str_off + str_len - 1] != 0:
+            raise BtfError("the BTF string section does not end with a NUL byte")
+        self._types_at = hdr_len + type_off
+        self._str_at = hdr_len + str_off
+        self._str_len = str_len
+        self._common = struct.Struct(self._order + "III")
+        self._offsets = self._index(type_len)
+        self._cache: dict[int, BtfType] = {}
+        self._names: dict[str, list[int]] | None = None
+        self._strings: dict[int, str] = {}
+
+    def _index(self, type_len: int) -> tuple[int, ...]:
+        """Where each type record starts (index 0 is a placeholder for void)."""
+        offsets = [0]
+        pos, end = self._types_at, self._types_at + type_len
+        unpack = self._common.unpack_from
+        while pos < end:
+            if pos + 12 > end:
+                raise BtfError(f"BTF type {len(offsets)} is truncated at byte {pos - self._types_at} "
+                               f"of the type section")
+            _name_off, info, _size = unpack(self._data, pos)
+            kind = (info >> 24) & 0x1F
+            extra = _EXTRA.get(kind)
+            if extra is None or kind == BtfKind.UNKN:
+                raise BtfError(f"BTF type {len(offsets)} has unknown kind {kind}")
+            offsets.append(pos)
+            pos += 12 + extra[0] + extra[1] * (info & 0xFFFF)
+        if pos != end:
+            raise BtfError(f"the last BTF type (id {len(offsets) - 1}) runs past the type section")
+        return tuple(offsets)
+
+    # -- strings -----------------------------------------------------------------------------
+
+    def string(self, offset: int) -> str:
+        cached = self._strings.get(offset)
+        if cached is not None:
+            return cached
+        if offset >= self._str_len:
+            raise BtfError(f"BTF string offset {offset} is outside the string section "
+                           f"({self._str_len} bytes)")
+        start = self._str_at + offset
+        end = self._data.index(b"\0", start, self._str_at + self._str_len)
+        try:
+            text = self._data[start:end].decode()
+        except UnicodeDecodeError as exc:
+            raise BtfError(f"BTF string at offset {offset} is not valid UTF-8") from exc
+        self._strings[offset] = text
+        return text
+
+    # -- types -------------------------------------------------------------------------------
+
+    def __len__(self) -> int:
+        """The number of type ids, void included (valid ids are 0 .. len-1)."""
+        return len(self._offsets)
+
+    def _ref(self, type_id: int, referrer: int) -> int:
+        if type_id >= len(self._offsets):
+            raise BtfError(f"BTF type {referrer} refers to type {type_id}, but the last type id "
+                           f"is {len(self._offsets) - 1}")
+        return type_id
+
+    def type(self, type_id: int) -> BtfType:
+        if type_id == 0:
+            return VOID
+        if not 0 < type_id < len(self._offsets):
+            raise BtfError(f"BTF type id {type_id} is out of range (1..{len(self._offsets) - 1})")
+        cached = self._cache.get(type_id)
+        if cached is None:
+            cached = self._decode(type_id)
+            self._cache[type_id] = cached
+        return cached
+
+    def types(self) -> Iterator[BtfType]:
+        for type_id in range(1, len(self._offsets)):
+            yield self.type(type_id)
+
+    def _decode(self, tid: int) -> BtfType:
+        o, d = self._order, self._data
+        pos = self._offsets[tid]
+        name_off, info, word = self._common.unpack_from(d, pos)
+        kind = BtfKind((info >> 24) & 0x1F)
+        vlen = info & 0xFFFF
+        flag = bool(info >> 31)
+        name = self.string(name_off)
+        pos += 12
+        base = {"id": tid, "kind": kind, "name": name, "vlen": vlen, "kind_flag": flag}
+        if kind in _SIZED:
+            base["size"] = word
+        elif kind in _REFERRING:
+            base["type"] = self._ref(word, tid)
+        if kind == BtfKind.INT:
+            (enc,) = struct.unpack_from(o + "I", d, pos)
+            bits = enc & 0xFF
+            if bits > 128 or bits > word * 8:
+                raise BtfError(f"BTF INT {tid} has {bits} bits in {word} bytes")
+            return BtfType(**base, int_encoding=(enc >> 24) & 0xF, int_offset=(enc >> 16) & 0xFF,
+                           int_bits=bits)
+        if kind == BtfKind.ARRAY:
+            elem, index, nelems = struct.unpack_from(o + "III", d, pos)
+            return BtfType(**base, array=BtfArray(self._ref(elem, tid), self._ref(index, tid), nelems))
+        if kind in (BtfKind.STRUCT, BtfKind.UNION):
+            members = []
+            for name_off_m, mtype, moff in struct.iter_unpack(o + "III", d[pos:pos + 12 * vlen]):
+                bit_off, bf = (moff & 0xFFFFFF, moff >> 24) if flag else (moff, 0)
+                members.append(BtfMember(self.string(name_off_m), self._ref(mtype, tid), bit_off, bf))
+            return BtfType(**base, members=tuple(members))
+        if kind == BtfKind.ENUM:
+            fmt = o + ("Ii" if flag else "II")  # kind_flag marks a signed enum
+            values = tuple(BtfEnumerator(self.string(n), v)
+                           for n, v in struct.iter_unpack(fmt, d[pos:pos + 8 * vlen]))
+            return BtfType(**base, enumerators=values)
+        if kind == BtfKind.ENUM64:
+            values = tuple(BtfEnumerator(self.string(n), _enum64(lo, hi, flag))
+                           for n, lo, hi in struct.iter_unpack(o + "III", d[pos:pos + 12 * vlen]))
+            return BtfType(**base, enumerators=values)
+        if kind == BtfKind.FUNC_PROTO:
+            params = tuple(BtfParam(self.string(n), self._ref(t, tid))
+                           for n, t in struct.iter_unpack(o + "II", d[pos:pos + 8 * vlen]))
+            return BtfType(**base, params=params)
+        if kind == BtfKind.VAR:
+            (linkage,) = struct.unpack_from(o + "I", d, pos)
+            return BtfType(**base, linkage=linkage)
+        if kind == BtfKind.DATASEC:
+            infos = tuple(BtfVarSecinfo(self._ref(t, tid), off, size)
+                          for t, off, size in struct.iter_unpack(o + "III", d[pos:pos + 12 * vlen]))
+            return BtfType(**base, secinfos=infos)
+        if kind == BtfKind.DECL_TAG:
+            (component,) = struct.unpack_from(o + "i", d, pos)
+            return BtfType(**base, component_idx=component)
+        if kind == BtfKind.FUNC:
+            return BtfType(**base, linkage=vlen)
+        return BtfType(**base)
+
+    # -- lookups -----------------------------------------------------------------------------
+
+    def find(self, name: str, kind: BtfKind | None = None) -> BtfType | None:
+        """The first type with this name (and kind, if given)."""
+        if self._names is None:
+            names: dict[str, list[int]] = {}
+            unpack = self._common.unpack_from
+            for tid in range(1, len(self._offsets)):
+                name_off = unpack(self._data, self._offsets[tid])[0]
+                if name_off:
+                    names.setdefault(self.string(name_off), []).append(tid)
+            self._names = names
+        for tid in self._names.get(name, ()):
+            t = self.type(tid)
+            if kind is None or t.kind == kind:
+                return t
+        return None
+
+    def resolve(self, type_id: int) -> BtfType:
+        """The type behind typedefs and qualifiers (const, volatile, restrict, type tags)."""
+        t = self.type(type_id)
+        for _ in range(len(self._offsets)):
+            if t.kind not in _TRANSPARENT:
+                return t
+            t = self.type(t.type)
+        raise BtfError(f"loop in the BTF type chain starting at type {type_id}")
+
+    def size_of(self, type_id: int) -> int:
+        """The size in bytes of a type, as the compiler laid it out."""
+        multiplier = 1
+        tid = type_id
+        for _ in range(len(self._offsets) + 1):
+            t = self.type(tid)
+            if t.kind in _SIZED:
+                return multiplier * t.size
+            if t.kind == BtfKind.PTR:
+                return multiplier * POINTER_SIZE
+            if t.kind == BtfKind.ARRAY:
+                assert t.array is not None
+                multiplier *= t.array.nelems
+                tid = t.array.type
+            elif t.kind in _TRANSPARENT or t.kind == BtfKind.VAR:
+                tid = t.type
+            else:
+                what = "void" if tid == 0 else f"type {tid} ({t.kind.name} {t.name!r})"
+                raise BtfError(f"BTF type {type_id} has no size: it is or contains {what}")
+        raise BtfError(f"loop in the BTF type chain starting at type {type_id}")
+
+
+def _enum64(lo: int, hi: int, signed: bool) -> int:
+    value = (hi << 32) | lo
+    if signed and value >= 1 << 63:
+        value -= 1 << 64
+    return value
+
+
+# -- .BTF.ext ------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class FuncInfo:
+    insn_off: int  # byte offset of the function inside its ELF section
+    type_id: int  # its BTF FUNC type
+
+
+@dataclass(frozen=True, slots=True)
+class LineRecord:
+    insn_off: int  # byte offset inside the ELF section
+    file: str
+    source_line: str
+    line: int
+    column: int
+
+
+class BtfExt:
+    """A parsed ``.BTF.ext`` blob: per ELF section, its func_info and line_info records.
+
+    Section names and strings live in the ``.BTF`` string section, hence the ``btf`` argument.
+    Records are decoded per section, on request.
+    """
+
+    __slots__ = ("_data", "_order", "_btf", "_func", "_line")
+
+    def __init__(self, data: bytes, btf: Btf) -> None:
+        self._data = bytes(data)
+        self._btf = btf
+        self._order = _byte_order(self._data, "BTF.ext")
+        if len(self._data) < _EXT_HEADER_LEN:
+            raise BtfError(f"BTF.ext is truncated: {len(self._data)} bytes, the header alone needs "
+                           f"{_EXT_HEADER_LEN}")
+        _m, version, _f, hdr_len, f_off, f_len, l_off, l_len = struct.unpack_from(
+            self._order + "HBBIIIII", self._data, 0)
+        if version != 1:
+            raise BtfError(f"unsupported BTF.ext version {version} (expected 1)")
+        if hdr_len < _EXT_HEADER_LEN or hdr_len > len(self._data):
+            raise BtfError(f"bad BTF.ext header length {hdr_len}")
+        body = len(self._data) - hdr_len
+        _area(body, f_off, f_len, "the BTF.ext func_info area")
+        _area(body, l_off, l_len, "the BTF.ext line_info area")
+        self._func = self._sections(hdr_len + f_off, f_len, 8, "func_info")
+        self._line = self._sections(hdr_len + l_off, l_len, 16, "line_info")
+
+    def _sections(self, start: int, length: int, min_rec: int, what: str) -> dict[str, tuple[int, int, int]]:
+        """Section name -> (offset of the first record, record count, record size)."""
+        if length == 0:
+            return {}
+        if length < 4:
+            raise BtfError(f"the BTF.ext {what} area is too short ({length} bytes)")
+        o = self._order
+        (rec_size,) = struct.unpack_from(o + "I", self._data, start)
+        if rec_size < min_rec or rec_size % 4:
+            raise BtfError(f"bad BTF.ext {what} record size {rec_size}")
+        out: dict[str, tuple[int, int, int]] = {}
+        pos, end = start + 4, start + length
+        while pos < end:
+            if pos + 8 > end:
+                raise BtfError(f"truncated BTF.ext {what} section header")
+            name_off, count = struct.unpack_from(o + "II", self._data, pos)
+            pos += 8
+            if count == 0 or pos + count * rec_size > end:
+                raise BtfError(f"BTF.ext {what}: bad record count {count}")
+            name = self._btf.string(name_off)
+            if name in out:
+                raise BtfError(f"BTF.ext {what}: section {name!r} is listed twice")
+            out[name] = (pos, count, rec_size)
+            pos += count * rec_size
+        return out
+
+    def func_info(self, section: str) -> tuple[FuncInfo, ...]:
+        where = self._func.get(section)
+        if where is None:
+            return ()
+        pos, count, size = where
+        unpack = struct.Struct(self._order + "II").unpack_from
+        out = []
+        for i in range(count):
+            off, tid = unpack(self._data, pos + i * size)
+            if self._btf.type(tid).kind != BtfKind.FUNC:
+                raise BtfError(f"BTF.ext func_info of {section!r} names type {tid}, which is no FUNC")
+            out.append(FuncInfo(off, tid))
+        return tuple(out)
+
+    def line_info(self, section: str) -> tuple[LineRecord, ...]:
+        where = self._line.get(section)
+        if where is None:
+            return ()
+        pos, count, size = where
+        unpack = struct.Struct(self._order + "IIII").unpack_from
+        string = self._btf.string
+        out = []
+        for i in range(count):
+            off, file_off, line_off, line_col = unpack(self._data, pos + i * size)
+            out.append(LineRecord(off, string(file_off), string(line_off), line_col >> 10,
+                                  line_col & 0x3FF))
+        return tuple(out)
+
+    @property
+    def sections(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys([*self._func, *self._line]))

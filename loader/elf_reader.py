@@ -1,0 +1,274 @@
+"""The ELF side of a BPF object: header checks, sections, symbols and relocations.
+
+The identification bytes and the machine are checked by hand first, so that the common mistakes
+(an empty file, a text file, a host object, a big-endian BPF object) get a precise message; the
+rest is read with pyelftools over the file's bytes, and every offset it reports is checked against
+the file size before data is sliced out.
+"""
+
+from __future__ import annotations
+
+import io
+import struct
+import sys
+from dataclasses import dataclass
+from functools import cached_property
+
+from evspec.loader.errors import ObjectError
+
+from evspec.codes import bpf as codes
+
+EM_BPF = 247
+ET_REL = 1
+SHF_WRITE = 0x1
+SHF_ALLOC = 0x2
+SHF_EXECINSTR = 0x4
+SECTION_HEADER_SIZE = 64
+SYMBOL_SIZE = 24
+REL_SIZE = 16
+
+_MACHINES = {
+    3: "x86 (i386)", 8: "MIPS", 20: "PowerPC", 21: "PowerPC64", 22: "S/390", 40: "ARM",
+    62: "x86-64", 183: "AArch64", 243: "RISC-V", 258: "LoongArch",
+}
+_ELF_TYPES = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
+
+
+def machine_name(machine: int) -> str:
+    return _MACHINES.get(machine, f"machine {machine}")
+
+
+@dataclass(frozen=True, slots=True)
+class Section:
+    index: int
+    name: str
+    type: str  # pyelftools' name: "SHT_PROGBITS", "SHT_NOBITS", "SHT_REL" ...
+    flags: int
+    offset: int
+    size: int
+    link: int
+    info: int
+    entsize: int
+
+    @property
+    def executable(self) -> bool:
+        return self.type == "SHT_PROGBITS" and bool(self.flags & SHF_EXECINSTR)
+
+
+@dataclass(frozen=True, slots=True)
+class Symbol:
+    index: int
+    name: str
+    value: int
+    size: int
+    type: str  # "STT_FUNC", "STT_OBJECT", "STT_SECTION", "STT_NOTYPE" ...
+    bind: str  # "STB_GLOBAL", "STB_LOCAL", "STB_WEAK"
+    section_index: int | None  # None for SHN_UNDEF, SHN_ABS, SHN_COMMON
+
+    @property
+    def undefined(self) -> bool:
+        return self.section_index is None
+
+
+@dataclass(frozen=True, slots=True)
+class Rel:
+    offset: int  # byte offset inside the relocated section
+    symbol: int  # symbol table index
+    type: int  # R_BPF_*
+
+
+def _looks_like_text(head: bytes) -> bool:
+    return all(32 <= b < 127 or b in b"\t\n\r" for b in head)
+
+
+class BpfElf:
+    """A BPF ELF relocatable object held in memory."""
+
+    def __init__(self, path: str, data: bytes) -> None:
+        from elftools.elf.elffile import ELFFile
+
+        self.path = path
+        self.data = data
+        self._check_identification()
+        self._elf = ELFFile(io.BytesIO(data))
+        self.sections = self._read_sections()
+        self._by_name: dict[str, Section] = {}
+        for s in self.sections:
+            self._by_name.setdefault(s.name, s)
+
+    # -- header ------------------------------------------------------------------------------
+
+    def _fail(self, code: str, message: str, perf_reason: str | None = None) -> ObjectError:
+        perf = f"Failed to load {self.path}: {perf_reason}" if perf_reason else None
+        return ObjectError(code, f"{self.path}: {message}", perf_message=perf)
+
+    def _check_identification(self) -> None:
+        d = self.data
+        if not d:
+            raise self._fail(codes.NOT_ELF, "not an ELF object file: the file is empty",
+                             "BPF object format invalid")
+        if d[:4] != b"\x7fELF":
+            hint = " (it looks like a text file)" if _looks_like_text(d[:256]) else ""
+            raise self._fail(codes.NOT_ELF, f"not an ELF object file: no ELF magic number{hint}",
+                             "BPF object format invalid")
+        if len(d) < 20:
+            raise self._fail(codes.CORRUPT_ELF, f"truncated ELF file: {len(d)} bytes, "
+                             "too short for an ELF header", "BPF object format invalid")
+        elf_class, encoding = d[4], d[5]
+        if encoding not in (1, 2):
+            raise self._fail(codes.CORRUPT_ELF, f"corrupt ELF header: unknown data encoding {encoding}",
+                             "BPF object format invalid")
+        order = "<" if encoding == 1 else ">"
+        (machine,) = struct.unpack_from(order + "H", d, 18)
+        if machine != EM_BPF:
+            raise self._fail(codes.NOT_BPF, f"not a BPF object: ELF machine is {machine_name(machine)}",
+                             "BPF object format invalid")
+        if elf_class != 2:
+            what = "32-bit" if elf_class == 1 else f"of unknown class {elf_class}"
+            raise self._fail(codes.NOT_BPF, f"not a BPF object: the ELF file is {what}, BPF objects "
+                             "are 64-bit", "BPF object format invalid")
+        file_order = "little" if encoding == 1 else "big"
+        if file_order != sys.byteorder:
+            raise self._fail(
+                codes.BYTE_ORDER,
+                f"the BPF object is {file_order}-endian (built with -target "
+                f"{'bpfel' if file_order == 'little' else 'bpfeb'}?) but this host is "
+                f"{sys.byteorder}-endian; the kernel only loads programs in its own byte order",
+                "Endian mismatch")
+        if len(d) < 64:
+            raise self._fail(codes.CORRUPT_ELF, f"truncated ELF file: {len(d)} bytes, the ELF header "
+                             "needs 64", "BPF object format invalid")
+        (elf_type,) = struct.unpack_from(order + "H", d, 16)
+        if elf_type != ET_REL:
+            name = _ELF_TYPES.get(elf_type, str(elf_type))
+            raise self._fail(codes.NOT_BPF, f"not a BPF object file: ELF type is {name}, expected a "
+                             "relocatable object (REL) as `clang -c` writes it",
+                             "BPF object format invalid")
+
+    def _read_sections(self) -> tuple[Section, ...]:
+        h = self._elf.header
+        size = len(self.data)
+        shoff, shnum, shentsize = h["e_shoff"], h["e_shnum"], h["e_shentsize"]
+        if shnum == 0 or shoff == 0:
+            raise self._fail(codes.CORRUPT_ELF, "corrupt ELF file: it has no section header table",
+                             "BPF object format invalid")
+        if shentsize != SECTION_HEADER_SIZE:
+            raise self._fail(codes.CORRUPT_ELF, f"corrupt ELF header: section header size "
+                             f"{shentsize}, expected {SECTION_HEADER_SIZE}", "Something wrong in libelf")
+        if shoff + shnum * shentsize > size:
+            raise self._fail(
+                codes.CORRUPT_ELF,
+                f"truncated or corrupt ELF file: the section header table ({shnum} entries at offset "
+                f"{shoff}) extends past the end of the file ({size} bytes)", "Something wrong in libelf")
+        if not 0 < h["e_shstrndx"] < shnum:
+            raise self._fail(codes.CORRUPT_ELF, f"corrupt ELF header: section name table index "
+                             f"{h['e_shstrndx']} is out of range", "Something wrong in libelf")
+        names = self._elf.get_section(h["e_shstrndx"]).header
+        if names["sh_type"] != "SHT_STRTAB" or names["sh_offset"] + names["sh_size"] > size:
+            raise self._fail(codes.CORRUPT_ELF, "corrupt ELF file: bad section name table",
+                             "Something wrong in libelf")
+        sections = []
+        for index in range(shnum):
+            sh = self._elf.get_section(index)
+            hdr = sh.header
+            sec_type = hdr["sh_type"]
+            if not isinstance(sec_type, str):  # pyelftools leaves unknown types as numbers
+                sec_type = f"SHT_{sec_type:#x}"
+            s = Section(index, sh.name if index else "", sec_type, hdr["sh_flags"], hdr["sh_offset"],
+                        hdr["sh_size"], hdr["sh_link"], hdr["sh_info"], hdr["sh_entsize"])
+            if index and s.type not in ("SHT_NOBITS", "SHT_NULL") and s.offset + s.size > size:
+                raise self._fail(
+                    codes.CORRUPT_ELF,
+                    f"truncated or corrupt ELF file: section {s.name!r} ({s.size} bytes at offset "
+                    f"{s.offset}) extends past the end of the file ({size} bytes)",
+                    "Something wrong in libelf")
+            sections.append(s)
+        return tuple(sections)
+
+    # -- sections ----------------------------------------------------------------------------
+
+    def section(self, name: str) -> Section | None:
+        return self._by_name.get(name)
+
+    def section_at(self, index: int) -> Section:
+        if not 0 <= index < len(self.sections):
+            raise self._fail(codes.CORRUPT_ELF, f"corrupt ELF file: section index {index} is out "
+                             "of range", "Something wrong in libelf")
+        return self.sections[index]
+
+    def contents(self, section: Section) -> bytes:
+        if section.type == "SHT_NOBITS":
+            return bytes(section.size)
+        return self.data[section.offset:section.offset + section.size]
+
+    # -- symbols -----------------------------------------------------------------------------
+
+    @cached_property
+    def symtab(self) -> Section | None:
+        found = [s for s in self.sections if s.type == "SHT_SYMTAB"]
+        if len(found) > 1:
+            raise self._fail(codes.CORRUPT_ELF, "corrupt ELF file: more than one symbol table",
+                             "BPF object format invalid")
+        if not found:
+            return None
+        tab = found[0]
+        if tab.entsize != SYMBOL_SIZE or tab.size % SYMBOL_SIZE:
+            raise self._fail(codes.CORRUPT_ELF, f"corrupt symbol table: entry size {tab.entsize}, "
+                             f"table size {tab.size}", "Something wrong in libelf")
+        if self.section_at(tab.link).type != "SHT_STRTAB":
+            raise self._fail(codes.CORRUPT_ELF, "corrupt symbol table: its string table link is "
+                             "not a string table", "Something wrong in libelf")
+        return tab
+
+    @cached_property
+    def symbols(self) -> tuple[Symbol, ...]:
+        tab = self.symtab
+        if tab is None:
+            return ()
+        symtab = self._elf.get_section(tab.index)
+        out = []
+        shnum = len(self.sections)
+        for index, sym in enumerate(symtab.iter_symbols()):
+            e = sym.entry
+            shndx = e["st_shndx"]
+            if isinstance(shndx, str):  # SHN_UNDEF, SHN_ABS, SHN_COMMON
+                section_index = None
+            elif shndx >= shnum:
+                raise self._fail(codes.CORRUPT_ELF, f"corrupt symbol table: symbol {index} names "
+                                 f"section {shndx}, the file has {shnum}", "Something wrong in libelf")
+            else:
+                section_index = shndx
+            sym_type, bind = e["st_info"]["type"], e["st_info"]["bind"]
+            out.append(Symbol(index, sym.name, e["st_value"], e["st_size"],
+                              sym_type if isinstance(sym_type, str) else f"STT_{sym_type}",
+                              bind if isinstance(bind, str) else f"STB_{bind}", section_index))
+        return tuple(out)
+
+    def symbols_in(self, section: Section) -> list[Symbol]:
+        return [s for s in self.symbols if s.section_index == section.index]
+
+    # -- relocations -------------------------------------------------------------------------
+
+    def relocation_sections(self) -> list[tuple[Section, Section]]:
+        """(relocation section, the section it relocates) for each SHT_REL/SHT_RELA section."""
+        out = []
+        for s in self.sections:
+            if s.type in ("SHT_REL", "SHT_RELA"):
+                out.append((s, self.section_at(s.info)))
+        return out
+
+    def relocations(self, rel: Section) -> tuple[Rel, ...]:
+        if rel.type != "SHT_REL":
+            raise ObjectError(codes.UNSUPPORTED, f"{self.path}: section {rel.name!r} holds RELA "
+                              "relocations; BPF objects use REL", perf_message=f"Failed to load "
+                              f"{self.path}: Relocation failed")
+        if rel.entsize != REL_SIZE or rel.size % REL_SIZE:
+            raise self._fail(codes.BAD_RELOCATION, f"corrupt relocation section {rel.name!r}: entry "
+                             f"size {rel.entsize}, section size {rel.size}", "Relocation failed")
+        symtab = self.symtab
+        if symtab is None or rel.link != symtab.index:
+            raise self._fail(codes.BAD_RELOCATION, f"relocation section {rel.name!r} is not linked "
+                             "to the symbol table", "Relocation failed")
+        fmt = struct.Struct("<QQ" if sys.byteorder == "little" else ">QQ")
+        body = self.contents(rel)
+        return tuple(Rel(off, info >> 32, info & 0xFFFFFFFF) for off, info in fmt.iter_unpack(body))
