@@ -220,7 +220,7 @@ def _check_map_term(
     if not term.map_name:
         return [
             _map_error(
-                codes.NO_SUCH_MAP,
+                codes.EMPTY_MAP_NAME,
                 "empty map name",
                 term.key_span,
                 "Target map doesn't exist",

@@ -50,6 +50,21 @@ TRACEPOINT_TERMS = (
     "aux-output",
     "aux-sample-size",
 )
+# Findings the syntax stage (evspec.rules, run on every string before this check) already reports
+# for BPF events: term kinds, map-term structure, index lists, value types and event references.
+# check_bpf_events leaves them out so that a string does not get the same finding twice.
+SYNTAX_STAGE_CODES = frozenset(
+    {
+        codes.EMPTY_MAP_NAME,
+        codes.NOT_A_MAP_TERM,
+        codes.EMPTY_INDEX_LIST,
+        codes.REVERSED_RANGE,
+        codes.NO_VALUE,
+        codes.WRONG_VALUE_TYPE,
+        codes.NO_SUCH_EVENT,
+        codes.BAD_EVENT_TERM,
+    }
+)
 PROBE_CHECK_MESSAGE = "You need to check probing points in BPF file"
 PROBE_EXISTS_MESSAGE = "Probe point exist. Try 'perf probe -d \"*\"' and set 'force=yes'"
 
@@ -227,7 +242,8 @@ def check_bpf_events(
     cwd: Path,
     defined_facts: MutableMapping[str, EventFacts],
 ) -> list[Diagnostic]:
-    """Check every BPF event of one event string against ``system``, left to right.
+    """Check every BPF event of one event string against ``system``, left to right (the
+    ``evspec check`` stage after the syntax stage: findings in SYNTAX_STAGE_CODES are left out).
 
     ``defined_facts`` holds the events defined so far (by earlier strings of the same command); it
     is extended with every event of ``events`` under the names a later ``map:…event=`` may use.
@@ -239,7 +255,7 @@ def check_bpf_events(
     for event in events.events():
         if isinstance(event, BpfEvent):
             diags, facts = bpf_event_facts(event, env, defined_facts)
-            out.extend(diags)
+            out.extend(d for d in diags if d.code not in SYNTAX_STAGE_CODES)
         else:
             facts = facts_for_event(event)
         for name in rules.event_reference_names(event, events.source):

@@ -213,7 +213,7 @@ def test_every_map_term_row_of_the_corpus(corpus: list) -> None:
         ("./maps.o/map:arr=1/", "EB120", "map:arr", "Invalid object config option"),
         ("./maps.o/map:arr.=1/", "EB120", "map:arr.", "Invalid object config option"),
         ("./maps.o/foo=1/", "EB120", "foo", "Invalid object config option"),
-        ("./maps.o/map:.value=1/", "EB123", "map:.value", "Target map doesn't exist"),
+        ("./maps.o/map:.value=1/", "EB119", "map:.value", "Target map doesn't exist"),
         ("./maps.o/map:nosuch.value=1/", "EB123", "nosuch", "Target map doesn't exist"),
         ("./maps.o/map:arr.value[ 8]=5/", "EB124", "8", "Index too large"),
         ("./maps.o/map:arr.value[ 0,2...9]=5/", "EB124", "2...9", "Index too large"),

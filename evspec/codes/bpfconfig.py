@@ -19,6 +19,7 @@ KEYLESS_SETTING = "WB109"
 SETTING_NO_EFFECT = "WB110"
 
 # map terms (loader/map_terms.py)
+EMPTY_MAP_NAME = "EB119"
 NOT_A_MAP_TERM = "EB120"
 EMPTY_INDEX_LIST = "EB121"
 REVERSED_RANGE = "EB122"
@@ -154,6 +155,14 @@ CODES: tuple[CodeInfo, ...] = (
         "replaced by it.",
         'SEC("exec=/bin/true;raw_syscalls:sys_enter")',
         "Remove the setting.",
+    ),
+    CodeInfo(
+        EMPTY_MAP_NAME,
+        "empty map name",
+        "`map:.OPTION=VALUE` names no map; no map can have an empty name. perf: `Target map doesn't "
+        "exist`.",
+        "./maps.o/map:.value=1/",
+        "Write the map's name after `map:`.",
     ),
     CodeInfo(
         NOT_A_MAP_TERM,
