@@ -1,0 +1,288 @@
+"""Word tables of the event language: built-in event names, cache words, terms, modifiers.
+
+Facts from perf 6.1 (``perf list``, perf-event-language.md §2.4, §4, §5). Names are matched
+case-sensitively (COMPAT Decision 1); perf's cache matching is looser, ours follows the decisions.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from enum import Enum
+
+from evspec.ast import SymbolKind
+
+# --------------------------------------------------------------------------------------------
+# built-in symbolic events: spelling -> (kind, canonical perf name)
+
+HARDWARE_EVENTS: dict[str, str] = {
+    "cpu-cycles": "cpu-cycles",
+    "cycles": "cpu-cycles",
+    "instructions": "instructions",
+    "cache-references": "cache-references",
+    "cache-misses": "cache-misses",
+    "branch-instructions": "branch-instructions",
+    "branches": "branch-instructions",
+    "branch-misses": "branch-misses",
+    "bus-cycles": "bus-cycles",
+    "stalled-cycles-frontend": "stalled-cycles-frontend",
+    "idle-cycles-frontend": "stalled-cycles-frontend",
+    "stalled-cycles-backend": "stalled-cycles-backend",
+    "idle-cycles-backend": "stalled-cycles-backend",
+    "ref-cycles": "ref-cycles",
+}
+
+SOFTWARE_EVENTS: dict[str, str] = {
+    "cpu-clock": "cpu-clock",
+    "task-clock": "task-clock",
+    "page-faults": "page-faults",
+    "faults": "page-faults",
+    "minor-faults": "minor-faults",
+    "major-faults": "major-faults",
+    "context-switches": "context-switches",
+    "cs": "context-switches",
+    "cpu-migrations": "cpu-migrations",
+    "migrations": "cpu-migrations",
+    "alignment-faults": "alignment-faults",
+    "emulation-faults": "emulation-faults",
+    "dummy": "dummy",
+    "bpf-output": "bpf-output",
+    "cgroup-switches": "cgroup-switches",
+}
+
+TOOL_EVENTS: frozenset[str] = frozenset({"duration_time", "user_time", "system_time"})
+
+
+def symbol_kind(word: str) -> SymbolKind | None:
+    """The kind of a built-in symbolic event name, or None."""
+    if word in HARDWARE_EVENTS:
+        return SymbolKind.HARDWARE
+    if word in SOFTWARE_EVENTS:
+        return SymbolKind.SOFTWARE
+    if word in TOOL_EVENTS:
+        return SymbolKind.TOOL
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# cache events: TYPE[-OP_OR_RESULT[-OP_OR_RESULT]]
+
+
+class CacheType(str, Enum):
+    L1D = "L1-dcache"
+    L1I = "L1-icache"
+    LL = "LLC"
+    DTLB = "dTLB"
+    ITLB = "iTLB"
+    BPU = "branch"
+    NODE = "node"
+
+
+class CacheOp(str, Enum):
+    READ = "load"
+    WRITE = "store"
+    PREFETCH = "prefetch"
+
+
+class CacheResult(str, Enum):
+    ACCESS = "refs"
+    MISS = "misses"
+
+
+CACHE_TYPES: dict[str, CacheType] = {
+    "L1-dcache": CacheType.L1D, "l1-d": CacheType.L1D, "l1d": CacheType.L1D, "L1-data": CacheType.L1D,
+    "L1-icache": CacheType.L1I, "l1-i": CacheType.L1I, "l1i": CacheType.L1I,
+    "L1-instruction": CacheType.L1I,
+    "LLC": CacheType.LL, "L2": CacheType.LL,
+    "dTLB": CacheType.DTLB, "d-tlb": CacheType.DTLB, "Data-TLB": CacheType.DTLB,
+    "iTLB": CacheType.ITLB, "i-tlb": CacheType.ITLB, "Instruction-TLB": CacheType.ITLB,
+    "branch": CacheType.BPU, "branches": CacheType.BPU, "bpu": CacheType.BPU, "btb": CacheType.BPU,
+    "bpc": CacheType.BPU,
+    "node": CacheType.NODE,
+}
+
+CACHE_OPS: dict[str, CacheOp] = {
+    "load": CacheOp.READ, "loads": CacheOp.READ, "read": CacheOp.READ,
+    "store": CacheOp.WRITE, "stores": CacheOp.WRITE, "write": CacheOp.WRITE,
+    "prefetch": CacheOp.PREFETCH, "prefetches": CacheOp.PREFETCH,
+    "speculative-read": CacheOp.PREFETCH, "speculative-load": CacheOp.PREFETCH,
+}
+
+CACHE_RESULTS: dict[str, CacheResult] = {
+    "refs": CacheResult.ACCESS, "Reference": CacheResult.ACCESS, "ops": CacheResult.ACCESS,
+    "access": CacheResult.ACCESS,
+    "misses": CacheResult.MISS, "miss": CacheResult.MISS,
+}
+
+# Which operations each cache supports (perf's evsel__hw_cache_stat).
+CACHE_SUPPORTED_OPS: dict[CacheType, frozenset[CacheOp]] = {
+    CacheType.L1D: frozenset(CacheOp),
+    CacheType.L1I: frozenset({CacheOp.READ, CacheOp.PREFETCH}),
+    CacheType.LL: frozenset(CacheOp),
+    CacheType.DTLB: frozenset(CacheOp),
+    CacheType.ITLB: frozenset({CacheOp.READ}),
+    CacheType.BPU: frozenset({CacheOp.READ}),
+    CacheType.NODE: frozenset(CacheOp),
+}
+
+# Longest spelling first, so that "L1-dcache" is preferred over a shorter type that prefixes it.
+_CACHE_TYPE_SPELLINGS = tuple(sorted(CACHE_TYPES, key=len, reverse=True))
+_HYPHENATED_PARTS = tuple(p for p in (*CACHE_OPS, *CACHE_RESULTS) if "-" in p)
+
+
+@dataclass(frozen=True, slots=True)
+class CacheWord:
+    """A word split into its cache type and parts; offsets are relative to the word."""
+
+    cache_type: str
+    parts: tuple[str, ...]
+    part_offsets: tuple[int, ...]
+
+
+def split_cache_word(word: str) -> CacheWord | None:
+    """Split ``L1-dcache-load-misses`` into type and parts, or None if it is no cache word.
+
+    A word is a cache word if it is a cache type, or starts with a cache type followed by ``-``
+    (COMPAT Decision 5). Parts are split at ``-`` except inside the hyphenated part names
+    (``speculative-read``); whether the parts are valid is for the rules to say.
+    """
+    for spelling in _CACHE_TYPE_SPELLINGS:
+        if word == spelling:
+            return CacheWord(spelling, (), ())
+        if word.startswith(spelling) and word[len(spelling)] == "-":
+            break
+    else:
+        return None
+    parts: list[str] = []
+    offsets: list[int] = []
+    pos = len(spelling) + 1
+    while True:
+        end = word.find("-", pos)
+        for hyphenated in _HYPHENATED_PARTS:
+            stop = pos + len(hyphenated)
+            if word.startswith(hyphenated, pos) and (stop == len(word) or word[stop] == "-"):
+                end = stop
+                break
+        if end < 0:
+            end = len(word)
+        parts.append(word[pos:end])
+        offsets.append(pos)
+        if end >= len(word):
+            break
+        pos = end + 1
+    return CacheWord(spelling, tuple(parts), tuple(offsets))
+
+
+# --------------------------------------------------------------------------------------------
+# raw events
+
+RAW_EVENT = re.compile(r"r[0-9a-fA-F]+")
+
+
+def is_raw_event(word: str) -> bool:
+    """``rHEX`` at event level (``r0x1a`` is not: that form exists only as a term)."""
+    return RAW_EVENT.fullmatch(word) is not None
+
+
+RAW_TERM = re.compile(r"r(?:0x)?[0-9a-fA-F]+")
+
+
+def event_word_kind(word: str) -> str | None:
+    """"symbol", "cache" or "raw" for a built-in event word; None for anything else (an alias)."""
+    if symbol_kind(word) is not None:
+        return "symbol"
+    if split_cache_word(word) is not None:
+        return "cache"
+    if is_raw_event(word):
+        return "raw"
+    return None
+
+
+# --------------------------------------------------------------------------------------------
+# modifiers
+
+MODIFIER_LETTERS = "ukhIGHpPSDWeb"
+MAX_PRECISE = 3
+BREAKPOINT_ACCESS_LETTERS = "rwx"
+
+
+def is_modifier_word(word: str) -> bool:
+    """True if every letter of ``word`` is a modifier letter (``WORD:LETTERS``, Decision 2)."""
+    return bool(word) and all(c in MODIFIER_LETTERS for c in word)
+
+
+def is_access_word(word: str) -> bool:
+    return bool(word) and all(c in BREAKPOINT_ACCESS_LETTERS for c in word)
+
+
+# --------------------------------------------------------------------------------------------
+# terms
+
+
+class ValueType(str, Enum):
+    NUMBER = "number"
+    STRING = "string"
+    BOOL = "0 or 1"
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordTerm:
+    name: str
+    value_type: ValueType
+    maximum: int | None = None  # for numbers with a narrower range than 64 bits
+
+
+_KEYWORDS = (
+    KeywordTerm("config", ValueType.NUMBER),
+    KeywordTerm("config1", ValueType.NUMBER),
+    KeywordTerm("config2", ValueType.NUMBER),
+    KeywordTerm("config3", ValueType.NUMBER),
+    KeywordTerm("name", ValueType.STRING),
+    KeywordTerm("period", ValueType.NUMBER),
+    KeywordTerm("freq", ValueType.NUMBER),
+    KeywordTerm("branch_type", ValueType.STRING),
+    KeywordTerm("time", ValueType.BOOL),
+    KeywordTerm("call-graph", ValueType.STRING),
+    KeywordTerm("stack-size", ValueType.NUMBER),
+    KeywordTerm("max-stack", ValueType.NUMBER),
+    KeywordTerm("nr", ValueType.NUMBER),
+    KeywordTerm("inherit", ValueType.NUMBER),
+    KeywordTerm("no-inherit", ValueType.NUMBER),
+    KeywordTerm("overwrite", ValueType.NUMBER),
+    KeywordTerm("no-overwrite", ValueType.NUMBER),
+    KeywordTerm("percore", ValueType.BOOL),
+    KeywordTerm("aux-output", ValueType.NUMBER),
+    KeywordTerm("aux-sample-size", ValueType.NUMBER, maximum=0xFFFFFFFF),
+    KeywordTerm("metric-id", ValueType.STRING),
+)
+
+KEYWORD_TERMS: dict[str, KeywordTerm] = {k.name: k for k in _KEYWORDS}
+
+# Terms a tracepoint (and so a BPF event) accepts (COMPAT 1.10).
+TRACEPOINT_TERMS: tuple[str, ...] = (
+    "call-graph", "stack-size", "inherit", "no-inherit", "max-stack", "nr", "overwrite",
+    "no-overwrite", "aux-output", "aux-sample-size",
+)
+
+# perf's help line for unknown terms of symbolic events (its internal order, 'driver-config'
+# included), with config3 added as COMPAT 1.10 does.
+VALID_TERMS_HELP = (
+    "config,config1,config2,config3,name,period,freq,branch_type,time,call-graph,stack-size,"
+    "no-inherit,inherit,max-stack,nr,no-overwrite,overwrite,driver-config,percore,aux-output,"
+    "aux-sample-size,metric-id"
+)
+
+CALL_GRAPH_MODES: tuple[str, ...] = ("fp", "dwarf", "lbr", "no")
+
+# branch_type values: 'no' or one perf branch filter name (matched case-insensitively).
+BRANCH_TYPES: tuple[str, ...] = (
+    "u", "k", "hv", "any", "any_call", "any_ret", "ind_call", "abort_tx", "in_tx", "no_tx", "cond",
+    "ind_jmp", "call", "save_type", "stack", "priv",
+)
+
+# map:NAME.OPTION of BPF object terms.
+MAP_TERM_PREFIX = "map:"
+MAP_OPTIONS: tuple[str, ...] = ("value", "event")
+
+U64_MAX = (1 << 64) - 1
+U32_MAX = (1 << 32) - 1

@@ -1,0 +1,374 @@
+"""System-independent checks over the AST: what decides the SYNTAX verdict after parsing.
+
+Items are checked left to right, each completely before the next; within an event: its name, then
+its terms in order, then its modifiers; a group's modifiers after its members (corpus README,
+*Which error is the primary one*). Inside one ``map:`` term perf's order holds and only the first
+problem is reported.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator, Sequence
+
+from evspec import lexicon
+from evspec.ast import (
+    BpfEvent,
+    BreakpointEvent,
+    CacheEvent,
+    Event,
+    EventList,
+    Group,
+    IndexList,
+    MapTerm,
+    Modifiers,
+    Number,
+    NumericEvent,
+    PmuEvent,
+    RawEvent,
+    SymbolEvent,
+    SymbolKind,
+    Term,
+    TermKind,
+    Terms,
+    TracepointEvent,
+    Word,
+)
+from evspec.diagnostics import Diagnostic, error, warning
+from evspec.span import Span
+
+__all__ = ["check", "check_by_item", "check_event", "event_reference_names"]
+
+_TRACEPOINT_ONLY = "only " + ", ".join(lexicon.TRACEPOINT_TERMS)
+_MAP_HINT = "object terms are map:NAME.value[INDICES]=NUMBER or map:NAME.event[INDICES]=EVENT"
+
+
+def check(events: EventList, earlier_names: Sequence[str] = ()) -> list[Diagnostic]:
+    """Every system-independent finding of ``events``, in order.
+
+    ``earlier_names`` are the names defined by earlier event strings of the same command (for
+    ``map:NAME.event=`` references; see ``event_reference_names``).
+    """
+    return [d for diags in check_by_item(events, earlier_names) for d in diags]
+
+
+def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[tuple[Diagnostic, ...]]:
+    """The findings of ``check``, one tuple per item of ``events.items``."""
+    names = set(earlier_names)
+    out: list[tuple[Diagnostic, ...]] = []
+    for item in events.items:
+        diags: list[Diagnostic] = []
+        members = item.events if isinstance(item, Group) else (item,)
+        for event in members:
+            diags.extend(check_event(event, names))
+            names.update(event_reference_names(event, events.source))
+        if isinstance(item, Group) and item.modifiers is not None:
+            diags.extend(_modifiers(item.modifiers))
+        out.append(tuple(diags))
+    return out
+
+
+def event_reference_names(event: Event, source_text: str) -> tuple[str, ...]:
+    """The names a later ``map:NAME.event=`` may use for ``event`` (COMPAT 1.7, Decision 9).
+
+    Its first ``name=`` value, else its literal text with modifiers (``bpf-output/no-inherit/``).
+    A BPF object's events are named by its sections, which only the object can tell: none here.
+    """
+    if isinstance(event, BpfEvent):
+        return ()
+    terms = getattr(event, "terms", None)
+    if terms is not None:
+        for term in terms.items:
+            if isinstance(term, Term) and term.kind is TermKind.KEYWORD and term.key == "name":
+                if isinstance(term.value, Word):
+                    return (term.value.text,)
+    text = source_text[event.span.start:event.span.end] if source_text else ""
+    if not text:
+        from evspec.printer import print_event
+
+        text = print_event(event)
+    return (text,)
+
+
+def check_event(event: Event, names: Iterable[str] = ()) -> list[Diagnostic]:
+    """The findings for one event; ``names`` are the events defined before it."""
+    diags = list(_name(event))
+    terms: Terms | None = getattr(event, "terms", None)
+    if terms is not None:
+        if isinstance(event, SymbolEvent) and event.kind is SymbolKind.TOOL:
+            diags.append(error(
+                "ES033", f"tool event '{event.name}' takes no terms", terms.span,
+                help=(f"write '{event.name}' alone",), perf_message="parser error",
+            ))
+        else:
+            known = names if isinstance(names, (set, frozenset)) else set(names)
+            diags.extend(_terms(event, terms, known))
+    if isinstance(event, BreakpointEvent) and event.access is not None and event.access_span is not None:
+        diags.extend(_repeated_access(event.access, event.access_span))
+    modifiers: Modifiers | None = getattr(event, "modifiers", None)
+    if modifiers is not None:
+        diags.extend(_modifiers(modifiers))
+    return diags
+
+
+# --------------------------------------------------------------------------------------------
+# event names
+
+
+def _name(event: Event) -> Iterator[Diagnostic]:
+    if isinstance(event, CacheEvent):
+        yield from _cache(event)
+    elif isinstance(event, RawEvent):
+        if event.code.value > lexicon.U64_MAX:
+            yield error("ES028", "raw event code out of range (more than 64 bits)",
+                        Span(event.span.start, event.code.span.end), perf_message="parser error")
+    elif isinstance(event, NumericEvent):
+        if event.type.value > lexicon.U32_MAX:
+            yield error("ES029", "numeric event type out of range (more than 32 bits)", event.type.span,
+                        notes=("perf silently truncates the type to 32 bits",))
+        yield from _u64(event.config)
+    elif isinstance(event, BreakpointEvent):
+        yield from _u64(event.address)
+        if event.length is not None:
+            yield from _u64(event.length)
+
+
+def _cache(event: CacheEvent) -> Iterator[Diagnostic]:
+    cache = lexicon.CACHE_TYPES[event.cache_type]
+    spans = event.part_spans or (event.name_span,) * len(event.parts)
+    op: tuple[str, lexicon.CacheOp] | None = None
+    result: tuple[str, lexicon.CacheResult] | None = None
+    for index, (part, span) in enumerate(zip(event.parts, spans, strict=True)):
+        if index >= 2:
+            yield error("ES025", "a cache event has at most two parts after the cache type", span,
+                        help=("write TYPE-OP-RESULT, e.g. 'L1-dcache-load-misses'",))
+            return
+        if not part:
+            yield error("ES024", "empty part in a cache event name", Span(span.start - 1, span.start),
+                        help=("remove the extra '-'",))
+            continue
+        if part in lexicon.CACHE_OPS:
+            new_op = lexicon.CACHE_OPS[part]
+            if op is not None:
+                yield _second_part(part, op[0], new_op is op[1], "operation", span)
+                continue
+            op = (part, new_op)
+            if new_op not in lexicon.CACHE_SUPPORTED_OPS[cache]:
+                supported = ", ".join(sorted(o.value for o in lexicon.CACHE_SUPPORTED_OPS[cache]))
+                yield error("ES026", f"{event.cache_type} does not support the '{part}' operation", span,
+                            help=(f"{event.cache_type} supports: {supported}",))
+        elif part in lexicon.CACHE_RESULTS:
+            new_result = lexicon.CACHE_RESULTS[part]
+            if result is not None:
+                yield _second_part(part, result[0], new_result is result[1], "result", span)
+                continue
+            result = (part, new_result)
+        else:
+            yield error("ES024", f"'{part}' is not a cache operation or result", span,
+                        help=("operations: load, store, prefetch (and their aliases); "
+                              "results: refs, misses (and their aliases)",))
+
+
+def _second_part(part: str, first: str, same: bool, what: str, span: Span) -> Diagnostic:
+    if same:
+        return warning("WS001", f"repeated cache {what} '{part}' has no effect", span,
+                       help=("remove it",))
+    return error("ES027", f"a cache event has one {what}; '{part}' conflicts with '{first}'", span)
+
+
+def _repeated_access(access: str, span: Span) -> Iterator[Diagnostic]:
+    seen: set[str] = set()
+    for offset, letter in enumerate(access):
+        if letter in seen:
+            at = span.start + offset
+            yield error("ES023", f"breakpoint access '{letter}' repeated", Span(at, at + 1),
+                        help=("each of r, w, x at most once",))
+        seen.add(letter)
+
+
+def _u64(number: Number) -> Iterator[Diagnostic]:
+    if number.value > lexicon.U64_MAX:
+        yield error("ES028", "number out of range (more than 64 bits)", number.span,
+                    perf_message="parser error")
+
+
+# --------------------------------------------------------------------------------------------
+# modifiers
+
+
+def _modifiers(mods: Modifiers) -> Iterator[Diagnostic]:
+    seen: set[str] = set()
+    precise = 0
+    for offset, letter in enumerate(mods.letters):
+        at = Span(mods.span.start + offset, mods.span.start + offset + 1)
+        if letter not in lexicon.MODIFIER_LETTERS:
+            yield error("ES020", f"unknown modifier '{letter}'", at, perf_message="parser error",
+                        help=("modifiers are " + ", ".join(lexicon.MODIFIER_LETTERS),))
+        elif letter == "p":
+            precise += 1
+            if precise == lexicon.MAX_PRECISE + 1:
+                yield error("ES022", "bad modifier: at most 'ppp'", at, perf_message="Bad modifier",
+                            help=("precise levels are p, pp and ppp",))
+        elif letter in seen:
+            yield error("ES021", f"bad modifier: '{letter}' repeated", at, perf_message="Bad modifier",
+                        help=("write each modifier once",))
+        seen.add(letter)
+
+
+# --------------------------------------------------------------------------------------------
+# terms
+
+
+def _kind_label(event: Event) -> str:
+    if isinstance(event, SymbolEvent):
+        return "hardware/software events"
+    if isinstance(event, CacheEvent):
+        return "cache events"
+    if isinstance(event, RawEvent):
+        return "raw events"
+    if isinstance(event, NumericEvent):
+        return "numeric events"
+    if isinstance(event, TracepointEvent):
+        return "tracepoints"
+    if isinstance(event, BpfEvent):
+        return "BPF events"
+    return "PMU events"
+
+
+def _terms(event: Event, terms: Terms, names: set[str]) -> Iterator[Diagnostic]:
+    label = _kind_label(event)
+    restricted = isinstance(event, (TracepointEvent, BpfEvent))
+    keywords_seen: dict[str, Term] = {}
+    for term in terms.items:
+        if isinstance(term, MapTerm):
+            if isinstance(event, BpfEvent):
+                yield from _map_term(term, names)
+            elif not isinstance(event, PmuEvent):
+                yield _not_for(term.key_span, f"map:{term.map_name}", label, restricted)
+            continue
+        if term.kind is TermKind.DRIVER:
+            if not isinstance(event, PmuEvent):
+                yield error("ES032", f"driver-config term not valid for this event kind ({label})",
+                            term.key_span, perf_message="unknown term",
+                            help=("@ terms are passed to the driver of a PMU: PMU/@cfg/",))
+            continue
+        if term.kind is TermKind.KEYWORD and (not restricted or term.key in lexicon.TRACEPOINT_TERMS):
+            yield from _keyword(term)
+            first = keywords_seen.setdefault(term.key, term)
+            if first is not term:
+                which = "first" if term.key == "name" else "last"
+                yield warning("WS002", f"term '{term.key}' given twice; the {which} value is used",
+                              term.key_span, labels=(), help=("remove one of them",))
+            continue
+        if isinstance(event, PmuEvent):
+            if isinstance(term.value, Number):
+                yield from _u64(term.value)
+            continue
+        if term.kind is TermKind.RAW and not restricted:
+            if isinstance(term.value, Number):
+                yield from _u64(term.value)
+            continue
+        if isinstance(event, BpfEvent) and term.kind is TermKind.USER:
+            yield error("ES046", f"unknown BPF object term '{term.key}' (object terms are "
+                        "map:NAME.OPTION=VALUE)", term.key_span, perf_message="Invalid object config option",
+                        help=(_MAP_HINT, f"event terms: {', '.join(lexicon.TRACEPOINT_TERMS)}"))
+            continue
+        yield _not_for(term.key_span, term.key, label, restricted)
+
+
+def _not_for(span: Span, key: str, label: str, restricted: bool) -> Diagnostic:
+    if restricted:
+        return error("ES031", f"term '{key}' not valid for {label} ({_TRACEPOINT_ONLY})", span,
+                     perf_message="unknown term",
+                     help=("valid terms: " + ",".join(lexicon.TRACEPOINT_TERMS),))
+    return error("ES030", f"unknown term '{key}' for {label}", span, perf_message="unknown term",
+                 help=("valid terms: " + lexicon.VALID_TERMS_HELP,))
+
+
+def _keyword(term: Term) -> Iterator[Diagnostic]:
+    info = lexicon.KEYWORD_TERMS[term.key]
+    value = term.value
+    if info.value_type is lexicon.ValueType.STRING:
+        if not isinstance(value, Word):
+            where = term.span if value is None else value.span
+            yield error("ES035", f"'{term.key}' expects a string value", where,
+                        perf_message="expected string value", help=_string_help(term.key))
+        elif term.key == "call-graph" and value.text not in lexicon.CALL_GRAPH_MODES:
+            yield error("ES038", f"unknown call-graph mode '{value.text}'", value.span,
+                        help=("call-graph is fp, dwarf, lbr or no",))
+        elif term.key == "branch_type" and value.text.lower() not in (*lexicon.BRANCH_TYPES, "no"):
+            yield error("ES039", "invalid branch sample type", value.span,
+                        perf_message="invalid branch sample type", help=_string_help(term.key))
+        return
+    if value is None:
+        return
+    if not isinstance(value, Number):
+        yield error("ES034", f"'{term.key}' expects a numeric value", value.span,
+                    perf_message="expected numeric value",
+                    help=("a number is decimal or 0x-hex",))
+        return
+    if value.value > lexicon.U64_MAX:
+        yield from _u64(value)
+    elif info.value_type is lexicon.ValueType.BOOL and value.value > 1:
+        yield error("ES036", f"'{term.key}' expects 0 or 1", value.span, perf_message="expected 0 or 1")
+    elif info.maximum is not None and value.value > info.maximum:
+        yield error("ES037", f"{term.key} too big (max {info.maximum})", value.span,
+                    perf_message="too big")
+
+
+def _string_help(key: str) -> tuple[str, ...]:
+    if key == "call-graph":
+        return ("call-graph is fp, dwarf, lbr or no",)
+    if key == "branch_type":
+        return ("branch_type is no or one of: " + ", ".join(lexicon.BRANCH_TYPES),)
+    return (f"for example {key}=foo, or quoted: {key}='a:b'",)
+
+
+def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:
+    """perf's order: structure, index list, (map exists, index too large: against the object),
+    option, value present, value type, referenced event. The first problem only."""
+    key = f"map:{term.map_name}"
+    if not term.option:
+        yield error("ES040", "map term without '.value' or '.event'", term.key_span,
+                    perf_message="Invalid object config option", help=(_MAP_HINT,))
+        return
+    if not term.map_name:
+        yield error("ES041", "empty map name", term.key_span, perf_message="Target map doesn't exist",
+                    help=(_MAP_HINT,))
+        return
+    if isinstance(term.indices, IndexList):
+        for item in term.indices.items:
+            bad = next(iter(d for n in (item.first, item.last) if n is not None for d in _u64(n)), None)
+            if bad is not None:
+                yield bad
+                return
+            if item.last is not None and item.last.value < item.first.value:
+                yield error("ES042", f"reversed index range ({item.first.text}...{item.last.text})",
+                            item.span, help=(f"write {item.last.text}...{item.first.text}",))
+                return
+    if term.option not in lexicon.MAP_OPTIONS:
+        yield error("ES043", f"unknown map option '{term.option}' (expected value or event)",
+                    term.option_span, perf_message="Invalid object map config option",
+                    help=(_MAP_HINT,))
+        return
+    if term.value is None:
+        yield error("ES044", f"'{key}.{term.option}' has no value (missing '=')", term.key_span,
+                    perf_message="Config value not set (missing '=')", help=(_MAP_HINT,))
+        return
+    if term.option == "value":
+        if not isinstance(term.value, Number):
+            yield error("ES045", f"'{key}.value' needs a number", term.value.span,
+                        perf_message="Incorrect value type for map", help=(_MAP_HINT,))
+        else:
+            yield from _u64(term.value)
+        return
+    if not isinstance(term.value, Word):
+        yield error("ES045", f"'{key}.event' needs the name of an event", term.value.span,
+                    perf_message="Incorrect value type for map", help=(_MAP_HINT,))
+        return
+    if term.value.text not in names:
+        yield error(
+            "ES047", f"no earlier event named '{term.value.text}'", term.value.span,
+            perf_message="Event not found for map setting",
+            help=(f"define the event before this one, e.g. 'bpf-output/no-inherit,name={term.value.text}/,' "
+                  "and refer to it by that name",),
+        )
