@@ -95,6 +95,7 @@ BPF_PERF_EVENT = 41  # enum bpf_attach_type, for BPF_LINK_CREATE on a perf event
 BPF_PSEUDO_MAP_FD = 1
 BPF_PSEUDO_MAP_VALUE = 2
 BPF_PSEUDO_CALL = 1
+BPF_PSEUDO_FUNC = 4  # ld_imm64 of a subprogram's address (callbacks)
 
 # Opcodes the relocator checks (BPF_LD|BPF_IMM|BPF_DW, BPF_JMP|BPF_CALL, BPF_JMP|BPF_EXIT).
 OP_LD_IMM64 = 0x18

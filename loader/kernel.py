@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from evspec.loader import bpf_abi as abi
 from evspec.loader.errors import ObjectError
-from evspec.loader.perf_abi import PERF_ATTR_SIZE_VER0, Ioctl, PerfEventAttr
+from evspec.loader.perf_abi import Ioctl, PerfEventAttr
 from evspec.loader.spec import LineInfo
 from evspec.loader.syscalls import (
     CAP_BPF,
@@ -124,13 +124,6 @@ def _in_buffer(data: bytes) -> ctypes.Array:  # type: ignore[type-arg]
     return (ctypes.c_char * max(len(data), 1)).from_buffer_copy(data or b"\0")
 
 
-def _significant_size(attr: ctypes.Structure) -> int:
-    """The size that still covers every non-zero byte of ``attr``, rounded up to 8."""
-    raw = ctypes.string_at(ctypes.addressof(attr), ctypes.sizeof(attr))
-    used = len(raw.rstrip(b"\0"))
-    return max(8, (used + 7) & ~7)
-
-
 @dataclass(frozen=True, slots=True)
 class _Attempt:
     """One PROG_LOAD/BTF_LOAD try: the fd, or the error and the log size the kernel asked for."""
@@ -217,11 +210,19 @@ class Kernel:
                 errno=err,
                 operation=op,
             )
+        if err == E.E2BIG:
+            return KernelError(
+                codes.ATTR_TOO_BIG,
+                f"{op}{where}: the running kernel does not know a field evspec set in its "
+                "attribute structure (E2BIG)",
+                errno=err,
+                operation=op,
+                help=("a newer kernel is needed for this feature",),
+            )
         code = {
             E.ENOENT: codes.NOT_FOUND,
             E.EINVAL: codes.INVALID_ARGUMENT,
             E.ENOSPC: codes.NO_SPACE,
-            E.E2BIG: codes.ATTR_TOO_BIG,
         }.get(err, codes.SYSCALL_FAILED)
         name = E.errorcode.get(err, str(err))
         return KernelError(code, f"{op}{where}: {os.strerror(err)} ({name})", errno=err, operation=op)
@@ -238,17 +239,11 @@ class Kernel:
         return True
 
     def _bpf(self, cmd: abi.Cmd, attr: ctypes.Structure, what: str = "") -> int:
-        size = ctypes.sizeof(attr)
         lifted_memlock = False
         while True:
             try:
-                return self.funnel.bpf(int(cmd), attr, size, operation=cmd.operation)
+                return self.funnel.bpf(int(cmd), attr, ctypes.sizeof(attr), operation=cmd.operation)
             except SyscallError as exc:
-                if exc.errno == E.E2BIG and cmd not in _ELEM_CMDS:
-                    smaller = _significant_size(attr)
-                    if smaller < size:
-                        size = smaller
-                        continue
                 if exc.errno == E.EPERM and cmd in _MEMLOCK_CHARGED and not lifted_memlock:
                     if self._raise_memlock():
                         lifted_memlock = True
@@ -493,7 +488,9 @@ class Kernel:
                 return result.fd, None, ""
             assert result.error is not None
             if result.error.errno == E.ENOSPC and size < MAX_LOG_SIZE:
-                size = min(MAX_LOG_SIZE, max(size * 2, result.log_true_size))
+                # Kernels >= 6.4 say exactly how much they need; older ones make us guess.
+                wanted = result.log_true_size if result.log_true_size > size else size * 2
+                size = min(MAX_LOG_SIZE, wanted)
                 continue
             return None, result.error, buf.value.decode("utf-8", "replace")
 
@@ -598,37 +595,39 @@ class Kernel:
     def perf_event_open(
         self, attr: PerfEventAttr, *, pid: int = -1, cpu: int = -1, group_fd: int = -1, flags: int = 0
     ) -> int:
-        """Open a perf event (close-on-exec); an older kernel's smaller attr size is honoured."""
+        """Open a perf event; the descriptor is close-on-exec."""
         if attr.size == 0:
             attr.size = ctypes.sizeof(attr)
         what = f" on cpu {cpu}" if cpu >= 0 else ""
-        while True:
-            try:
-                return self.funnel.perf_event_open(attr, pid, cpu, group_fd, flags)
-            except SyscallError as exc:
-                if exc.errno == E.E2BIG:
-                    wanted = attr.size
-                    raw = ctypes.string_at(ctypes.addressof(attr), ctypes.sizeof(attr))
-                    if PERF_ATTR_SIZE_VER0 <= wanted < len(raw) and not raw[wanted:].strip(b"\0"):
-                        continue
-                    raise KernelError(
-                        codes.ATTR_TOO_BIG,
-                        f"perf_event_open{what}: the kernel knows perf_event_attr up to {wanted} bytes, "
-                        f"and a field set beyond that is needed (E2BIG)",
-                        errno=exc.errno,
-                        operation="perf_event_open",
-                    ) from None
-                if exc.errno in (E.EPERM, E.EACCES):
-                    raise self._permission_error("perf_event_open", exc.errno, what, perf=True) from None
-                if exc.errno == E.ENOENT:
-                    raise KernelError(
-                        codes.NOT_FOUND,
-                        f"perf_event_open{what}: the kernel has no event of type {attr.type} config "
-                        f"{attr.config:#x} (ENOENT)",
-                        errno=exc.errno,
-                        operation="perf_event_open",
-                    ) from None
-                raise self._error(exc, "", perf=True) from None
+        try:
+            return self.funnel.perf_event_open(attr, pid, cpu, group_fd, flags)
+        except SyscallError as exc:
+            if exc.errno == E.E2BIG:
+                known = attr.size  # the kernel wrote the size it knows
+                beyond = [
+                    name
+                    for name, *_ in attr._fields_
+                    if getattr(PerfEventAttr, name).offset >= known and getattr(attr, name)
+                ]
+                raise KernelError(
+                    codes.ATTR_TOO_BIG,
+                    f"perf_event_open{what}: this kernel knows perf_event_attr up to {known} bytes; "
+                    f"the event sets {', '.join(beyond) or 'fields'} beyond that (E2BIG)",
+                    errno=exc.errno,
+                    operation="perf_event_open",
+                    help=("a newer kernel is needed for this event",),
+                ) from None
+            if exc.errno in (E.EPERM, E.EACCES):
+                raise self._permission_error("perf_event_open", exc.errno, what, perf=True) from None
+            if exc.errno == E.ENOENT:
+                raise KernelError(
+                    codes.NOT_FOUND,
+                    f"perf_event_open{what}: the kernel has no event of type {attr.type} config "
+                    f"{attr.config:#x} (ENOENT)",
+                    errno=exc.errno,
+                    operation="perf_event_open",
+                ) from None
+            raise self._error(exc, "", perf=True) from None
 
     def _ioctl(self, fd: int, request: Ioctl, arg: int, what: str) -> int:
         try:

@@ -190,7 +190,9 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
       into the data section) in the second half;
     * ``call``: the called function (from ``spec.subprograms``, else ``spec.programs``) is appended
       once, its own relocations applied, and the call's ``imm`` set to the relative distance to its
-      first instruction (plus ``addend`` bytes).
+      first instruction (plus ``addend`` bytes);
+    * ``func`` (a callback's address): the function is appended the same way and the ld_imm64 gets
+      ``src_reg = BPF_PSEUDO_FUNC`` and the same relative distance.
     """
     buf = bytearray(prog.insns)
     parts: list[tuple[int, ProgramSpec]] = [(0, prog)]
@@ -200,7 +202,7 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
         base, part = parts[done]
         done += 1
         for rel in part.relocations:
-            if rel.kind == "call":
+            if rel.kind in ("call", "func"):
                 if rel.target not in starts:
                     callee = _function(spec, rel.target)
                     if callee is None:
@@ -210,7 +212,14 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
                     starts[rel.target] = len(buf) // _INSN
                     parts.append((starts[rel.target], callee))
                     buf += callee.insns
-                _patch_call(buf, part, base, rel.insn_index, starts[rel.target] + rel.addend // _INSN)
+                target = starts[rel.target] + rel.addend // _INSN
+                if rel.kind == "call":
+                    _patch_call(buf, part, base, rel.insn_index, target)
+                else:
+                    at = base + rel.insn_index
+                    _patch_ld_imm64(
+                        buf, part, base, rel.insn_index, abi.BPF_PSEUDO_FUNC, target - (at + 1), 0
+                    )
             elif rel.kind in ("map", "data"):
                 fd = map_fds.get(rel.target)
                 if fd is None and rel.kind == "data":

@@ -41,8 +41,9 @@ CODES: tuple[CodeInfo, ...] = (
         ATTR_TOO_BIG,
         "the kernel does not know a field evspec set (E2BIG)",
         "The attribute structure passed to bpf(2) or perf_event_open(2) has non-zero fields past the\n"
-        "end of the structure this kernel knows. evspec retries with the size the kernel expects when\n"
-        "the extra fields are zero; this error means a feature the running kernel lacks was needed.",
+        "end of the structure this kernel knows (the kernel accepts a longer structure only when the\n"
+        "extra bytes are zero). For perf_event_open the kernel reports the size it knows, and the\n"
+        "message names the fields set beyond it (config3 needs Linux 6.3, for example).",
         fix="Use a newer kernel, or do without the feature named in the message.",
     ),
     CodeInfo(
