@@ -203,13 +203,13 @@ class _Program:
 
 @dataclass(slots=True)
 class _ObjectCheck:
-    """The state of one BPF event's check: its findings and the probes it creates."""
+    """The state of one BPF event's check: its findings and the events (evsels) it creates."""
 
     event: BpfEvent
     env: ObjectEnvironment
     defined: Mapping[str, EventFacts]
     diagnostics: list[Diagnostic] = field(default_factory=list)
-    probes: set[str] = field(default_factory=set)
+    created: dict[str, EventFacts] = field(default_factory=dict)
 
     def fail(self, code: str, message: str, **kw: object) -> None:
         self.diagnostics.append(error(code, message, self.event.path_span, **kw))
@@ -228,12 +228,13 @@ def check_bpf_event(
 
 def bpf_event_facts(
     event: BpfEvent, env: ObjectEnvironment, defined_events: Mapping[str, EventFacts]
-) -> tuple[list[Diagnostic], EventFacts]:
-    """Like :func:`check_bpf_event`, plus the EventFacts later events see of this one (with the
-    probes it creates)."""
+) -> tuple[list[Diagnostic], dict[str, EventFacts]]:
+    """Like :func:`check_bpf_event`, plus the events this one creates, by the names perf gives
+    them: ``SYS:EVENT`` for a tracepoint program, ``perf_bpf_probe:EVENT`` for a probe (whose
+    EventFacts carry it in ``probes``, so that the same probe created later is found). An object
+    with errors creates none."""
     check = _check(event, env, defined_events)
-    facts = facts_for_event(event)
-    return check.diagnostics, EventFacts(EventKind.BPF, facts.perf_type, facts.inherit, frozenset(check.probes))
+    return check.diagnostics, ({} if check.failed else check.created)
 
 
 def check_bpf_events(
@@ -254,10 +255,12 @@ def check_bpf_events(
     out: list[Diagnostic] = []
     for event in events.events():
         if isinstance(event, BpfEvent):
-            diags, facts = bpf_event_facts(event, env, defined_facts)
+            diags, created = bpf_event_facts(event, env, defined_facts)
             out.extend(d for d in diags if d.code not in SYNTAX_STAGE_CODES)
-        else:
-            facts = facts_for_event(event)
+            for name, facts in created.items():
+                defined_facts.setdefault(name, facts)
+            continue
+        facts = facts_for_event(event)
         for name in rules.event_reference_names(event, events.source):
             defined_facts.setdefault(name, facts)
     return out
@@ -359,6 +362,7 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
     if check.failed:
         return
     _check_duplicate_probes(check, usable)
+    _record_created_events(check, usable)
 
 
 def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> SectionSpec | None:
@@ -489,11 +493,8 @@ def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
 
 
 def _check_duplicate_probes(check: _ObjectCheck, programs: list[_Program]) -> None:
-    # probe name -> the earlier event that created it (None: another program of this object)
-    earlier: dict[str, str | None] = {}
-    for name, facts in check.defined.items():
-        for probe in facts.probes:
-            earlier.setdefault(probe, name)
+    # probe name -> created by another program of this object (False: by an earlier event)
+    earlier: dict[str, bool] = {probe: False for facts in check.defined.values() for probe in facts.probes}
     for p in programs:
         target = p.section.target
         if p.section.style is not SectionStyle.PERF or not isinstance(target, ProbeTarget):
@@ -501,19 +502,29 @@ def _check_duplicate_probes(check: _ObjectCheck, programs: list[_Program]) -> No
         probe = target.probe_name
         assert probe is not None
         if probe in earlier and not p.section.force:
-            where = earlier[probe]
             check.fail(
                 codes.PROBE_EXISTS,
                 f"section '{p.section.name}': probe {probe} is already created by "
-                + (f"the earlier event '{where}'" if where is not None else "another program of this object"),
+                + ("another program of this object" if earlier[probe] else "an earlier BPF event"),
                 notes=_section_note(p.program),
                 help=("add 'force=yes;' to the section to create it again under a new name, or "
                       "load the object once",),
                 perf_message=PROBE_EXISTS_MESSAGE,
                 perf_help=ADD_V_HELP,
             )
-        earlier.setdefault(probe, None)
-        check.probes.add(probe)
+        earlier.setdefault(probe, True)
+
+
+def _record_created_events(check: _ObjectCheck, programs: list[_Program]) -> None:
+    inherit = facts_for_event(check.event).inherit
+    for p in programs:
+        target = p.section.target
+        if isinstance(target, TracepointTarget) and not target.load_only:
+            check.created.setdefault(target.name, EventFacts(EventKind.TRACEPOINT, 2, inherit))
+        elif isinstance(target, ProbeTarget) and target.probe_name is not None:
+            check.created.setdefault(
+                target.probe_name, EventFacts(EventKind.TRACEPOINT, 2, inherit, frozenset({target.probe_name}))
+            )
 
 
 def _check_event_terms(event: BpfEvent) -> list[Diagnostic]:

@@ -304,20 +304,31 @@ def test_same_probe_twice_in_one_object(files: Files) -> None:
 
 def test_same_probe_from_an_earlier_event(files: Files) -> None:
     files.add("up1.o", spec(f"exec={TARGET};probe1=myfn1"))
-    diags, facts = bpf_event_facts(event("./up1.o"), files.env(), {})
-    assert diags == [] and facts.probes == frozenset({"perf_bpf_probe:probe1"}) and facts.kind is EventKind.BPF
-    d = only(check_bpf_event(event("./up1.o"), files.env(), {"./up1.o": facts}))
-    assert d.code == "EB147" and "the earlier event './up1.o'" in d.message
+    diags, created = bpf_event_facts(event("./up1.o"), files.env(), {})
+    assert diags == []
+    assert created == {"perf_bpf_probe:probe1": EventFacts(EventKind.TRACEPOINT, 2, True,
+                                                            frozenset({"perf_bpf_probe:probe1"}))}
+    d = only(check_bpf_event(event("./up1.o"), files.env(), created))
+    assert d.code == "EB147" and "an earlier BPF event" in d.message
     files.add("up1f.o", spec(f"exec={TARGET};force=yes;probe1=myfn1"))
-    assert check_bpf_event(event("./up1f.o"), files.env(), {"./up1.o": facts}) == []
+    assert check_bpf_event(event("./up1f.o"), files.env(), created) == []
     # return probes are other events (probe1__return)
     files.add("up1r.o", spec(f"exec={TARGET};probe1=myfn1%return"))
-    assert check_bpf_event(event("./up1r.o"), files.env(), {"./up1.o": facts}) == []
+    assert check_bpf_event(event("./up1r.o"), files.env(), created) == []
 
 
-def test_tracepoint_programs_create_no_probes(files: Files) -> None:
-    files.add("tp.o", spec("raw_syscalls:sys_enter"))
-    assert bpf_event_facts(event("./tp.o"), files.env(), {})[1].probes == frozenset()
+def test_created_events(files: Files) -> None:
+    files.add("tp.o", spec("raw_syscalls:sys_enter", "!raw_syscalls:sys_exit", f"exec={TARGET};p=myfn1%return"))
+    no_inherit = _term(TermKind.KEYWORD, "no-inherit", 7, "no-inherit")
+    diags, created = bpf_event_facts(event("./tp.o", (no_inherit,)), files.env(), {})
+    assert diags == []
+    assert created == {
+        "raw_syscalls:sys_enter": EventFacts(EventKind.TRACEPOINT, 2, False),
+        "perf_bpf_probe:p__return": EventFacts(EventKind.TRACEPOINT, 2, False,
+                                               frozenset({"perf_bpf_probe:p__return"})),
+    }
+    files.add("bad.o", spec("raw_syscalls:sys_enter", "nosuch:event"))
+    assert bpf_event_facts(event("./bad.o"), files.env(), {})[1] == {}  # an object with errors: none
 
 
 # --------------------------------------------------------------------------------------------
@@ -431,12 +442,14 @@ def _run_full(analyze: Callable, rules: object, text: str, env: ObjectEnvironmen
     defined: dict[str, EventFacts] = {}
     found: list[Diagnostic] = []
     for ev in events:
-        facts = facts_for_event(ev)
         if isinstance(ev, BpfEvent):
-            diags, facts = bpf_event_facts(ev, env, defined)
+            diags, created = bpf_event_facts(ev, env, defined)
             found.extend(diags)
+            for name, facts in created.items():
+                defined.setdefault(name, facts)
+            continue
         for name in rules.event_reference_names(ev, text):  # type: ignore[attr-defined]
-            defined.setdefault(name, facts)
+            defined.setdefault(name, facts_for_event(ev))
     return list(events), found
 
 
@@ -491,14 +504,14 @@ def test_full_same_object_twice(bpf_fixtures: Path, tracefs: Path) -> None:
     pytest.importorskip("evspec.loader.reader", reason="the object reader (task C1) has not landed")
     env = ObjectEnvironment.from_tracefs(bpf_fixtures, tracefs)
     first = event("./up1.o")
-    diags, facts = bpf_event_facts(first, env, {})
-    assert diags == [] and facts.probes == frozenset({"perf_bpf_probe:probe1"})
+    diags, created = bpf_event_facts(first, env, {})
+    assert diags == [] and list(created) == ["perf_bpf_probe:probe1"]
     second = replace(first, span=Span(8, 15), path_span=Span(8, 15))
-    d = only(check_bpf_event(second, env, {"./up1.o": facts}))
+    d = only(check_bpf_event(second, env, created))
     assert (d.code, d.span) == ("EB147", Span(8, 15))
     # semi.o sets force=yes: loading it twice is fine
-    diags, facts = bpf_event_facts(event("./semi.o"), env, {})
-    assert diags == [] and check_bpf_event(event("./semi.o"), env, {"./semi.o": facts}) == []
+    diags, created = bpf_event_facts(event("./semi.o"), env, {})
+    assert diags == [] and check_bpf_event(event("./semi.o"), env, created) == []
 
 
 def test_check_bpf_events_with_the_corpus_system(bpf_fixtures: Path) -> None:
@@ -515,6 +528,17 @@ def test_check_bpf_events_with_the_corpus_system(bpf_fixtures: Path) -> None:
     diags = check_bpf_events(result.events, system, bpf_fixtures, defined)
     assert [(d.code, d.span.text(text)) for d in diags] == [("EB143", "./badtp.o"), ("EB129", "value")]
     assert defined["evt"].kind is EventKind.BPF_OUTPUT and not defined["evt"].inherit
+    assert "raw_syscalls:sys_enter" not in defined  # maps.o had errors: it creates no event
+    assert check_bpf_events(parser.analyze("./tpbang.o").events, system, bpf_fixtures, defined) == []
+    assert "raw_syscalls:sys_exit" in defined and "raw_syscalls:sys_enter" not in defined  # '!' section
+    # the same probe in a later string of the same command
+    text = "./up1.o"
+    assert check_bpf_events(parser.analyze(text).events, system, bpf_fixtures, defined) == []
+    diags = check_bpf_events(parser.analyze(text).events, system, bpf_fixtures, defined)
+    assert [d.code for d in diags] == ["EB147"]
+    # syntax-stage findings are left to evspec.rules
+    text = "./maps.o/map:arr.value[ 3...1]=1,name=x/"
+    assert check_bpf_events(parser.analyze(text).events, system, bpf_fixtures, {}) == []
 
 
 def test_group_members_are_checked(files: Files) -> None:
