@@ -17,7 +17,7 @@ moves them (the object checker puts object errors on the path of the BPF event).
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
 from typing import TYPE_CHECKING
@@ -265,21 +265,19 @@ def parse_section(name: str) -> SectionSpec:
     pieces = _split_pieces(name)
     warnings: list[Diagnostic] = []
     settings: list[Setting] = []
-    for text, start in pieces[:-1]:
-        setting = _parse_setting(text, start, warnings)
-        if setting is not None:
-            settings.append(setting)
     main_text, main_start = pieces[-1]
     main_span = Span(main_start, main_start + len(main_text))
     try:
+        for text, start in pieces[:-1]:
+            setting = _parse_setting(text, start, warnings)
+            if setting is not None:
+                settings.append(setting)
         spec = _parse_main(name, main_text, main_start, main_span, tuple(settings))
     except EvspecError as exc:
         raise EvspecError((*exc.diagnostics, *warnings)) from None
     extra = _ineffective_settings(spec)
     all_warnings = (*warnings, *extra)
-    if not all_warnings:
-        return spec
-    return _replace_warnings(spec, all_warnings)
+    return replace(spec, warnings=all_warnings) if all_warnings else spec
 
 
 def _split_pieces(name: str) -> list[tuple[str, int]]:
@@ -320,10 +318,9 @@ def _parse_setting(text: str, start: int, warnings: list[Diagnostic]) -> Setting
                 help=VALID_SETTINGS_HELP,
                 notes=(
                     "perf splits a section name at every ';': every piece before the last one is a "
-                    "setting, so a perf-probe lazy pattern (FUNC;PATTERN) cannot be written here",
-                )
-                if ";" in value or _looks_like_probe(key)
-                else (),
+                    "KEY=VALUE setting, so a perf-probe lazy pattern (FUNC;PATTERN) cannot be "
+                    "written in a section name",
+                ),
                 perf_message="Invalid program config term in config string " + ADD_V_HELP,
                 perf_help=ADD_V_HELP,
             )
@@ -350,10 +347,6 @@ def _parse_setting(text: str, start: int, warnings: list[Diagnostic]) -> Setting
             )
         )
     return Setting(key, value, span, key_span, value_span)
-
-
-def _looks_like_probe(key: str) -> bool:
-    return _C_IDENT.match(key) is not None
 
 
 def parse_perf_bool(text: str) -> bool | None:
@@ -413,12 +406,6 @@ def _ineffective_settings(spec: SectionSpec) -> tuple[Diagnostic, ...]:
 
 def _no_effect(setting: Setting, why: str) -> Diagnostic:
     return warning(codes.SETTING_NO_EFFECT, f"setting '{setting.key}={setting.value}' has no effect: {why}", setting.span)
-
-
-def _replace_warnings(spec: SectionSpec, warnings: tuple[Diagnostic, ...]) -> SectionSpec:
-    from dataclasses import replace
-
-    return replace(spec, warnings=warnings)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -650,7 +637,7 @@ def _parse_probe(
             group, group_span = str(g), _tok_span(g, start)  # type: ignore[arg-type]
             event, event_span = str(e), _tok_span(e, start)  # type: ignore[arg-type]
         elif child.data in ("symbol_point", "address_point"):
-            point = _probe_point(child, main, start)
+            point = _probe_point(child, start)
         else:
             args.append(_probe_arg(child, main, start))
     assert point is not None
@@ -732,7 +719,7 @@ def _parse_probe(
     )
 
 
-def _probe_point(tree: Tree, main: str, offset: int) -> ProbePoint:
+def _probe_point(tree: Tree, offset: int) -> ProbePoint:
     from lark import Tree
 
     span = _tree_span(tree, offset)

@@ -353,8 +353,10 @@ def test_error_spans_point_into_the_whole_section_string() -> None:
 def test_warnings_before_an_error_are_kept_after_it() -> None:
     with pytest.raises(EvspecError) as info:
         parse_section("junk;nocolon")
-    codes = [d.code for d in info.value.diagnostics]
-    assert codes == ["EB100", "WB109"]
+    assert [d.code for d in info.value.diagnostics] == ["EB100", "WB109"]
+    with pytest.raises(EvspecError) as info:
+        parse_section("junk;foo=1;p=f")
+    assert [d.code for d in info.value.diagnostics] == ["EB104", "WB109"]
 
 
 # --------------------------------------------------------------------------------------------
