@@ -278,10 +278,12 @@ def compile_source(path: str | os.PathLike[str], *, clang: str | None = None,
     flags = compile_flags(extra_flags)
     cache = _open_cache(cache_dir)
     if cache is None:
-        out_dir = Path(tempfile.mkdtemp(prefix="evspec-bpf-"))
-        _clang(compiler, flags, source, path, out_dir / (source.stem + ".o"), None)
-        return out_dir / (source.stem + ".o")
+        output = Path(tempfile.mkdtemp(prefix="evspec-bpf-")) / (source.stem + ".o")
+        _clang(compiler, flags, source, path, output, None)
+        return output
 
+    # The object keeps the source's name: data maps are named after it (maps.c -> maps.data).
+    object_name = source.stem + ".o"
     base = _digest(CACHE_FORMAT, os.fsencode(compiler), clang_version(compiler).encode(),
                    "\0".join(flags).encode(), os.fsencode(source), text)
     manifest = cache / f"{base}.deps"
@@ -292,9 +294,9 @@ def compile_source(path: str | os.PathLike[str], *, clang: str | None = None,
             headers = None
         if isinstance(headers, list) and all(isinstance(h, str) for h in headers):
             key = _object_key(base, headers)
-            if key is not None and _usable_file(cache / f"{key}.o"):
-                log.debug("BPF compile cache hit for %s: %s", source, cache / f"{key}.o")
-                return cache / f"{key}.o"
+            if key is not None and _usable_file(cache / key / object_name):
+                log.debug("BPF compile cache hit for %s: %s", source, cache / key / object_name)
+                return cache / key / object_name
 
     fd, tmp_obj = tempfile.mkstemp(dir=cache, prefix=".tmp-", suffix=".o")
     os.close(fd)
@@ -307,7 +309,9 @@ def compile_source(path: str | os.PathLike[str], *, clang: str | None = None,
         if key is None:
             raise ObjectError(codes.COMPILE_FAILED, f"{path}: a header clang read vanished while "
                               "compiling; try again")
-        final = cache / f"{key}.o"
+        home = cache / key
+        home.mkdir(mode=0o700, exist_ok=True)
+        final = home / object_name
         os.replace(tmp_obj, final)
         _write_atomically(cache, manifest.name, json.dumps({"source": str(source),
                                                              "headers": headers}).encode())

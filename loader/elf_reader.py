@@ -35,7 +35,7 @@ _ELF_TYPES = {0: "NONE", 1: "REL", 2: "EXEC", 3: "DYN", 4: "CORE"}
 
 
 def machine_name(machine: int) -> str:
-    return _MACHINES.get(machine, f"machine {machine}")
+    return _MACHINES.get(machine, f"number {machine}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,7 +176,7 @@ class BpfElf:
                 sec_type = f"SHT_{sec_type:#x}"
             s = Section(index, sh.name if index else "", sec_type, hdr["sh_flags"], hdr["sh_offset"],
                         hdr["sh_size"], hdr["sh_link"], hdr["sh_info"], hdr["sh_entsize"])
-            if index and s.type not in ("SHT_NOBITS", "SHT_NULL") and s.offset + s.size > size:
+            if index and s.size and s.type not in ("SHT_NOBITS", "SHT_NULL") and s.offset + s.size > size:
                 raise self._fail(
                     codes.CORRUPT_ELF,
                     f"truncated or corrupt ELF file: section {s.name!r} ({s.size} bytes at offset "

@@ -284,8 +284,9 @@ class _Reader:
         name = var.name
         definition = btf.resolve(var.type)
         if definition.kind != BtfKind.STRUCT:
-            raise self.fail(codes.BAD_MAP, f"map {name!r}: its definition is a "
-                            f"{definition.kind.name}, not a struct")
+            what = "void" if definition.id == 0 else f"a {definition.kind.name}"
+            raise self.fail(codes.BAD_MAP, f"map {name!r}: its definition is {what}, not a struct "
+                            "(declare BTF maps as struct { __uint(type, ...); ... } NAME SEC(\".maps\"))")
         ints: dict[str, int] = {}
         key_id = value_id = None
         key_size = value_size = None
@@ -436,8 +437,9 @@ class _Reader:
         sym = symbols[rel.symbol]
         opcode, regs, _off, imm = struct.unpack_from(_NATIVE + "BBhi", code, rel.offset)
         if sym.section_index is None:
-            raise self.fail(codes.UNSUPPORTED, f"{where}: extern symbol {sym.name!r} (__kconfig, "
-                            "__ksym or a kfunc) is not supported", "Relocation failed")
+            raise self.fail(codes.UNSUPPORTED, f"{where}: symbol {sym.name!r} is not defined in the "
+                            "object; externs (__kconfig, __ksym, kfuncs) are not supported",
+                            "Relocation failed")
         home = self.elf.section_at(sym.section_index)
         sym_name = sym.name or home.name
         insn_index = (rel.offset - f.offset) // INSN_SIZE
