@@ -1,0 +1,181 @@
+"""``evspec record``: check the event strings, load and attach, run the command, print its samples.
+
+``add_record_parser(subparsers)`` adds the sub-command; ``record_main(args)`` runs it and returns
+the exit status (the command's, or perf's status for an apply-time map error, 1 for findings in
+the event strings, 2 for usage or setup errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TextIO
+
+EXIT_FINDINGS = 1
+EXIT_SETUP = 2
+
+
+def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "record",
+        help="load BPF objects and events, run a command, print what they record",
+        description="perf record's BPF workflow: -e ./prog.o/map:...=.../ -- CMD",
+    )
+    p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC",
+                   help="an event string (repeatable)")
+    p.add_argument("-i", "--no-inherit", action="store_true", help="child tasks do not inherit events")
+    p.add_argument("-a", "--all-cpus", action="store_true", help="system-wide on every CPU")
+    p.add_argument("-C", "--cpu", metavar="CPUS", help="system-wide on these CPUs (0,2-3)")
+    p.add_argument("-p", "--pid", type=int, help="record an existing process (its threads)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
+    p.set_defaults(func=record_main)
+    return p
+
+
+def parse_cpu_list(text: str) -> tuple[int, ...]:
+    out: list[int] = []
+    for part in text.split(","):
+        lo, _, hi = part.strip().partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return tuple(out)
+
+
+@contextmanager
+def _stop_signals(forward: list[int]) -> Iterator[int]:
+    """SIGINT/SIGTERM: forward to the workload (pids in ``forward``) and wake the reader."""
+    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def handler(signo: int, _frame: object) -> None:
+        for pid in forward:
+            try:
+                os.kill(pid, signo)
+            except ProcessLookupError:
+                pass
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    try:
+        yield r
+    finally:
+        signal.set_wakeup_fd(old_fd)
+        for s, h in old.items():
+            signal.signal(s, h)
+        os.close(r)
+        os.close(w)
+
+
+def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object] | None:
+    from evspec.check import CheckOptions, check_specs
+    from evspec.diagnostics import Source
+    from evspec.inputs import SpecInput
+    from evspec.render.text import render_text
+
+    inputs = [SpecInput(text, Source("arg", index=i), command=0) for i, text in enumerate(args.events)]
+    checked = check_specs(inputs, CheckOptions(system=system, mode="record"))  # type: ignore[arg-type]
+    diags = [d for c in checked for d in c.diagnostics]
+    if any(d.is_error for d in diags):
+        out.write(render_text(diags))
+        return None
+    if args.verbose and diags:
+        out.write(render_text(diags))
+    return [c.events for c in checked]
+
+
+def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    from evspec.diagnostics import EvspecError
+    from evspec.loader.apply import APPLY_PREFIX, ApplyError
+    from evspec.loader.errors import ObjectError
+    from evspec.loader.script_output import LostLine, lost_json, lost_text, sample_json, sample_text
+    from evspec.loader.session import RecordOptions, RecordSession, Workload
+    from evspec.render.text import render_text
+    from evspec.system import load_system
+
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not args.events:
+        err.write("evspec record: error: no event given (-e SPEC)\n")
+        return EXIT_SETUP
+    if not command and args.pid is None and not args.all_cpus and args.cpu is None:
+        err.write("evspec record: error: give a command after --, or -p PID, -a or -C CPUS\n")
+        return EXIT_SETUP
+    system = load_system("live")
+    lists = _check(args, system, err)
+    if lists is None:
+        return EXIT_FINDINGS
+    options = RecordOptions(
+        no_inherit=args.no_inherit,
+        system_wide=args.all_cpus,
+        cpus=parse_cpu_list(args.cpu) if args.cpu else None,
+        pid=args.pid,
+    )
+    forward: list[int] = []
+    workload: Workload | None = None
+    session = RecordSession(options=options)
+    fmt_json = args.format == "json"
+
+    def handle(record: object) -> None:
+        if isinstance(record, LostLine):
+            out.write(lost_json(record) if fmt_json else lost_text(record))
+        else:
+            out.write(sample_json(record) if fmt_json else sample_text(record, session.name_width))  # type: ignore[arg-type]
+        out.flush()
+
+    status = 0
+    with _stop_signals(forward) as stop_fd:
+        try:
+            if command:
+                workload = Workload(command)
+                forward.append(workload.pid)
+            session.prepare(lists, system, Path.cwd(), workload)  # type: ignore[arg-type]
+            if args.verbose:
+                for note in session.notes:
+                    err.write(f"evspec record: {note}\n")
+            session.start()
+            if workload is not None:
+                workload.start()
+            session.run(handle, workload, stop_fd)
+            if workload is not None:
+                status = workload.wait()
+        except ApplyError as exc:
+            err.write(f"{APPLY_PREFIX}{exc.perf_message}\n")
+            if args.verbose:
+                err.write(f"evspec record: {exc.message}\n")
+            status = exc.exit_status
+        except EvspecError as exc:
+            err.write(render_text(exc.diagnostics))
+            status = EXIT_SETUP
+        except ObjectError as exc:
+            err.write(f"evspec record: error: {exc.message}\n")
+            for line in exc.help:
+                err.write(f"  help: {line}\n")
+            if args.verbose and exc.detail:
+                err.write(exc.detail + "\n")
+            status = EXIT_SETUP
+        finally:
+            session.close()
+            if workload is not None:
+                workload.close()
+    err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost ]\n")
+    return status
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m evspec.record_cmd ...``: the sub-command on its own (until cli.py wires it)."""
+    parser = argparse.ArgumentParser(prog="evspec")
+    add_record_parser(parser.add_subparsers(dest="cmd", required=True))
+    args = parser.parse_args(["record", *(sys.argv[1:] if argv is None else argv)])
+    return record_main(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

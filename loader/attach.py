@@ -1,0 +1,96 @@
+"""How each program of a loaded object is attached, and the attaching itself.
+
+Tracepoint programs (perf's ``SYS:EVENT`` sections and libbpf's ``tracepoint/SYS/EVENT``) get one
+PERF_TYPE_TRACEPOINT event per CPU (or per task) with the program set by PERF_EVENT_IOC_SET_BPF,
+named ``SYS:EVENT`` like perf's evsels; ``!SYS:EVENT`` programs are loaded and not attached.
+kprobe and uprobe sections are refused for now with an ObjectError naming what is missing.
+"""
+
+from __future__ import annotations
+
+import errno
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.section import AttachKind, TracepointTarget, parse_section
+from evspec.loader.spec import ObjectSpec, ProgType
+
+from evspec.diagnostics import EvspecError
+
+CODE_ATTACH_UNSUPPORTED = "EK103"
+CODE_BAD_SECTION = "EK104"
+CODE_NO_TRACEPOINT = "EK105"
+
+TracepointIds = Callable[[str, str], int | None]
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramAttach:
+    """One program: its BPF program type, and the tracepoint it goes on (None: load only)."""
+
+    program: str
+    prog_type: int
+    tracepoint: str | None  # "SYS:EVENT"
+    tracepoint_id: int | None
+
+
+def plan_attachments(spec: ObjectSpec, tracepoint_id: TracepointIds) -> tuple[ProgramAttach, ...]:
+    """Decide each program's type and tracepoint; raises ObjectError for what cannot be attached."""
+    out: list[ProgramAttach] = []
+    for prog in spec.programs:
+        try:
+            section = parse_section(prog.section)
+        except EvspecError as exc:
+            first = exc.diagnostics[0].message if exc.diagnostics else "malformed"
+            raise ObjectError(
+                CODE_BAD_SECTION,
+                f"{spec.path}: program '{prog.name}': section '{prog.section}': {first}",
+                perf_message="Invalid config string",
+            ) from None
+        if section.attach is AttachKind.NONE:
+            out.append(ProgramAttach(prog.name, int(section.program_type), None, None))
+            continue
+        if section.attach is AttachKind.TRACEPOINT and isinstance(section.target, TracepointTarget):
+            target = section.target
+            tp_id = tracepoint_id(target.system, target.event)
+            if tp_id is None:
+                raise ObjectError(
+                    CODE_NO_TRACEPOINT,
+                    f"{spec.path}: program '{prog.name}': tracepoint '{target.name}' does not exist",
+                    help=(f"see the tracepoints with `ls /sys/kernel/tracing/events/{target.system}`",),
+                )
+            out.append(ProgramAttach(prog.name, int(ProgType.TRACEPOINT), target.name, tp_id))
+            continue
+        missing = {
+            AttachKind.KPROBE: "creating kprobe events (tracefs kprobe_events or the kprobe PMU)",
+            AttachKind.UPROBE: "creating uprobe events (tracefs uprobe_events or the uprobe PMU)",
+        }.get(section.attach, f"attaching {section.attach.value} programs")
+        raise ObjectError(
+            CODE_ATTACH_UNSUPPORTED,
+            f"{spec.path}: program '{prog.name}' (section '{prog.section}'): "
+            f"{section.attach.value} programs are not supported yet in this version of evspec "
+            f"record: {missing} is not implemented",
+            help=("use a tracepoint section (SYS:EVENT or tracepoint/SYS/EVENT) for now",),
+        )
+    return tuple(out)
+
+
+def program_types(attachments: Sequence[ProgramAttach]) -> dict[str, int]:
+    """What ``load_object`` needs: program name → BPF program type."""
+    return {a.program: a.prog_type for a in attachments}
+
+
+def attach_program(kernel: Kernel, event_fds: Sequence[int], prog_fd: int) -> None:
+    """Set ``prog_fd`` on every instance of a tracepoint event (PERF_EVENT_IOC_SET_BPF).
+
+    The kernel keeps a tracepoint's programs in one array shared by all its perf events, so every
+    instance after the first answers EEXIST: the program is attached already (perf ignores it too).
+    """
+    for fd in event_fds:
+        try:
+            kernel.set_bpf(fd, prog_fd)
+        except KernelError as exc:
+            if exc.errno != errno.EEXIST:
+                raise

@@ -1,0 +1,116 @@
+"""What ``evspec record`` prints for each record: perf-script style text, or JSON lines.
+
+The text layout is perf 6.1's ``perf script`` for a sample without ip/symbol fields::
+
+             taskset 17765 [000]  1074.053516:          0         __bpf_stdout__:
+          BPF output: 0000: 68 65 6c 6c 6f 31 00 00  hello1..
+                      0008: 00 00 00 00              ....
+          BPF string: "hello1"
+
+(comm ``%16s``, tid ``%5d``, cpu ``[%03d]``, time ``%5d.%06d:``, period ``%10d``, event name right
+aligned to the longest name of the session, eight payload bytes per line), then an empty line.
+The header line ends in a blank after the colon, and a short last hexdump line is padded with
+blanks to full width, as perf prints them.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+BYTES_PER_LINE = 8
+_LABEL_WIDTH = 17
+
+
+@dataclass(frozen=True, slots=True)
+class SampleLine:
+    """One sample, with everything a renderer prints."""
+
+    event: str
+    comm: str
+    pid: int
+    tid: int
+    cpu: int
+    time_ns: int
+    period: int
+    raw: bytes | None
+
+
+@dataclass(frozen=True, slots=True)
+class LostLine:
+    event: str
+    cpu: int
+    lost: int
+
+
+def _printable(byte: int) -> bool:
+    return 0x20 <= byte < 0x7F
+
+
+def _space(byte: int) -> bool:
+    return byte in b" \t\n\v\f\r"
+
+
+def bpf_string(raw: bytes | None) -> str | None:
+    """The payload as a string when perf calls it one: NUL-terminated, printable before the NUL."""
+    if not raw or raw[-1] != 0:
+        return None
+    text = raw[: raw.index(0)]
+    if not all(_printable(b) or _space(b) for b in text):
+        return None
+    return text.decode("ascii")
+
+
+def hexdump_lines(raw: bytes) -> list[str]:
+    """perf script's ``BPF output:`` block, one string per line (trailing blanks kept)."""
+    lines = []
+    for offset in range(0, len(raw), BYTES_PER_LINE):
+        chunk = raw[offset : offset + BYTES_PER_LINE]
+        label = "BPF output:" if offset == 0 else ""
+        hexes = "".join(f" {b:02x}" for b in chunk) + "   " * (BYTES_PER_LINE - len(chunk))
+        chars = "".join(chr(b) if _printable(b) else "." for b in chunk)
+        chars += " " * (BYTES_PER_LINE - len(chunk))
+        lines.append(f"{label:>{_LABEL_WIDTH}} {offset:04x}:{hexes}  {chars}")
+    return lines
+
+
+def sample_header(sample: SampleLine, name_width: int) -> str:
+    seconds, nanos = divmod(sample.time_ns, 1_000_000_000)
+    return (
+        f"{sample.comm:>16} {sample.tid:5d} [{sample.cpu:03d}] {seconds:5d}.{nanos // 1000:06d}: "
+        f"{sample.period:10d} {sample.event:>{name_width}}: "
+    )
+
+
+def sample_text(sample: SampleLine, name_width: int) -> str:
+    """The sample as ``perf script`` prints it, ending with the empty line that follows each."""
+    lines = [sample_header(sample, name_width)]
+    if sample.raw is not None:
+        lines.extend(hexdump_lines(sample.raw))
+        text = bpf_string(sample.raw)
+        if text is not None:
+            lines.append(f"{'BPF string:':>{_LABEL_WIDTH}} \"{text}\"")
+    return "\n".join(lines) + "\n\n"
+
+
+def lost_text(lost: LostLine) -> str:
+    return f"LOST {lost.lost} records of {lost.event} on cpu {lost.cpu}\n"
+
+
+def sample_json(sample: SampleLine) -> str:
+    return json.dumps(
+        {
+            "event": sample.event,
+            "comm": sample.comm,
+            "pid": sample.pid,
+            "tid": sample.tid,
+            "cpu": sample.cpu,
+            "time_ns": sample.time_ns,
+            "raw_hex": (sample.raw or b"").hex(),
+            "string": bpf_string(sample.raw),
+        }
+    ) + "\n"
+
+
+def lost_json(lost: LostLine) -> str:
+    return json.dumps({"lost": lost.lost, "cpu": lost.cpu, "event": lost.event}) + "\n"

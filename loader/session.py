@@ -1,0 +1,513 @@
+"""A recording session: event plan → live objects → opened events → attached programs → ring
+buffers read while the workload runs → everything closed.
+
+``RecordSession.prepare`` does all the setup (and undoes what it did if a step fails),
+``start`` enables the events that are not enabled by the workload's exec, ``run`` reads the rings
+until the workload exits or a stop is requested, ``close`` releases every descriptor and mapping.
+``Workload`` is the forked command, held before ``exec`` until the events are ready.
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import struct
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from evspec.loader.apply import EventInstances, apply_updates
+from evspec.loader.attach import ProgramAttach, attach_program, plan_attachments, program_types
+from evspec.loader.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import Kernel, KernelError, RingMapping
+from evspec.loader.live import LiveObject, load_object, possible_cpus
+from evspec.loader.map_terms import MapUpdate, plan_map_updates
+from evspec.loader.perf_abi import (
+    PERF_ATTR_SIZE_VER7,
+    AttrFlag,
+    PerfEventAttr,
+    PerfType,
+    RecordType,
+    SampleType,
+    SwConfig,
+)
+from evspec.loader.ringbuf import Lost, OtherRecord, PerfRing, Sample
+from evspec.loader.script_output import LostLine, SampleLine
+from evspec.loader.spec import ObjectSpec
+
+from evspec.ast import EventList
+from evspec.system.model import System
+
+CODE_WORKLOAD = "EK106"
+CODE_OBJECT = "EK107"
+
+SAMPLE_TYPE = SampleType.TID | SampleType.TIME | SampleType.CPU | SampleType.PERIOD | SampleType.RAW
+TRACKING_SAMPLE_TYPE = SampleType.TID | SampleType.TIME | SampleType.CPU
+_TRACKING_BITS = ("mmap", "comm", "task", "mmap2", "comm_exec", "ksymbol", "bpf_event", "mmap_data")
+_ATTR_UNIONS = {"sample_freq": "sample_period", "bp_addr": "config1", "bp_len": "config2"}
+_COMM = struct.Struct("=II")
+_POLL_MS = 200
+
+
+@dataclass(frozen=True, slots=True)
+class RecordOptions:
+    """``-i``, ``-a``, ``-C``, ``-p`` and the ring size."""
+
+    no_inherit: bool = False
+    system_wide: bool = False
+    cpus: tuple[int, ...] | None = None
+    pid: int | None = None
+    ring_pages: int = 16
+
+
+def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
+    out: list[int] = []
+    for part in Path(path).read_text().strip().split(","):
+        lo, _, hi = part.partition("-")
+        out.extend(range(int(lo), int(hi or lo) + 1))
+    return tuple(out)
+
+
+def task_threads(pid: int) -> tuple[int, ...]:
+    try:
+        return tuple(sorted(int(t) for t in os.listdir(f"/proc/{pid}/task")))
+    except OSError as exc:
+        raise ObjectError(CODE_WORKLOAD, f"process {pid} does not exist ({exc.strerror})") from None
+
+
+def perf_attr(values: dict[str, int]) -> PerfEventAttr:
+    """A ctypes ``perf_event_attr`` from the compiler's field names (flags by name)."""
+    attr = PerfEventAttr()
+    flags = 0
+    for name, value in values.items():
+        flag = AttrFlag.__members__.get(name.upper())
+        if flag is not None:
+            flags |= int(flag) if value else 0
+        elif name == "precise_ip":
+            flags |= value << 15
+        else:
+            setattr(attr, _ATTR_UNIONS.get(name, name), value)
+    attr.flags = flags
+    attr.size = PERF_ATTR_SIZE_VER7
+    return attr
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """Where events are opened: CPUs (-1: any) × tasks (-1: all); ``on_exec``: the workload's exec
+    enables them."""
+
+    cpus: tuple[int, ...]
+    pids: tuple[int, ...]
+    on_exec: bool
+
+    @staticmethod
+    def of(options: RecordOptions, workload_pid: int | None) -> Target:
+        if options.pid is not None:
+            return Target((-1,), task_threads(options.pid), False)
+        if options.system_wide or options.cpus is not None:
+            return Target(options.cpus or online_cpus(), (-1,), False)
+        if workload_pid is None:
+            raise ObjectError(CODE_WORKLOAD, "nothing to record: give a command, -p PID, -a or -C")
+        return Target(online_cpus(), (workload_pid,), True)
+
+
+@dataclass(slots=True)
+class OpenedEvent:
+    """One evsel: ``fds[t][c]`` for thread ``t`` and CPU slot ``c``; rings when it samples."""
+
+    name: str
+    attr: PerfEventAttr
+    sampling: bool
+    tracking: bool = False
+    fds: list[list[int]] = field(default_factory=list)
+    rings: list[tuple[int, PerfRing]] = field(default_factory=list)  # (cpu, ring)
+
+    def all_fds(self) -> list[int]:
+        return [fd for row in self.fds for fd in row]
+
+    def instances(self) -> EventInstances:
+        return EventInstances(
+            self.name,
+            self.attr.type,
+            self.attr.config,
+            bool(self.attr.flags & AttrFlag.INHERIT),
+            len(self.fds),
+            tuple(self.fds[0]) if self.fds else (),
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class LoadedObject:
+    path: str
+    live: LiveObject
+    attachments: tuple[ProgramAttach, ...]
+    updates: tuple[MapUpdate, ...]
+    spec_index: int
+
+
+def read_bpf_object(path: str, is_source: bool, cwd: Path) -> ObjectSpec:
+    from evspec.loader.compile import compile_source
+    from evspec.loader.reader import read_object
+
+    full = cwd / path
+    return read_object(compile_source(full) if is_source else full)
+
+
+class Workload:
+    """``argv`` forked and held before ``exec`` until ``start()``; its exec enables the events."""
+
+    def __init__(self, argv: Sequence[str]) -> None:
+        if not argv:
+            raise ObjectError(CODE_WORKLOAD, "no command to run")
+        self.argv = list(argv)
+        go_r, self._go = os.pipe()
+        self._err, err_w = os.pipe2(os.O_CLOEXEC)
+        self.pid = os.fork()
+        if self.pid == 0:  # the child: wait for the go, then exec (or report why it cannot)
+            try:
+                os.close(self._go)
+                os.close(self._err)
+                signal.signal(signal.SIGPIPE, signal.SIG_DFL)
+                if os.read(go_r, 1) == b"g":
+                    os.close(go_r)
+                    os.execvp(self.argv[0], self.argv)
+            except OSError as exc:
+                os.write(err_w, struct.pack("=i", exc.errno or 0))
+            finally:
+                os._exit(127)
+        os.close(go_r)
+        os.close(err_w)
+        self.pidfd = os.pidfd_open(self.pid)
+        self.status: int | None = None
+
+    def start(self) -> None:
+        """Let the child exec; raises ObjectError if the command cannot be run."""
+        os.write(self._go, b"g")
+        os.close(self._go)
+        self._go = -1
+        data = os.read(self._err, 4)
+        os.close(self._err)
+        self._err = -1
+        if data:
+            (err,) = struct.unpack("=i", data)
+            self.wait()
+            raise ObjectError(CODE_WORKLOAD, f"cannot run '{self.argv[0]}': {os.strerror(err)}")
+
+    def signal(self, signo: int) -> None:
+        if self.status is None:
+            try:
+                os.kill(self.pid, signo)
+            except ProcessLookupError:
+                pass
+
+    def exited(self) -> bool:
+        return self.status is not None or bool(select.select([self.pidfd], [], [], 0)[0])
+
+    def wait(self) -> int:
+        """Reap the child; its exit status (128 + signal number when a signal ended it)."""
+        if self.status is None:
+            _, raw = os.waitpid(self.pid, 0)
+            code = os.waitstatus_to_exitcode(raw)
+            self.status = code if code >= 0 else 128 - code
+        return self.status
+
+    def close(self) -> None:
+        """Kill a child that never ran and release the descriptors."""
+        if self._go >= 0:
+            os.close(self._go)  # the child reads EOF and exits
+            self._go = -1
+        if self._err >= 0:
+            os.close(self._err)
+            self._err = -1
+        if self.status is None:
+            self.wait()
+        if self.pidfd >= 0:
+            os.close(self.pidfd)
+            self.pidfd = -1
+
+
+RecordHandler = Callable[[SampleLine | LostLine], None]
+
+
+class RecordSession:
+    """The live state of one ``evspec record``; a context manager that closes everything."""
+
+    def __init__(self, kernel: Kernel | None = None, options: RecordOptions | None = None) -> None:
+        self.kernel = kernel or Kernel()
+        self.options = options or RecordOptions()
+        self.objects: list[LoadedObject] = []
+        self.events: list[OpenedEvent] = []
+        self.notes: list[str] = []
+        self.samples = 0
+        self.lost = 0
+        self._comms: dict[int, str] = {}
+        self._closed = False
+
+    # ------------------------------------------------------------------ setup
+
+    def prepare(
+        self, lists: Sequence[EventList], system: System | None, cwd: Path, workload: Workload | None
+    ) -> None:
+        """Compile, load, open, attach and apply; on failure everything made so far is closed."""
+        from evspec.compiler import compile_events
+        from evspec.parser import parse
+
+        try:
+            plan = compile_events(lists, system, "record")
+            tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
+            specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
+            for ref in plan.bpf:
+                spec = read_bpf_object(ref.event.path, ref.event.is_source, cwd)
+                specs.append((spec, plan_map_updates(ref.event, spec)))
+            stdout = plan_stdout(specs)
+            for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
+                attachments = plan_attachments(spec, tp_ids)
+                live = load_object(spec, program_types(attachments), kernel=self.kernel)
+                self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index))
+            if system is not None and hasattr(system, "notes"):
+                self.notes.extend(system.notes)
+            auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
+            target = Target.of(self.options, workload.pid if workload else None)
+            self._open_all(plan.events, auto, target)
+            self._attach()
+            self._apply()
+            self._map_rings()
+        except BaseException:
+            self.close()
+            raise
+
+    def _event(self, name: str, values: dict[str, int], *, sampling: bool, target: Target) -> OpenedEvent:
+        values = dict(values)
+        for bit in _TRACKING_BITS:
+            values.pop(bit, None)
+        values.pop("freq", None)
+        values.pop("sample_freq", None)
+        values["read_format"] = 0
+        values["sample_type"] = int(SAMPLE_TYPE) if sampling else 0
+        values["sample_period"] = 1 if sampling else 0
+        values["wakeup_events"] = 1 if sampling else 0
+        values["disabled"] = 1
+        values["enable_on_exec"] = int(target.on_exec)
+        if self.options.no_inherit or -1 in target.pids:
+            values["inherit"] = 0
+        return OpenedEvent(name, perf_attr(values), sampling)
+
+    def _tracking_event(self, target: Target) -> OpenedEvent:
+        values = {
+            "type": int(PerfType.SOFTWARE),
+            "config": int(SwConfig.DUMMY),
+            "sample_type": int(TRACKING_SAMPLE_TYPE),
+            "comm": 1,
+            "comm_exec": 1,
+            "task": 1,
+            "sample_id_all": 1,
+            "disabled": 1,
+            "enable_on_exec": int(target.on_exec),
+            "inherit": int(not self.options.no_inherit and -1 not in target.pids),
+        }
+        return OpenedEvent("dummy:tracking", perf_attr(values), True, tracking=True)
+
+    def _open_all(self, planned: Sequence[object], auto: Sequence[object], target: Target) -> None:
+        by_spec: dict[int, list[OpenedEvent]] = {}
+        for ev in planned:
+            is_output = ev.attr.get("type") == PerfType.SOFTWARE and ev.attr.get("config") == SwConfig.BPF_OUTPUT  # type: ignore[attr-defined]
+            opened = self._event(ev.name, ev.attr.to_json(), sampling=is_output, target=target)  # type: ignore[attr-defined]
+            by_spec.setdefault(ev.spec_index, []).append(opened)  # type: ignore[attr-defined]
+        for obj in self.objects:
+            for a in obj.attachments:
+                if a.tracepoint is None:
+                    continue
+                values = {"type": int(PerfType.TRACEPOINT), "config": a.tracepoint_id or 0, "inherit": 1}
+                by_spec.setdefault(obj.spec_index, []).append(
+                    self._event(a.tracepoint, values, sampling=True, target=target)
+                )
+        ordered = [ev for index in sorted(by_spec) for ev in by_spec[index]]
+        for ev in auto:
+            ordered.append(self._event(ev.name, ev.attr.to_json(), sampling=True, target=target))  # type: ignore[attr-defined]
+        ordered.insert(0, self._tracking_event(target))
+        for opened in ordered:
+            self.events.append(opened)
+            for pid in target.pids:
+                row: list[int] = []
+                opened.fds.append(row)
+                for cpu in target.cpus:
+                    row.append(self.kernel.perf_event_open(opened.attr, pid=pid, cpu=cpu))
+        self._target = target
+
+    def _by_name(self) -> dict[str, OpenedEvent]:
+        named: dict[str, OpenedEvent] = {}
+        for ev in self.events:
+            if not ev.tracking:
+                named.setdefault(ev.name, ev)
+        return named
+
+    def _attach(self) -> None:
+        pending = {id(ev): ev for ev in self.events}
+        for obj in self.objects:
+            for a in obj.attachments:
+                if a.tracepoint is None:
+                    continue
+                ev = next(e for e in self.events if e.name == a.tracepoint and id(e) in pending)
+                del pending[id(ev)]
+                attach_program(self.kernel, ev.all_fds(), obj.live.program(a.program).fd)
+
+    def _apply(self) -> None:
+        instances = {name: ev.instances() for name, ev in self._by_name().items()}
+        for obj in self.objects:
+            sizes = {
+                m.name: self.kernel.map_info(m.fd).max_entries
+                for m in obj.live.maps.values()
+                if m.spec.max_entries == 0
+            }
+            apply_updates(self.kernel, obj.live, obj.updates, instances, map_sizes=sizes)
+
+    def _map_rings(self) -> None:
+        for ev in self.events:
+            if not ev.sampling:
+                continue
+            for row in ev.fds:
+                for cpu, fd in zip(self._target.cpus, row, strict=True):
+                    mapping = self.kernel.mmap_ring(fd, self.options.ring_pages)
+                    try:
+                        sample_type = TRACKING_SAMPLE_TYPE if ev.tracking else SAMPLE_TYPE
+                        ev.rings.append((cpu, PerfRing(mapping, int(sample_type))))
+                    except BaseException:
+                        self.kernel.munmap(mapping)
+                        raise
+
+    @property
+    def name_width(self) -> int:
+        return max((len(ev.name) for ev in self.events if not ev.tracking), default=0)
+
+    def start(self) -> None:
+        """Enable what the workload's exec does not enable (-a, -C, -p)."""
+        if not self._target.on_exec:
+            for ev in self.events:
+                for fd in ev.all_fds():
+                    self.kernel.enable(fd)
+
+    # ---------------------------------------------------------------- reading
+
+    def _comm(self, pid: int, tid: int) -> str:
+        comm = self._comms.get(tid) or self._comms.get(pid)
+        if comm is None:
+            try:
+                comm = Path(f"/proc/{tid}/comm").read_text().rstrip("\n")
+            except OSError:
+                return f":{tid}"
+            self._comms[tid] = comm
+        return comm
+
+    def _drain_tracking(self) -> None:
+        for ev in self.events:
+            if ev.tracking:
+                for _, ring in ev.rings:
+                    for record in ring.records():
+                        if isinstance(record, OtherRecord) and record.type == RecordType.COMM:
+                            _pid, tid = _COMM.unpack_from(record.payload, 0)
+                            raw = record.payload[_COMM.size :]
+                            self._comms[tid] = raw[: raw.find(b"\0")].decode(errors="replace")
+
+    def drain(self, handler: RecordHandler) -> None:
+        """Hand every record available now to ``handler``."""
+        self._drain_tracking()
+        for ev in self.events:
+            if ev.tracking:
+                continue
+            for cpu, ring in ev.rings:
+                for record in ring.records():
+                    if isinstance(record, Sample):
+                        self.samples += 1
+                        pid, tid = record.pid or 0, record.tid or 0
+                        if tid not in self._comms:
+                            self._drain_tracking()
+                        handler(
+                            SampleLine(
+                                ev.name,
+                                self._comm(pid, tid),
+                                pid,
+                                tid,
+                                record.cpu if record.cpu is not None else cpu,
+                                record.time or 0,
+                                record.period or 0,
+                                record.raw,
+                            )
+                        )
+                    elif isinstance(record, Lost):
+                        self.lost += record.lost
+                        handler(LostLine(ev.name, cpu, record.lost))
+
+    def run(self, handler: RecordHandler, workload: Workload | None, stop_fd: int | None = None) -> None:
+        """Read the rings until the workload exits, ``stop_fd`` becomes readable or, without a
+        workload, every traced task is gone; then disable the events and drain what is left."""
+        poller = select.poll()
+        ring_fds = [ring.ring.fd for ev in self.events for _, ring in ev.rings]
+        for fd in ring_fds:
+            poller.register(fd, select.POLLIN)
+        if workload is not None:
+            poller.register(workload.pidfd, select.POLLIN)
+        if stop_fd is not None:
+            poller.register(stop_fd, select.POLLIN)
+        stop = False
+        while not stop:
+            ready = dict(poller.poll(_POLL_MS))
+            self.drain(handler)
+            if workload is not None and workload.pidfd in ready:
+                stop = True
+            if stop_fd is not None and stop_fd in ready:
+                stop = True
+            if workload is None and self.options.pid is not None:
+                hung = [fd for fd in ring_fds if ready.get(fd, 0) & select.POLLHUP]
+                stop = stop or (bool(ring_fds) and len(hung) == len(ring_fds))
+        for ev in self.events:
+            for fd in ev.all_fds():
+                self.kernel.disable(fd)
+        self.drain(handler)
+
+    # --------------------------------------------------------------- teardown
+
+    def close(self) -> None:
+        """Unmap every ring, close every event and object; the first failure is raised last."""
+        if self._closed:
+            return
+        self._closed = True
+        first: KernelError | None = None
+        for ev in self.events:
+            for _, ring in ev.rings:
+                try:
+                    self.kernel.munmap(ring.ring)
+                except KernelError as exc:
+                    first = first or exc
+            ev.rings.clear()
+            for fd in ev.all_fds():
+                try:
+                    self.kernel.close(fd)
+                except KernelError as exc:
+                    first = first or exc
+            ev.fds.clear()
+        for obj in self.objects:
+            try:
+                obj.live.close()
+            except KernelError as exc:
+                first = first or exc
+        if first is not None:
+            raise first
+
+    def __enter__(self) -> RecordSession:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _no_tracepoints(system: str, event: str) -> int | None:
+    return None
+
+
+__all__ = ["RecordOptions", "RecordSession", "Workload", "RingMapping", "possible_cpus"]
