@@ -3,8 +3,14 @@
 ``parse`` and ``analyze`` read one event string (one ``-e`` argument); ``parse_terms`` reads a bare
 term list (a PMU alias file). Spans in the AST and in diagnostics are offsets into that string.
 
-The grammar is ``evspec.grammar/events.lark``; the Lark parser is built on first use and cached on
-disk per user (Lark's own cache), so a cold start costs little beyond ``import lark``.
+The grammar is ``evspec.grammar/events.lark``. Lark analyses it (LALR(1) tables, terminals) on
+first use and caches the analysis on disk per user, so a cold start costs little beyond
+``import lark``. Strings are then parsed by a lean driver over Lark's own tables: a contextual
+scanner (per parser state, one precompiled alternation of the terminals that state accepts, in
+Lark's terminal order) and a shift/reduce loop that calls ``AstBuilder`` as each rule is reduced.
+That is Lark's LALR algorithm without its per-token bookkeeping (line counting, parse-tree
+callbacks), which would otherwise cost more than the parsing itself. ``earley_parser`` runs the same
+grammar file under Lark's Earley parser: the oracle of the differential tests.
 """
 
 from __future__ import annotations
@@ -15,13 +21,13 @@ import os
 import re
 import stat
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from lark import Lark, Token, Transformer, Tree
-from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
+from lark.parsers.lalr_analysis import Shift
 
 from evspec import lexicon
 from evspec.ast import (
@@ -57,7 +63,8 @@ from evspec.ast import (
 from evspec.diagnostics import Diagnostic, EvspecError, error
 from evspec.span import Span
 
-__all__ = ["ParseResult", "analyze", "parse", "parse_terms", "earley_parser", "lalr_parser"]
+__all__ = ["ParseResult", "analyze", "parse", "parse_terms", "earley_parser", "lalr_parser", "machine",
+           "split_items", "AstBuilder", "LalrMachine"]
 
 GRAMMAR_FILE = "events.lark"
 BLANKS = " \t\n\r\f\v"
@@ -98,9 +105,9 @@ def analyze(text: str, earlier_names: Sequence[str] = ()) -> ParseResult:
     from evspec import rules
 
     try:
-        items: tuple[Item, ...] = lalr_parser().parse(text, start="events")
+        items: tuple[Item, ...] = machine().parse(text, "events")
         syntax: list[Diagnostic] = []
-    except (UnexpectedInput, _Fault):
+    except (_SyntaxStop, _Fault):
         items, syntax = _recover(text)
     events = EventList(items, source=text)
     per_item = rules.check_by_item(events, earlier_names)
@@ -116,11 +123,11 @@ def analyze(text: str, earlier_names: Sequence[str] = ()) -> ParseResult:
 def parse_terms(text: str) -> Terms:
     """Parse a bare term list such as ``event=0x3c,umask=0x00`` (a PMU alias definition)."""
     try:
-        terms: Terms = lalr_parser().parse(text, start="term_list")
+        terms: Terms = machine().parse(text, "term_list")
     except _Fault as fault:
         raise EvspecError(fault.diagnostic) from None
-    except UnexpectedInput as exc:
-        raise EvspecError(_diagnose(text, exc)) from None
+    except _SyntaxStop as stop:
+        raise EvspecError(_diagnose(text, stop)) from None
     return terms
 
 
@@ -131,21 +138,27 @@ def grammar_text() -> str:
 
 @lru_cache(maxsize=1)
 def lalr_parser() -> Lark:
-    """The production parser: LALR, contextual lexer, AST built while parsing."""
+    """Lark's LALR analysis of the grammar (contextual lexer), loaded from the per-user cache."""
     text = grammar_text()
     cache = _cache_file(text)
-    options: dict[str, object] = {}
-    if cache is not None:
-        options["cache"] = str(cache)
-    return Lark(
+    fresh = cache is not None and not cache.exists()
+    lark = Lark(
         text,
         parser="lalr",
         lexer="contextual",
         start=["events", "term_list"],
         maybe_placeholders=False,
-        transformer=AstBuilder(),
-        **options,
+        **({} if cache is None else {"cache": str(cache)}),
     )
+    if fresh:
+        _remove_stale_caches(cache)  # type: ignore[arg-type]
+    return lark
+
+
+@lru_cache(maxsize=1)
+def machine() -> LalrMachine:
+    """The production parser: Lark's LALR tables driven by ``LalrMachine`` with ``AstBuilder``."""
+    return LalrMachine(lalr_parser(), AstBuilder())
 
 
 @lru_cache(maxsize=1)
@@ -183,6 +196,191 @@ def _cache_file(grammar: str) -> Path | None:
     return directory / f"events-{hashlib.sha256(key).hexdigest()[:20]}.lark"
 
 
+
+def _remove_stale_caches(current: Path) -> None:
+    """Drop the analyses of other grammar versions once a new one has been written."""
+    for old in current.parent.glob("events-*.lark"):
+        if old != current:
+            try:
+                old.unlink()
+            except OSError:
+                pass
+
+
+# --------------------------------------------------------------------------------------------
+# the LALR driver
+
+
+class Tok:
+    """A token: the terminal's name, its text and its span (what ``AstBuilder`` needs of Lark's
+    ``Token``, which it also accepts)."""
+
+    __slots__ = ("type", "value", "start_pos", "end_pos")
+
+    def __init__(self, type: str, value: str, start_pos: int, end_pos: int) -> None:
+        self.type = type
+        self.value = value
+        self.start_pos = start_pos
+        self.end_pos = end_pos
+
+    def __str__(self) -> str:
+        return self.value
+
+    def __repr__(self) -> str:
+        return f"Tok({self.type}, {self.value!r}, {self.start_pos})"
+
+
+_TOKENS = (Tok, Token)
+AnyTok = Tok | Token
+
+
+class _Splice(list):  # type: ignore[type-arg]
+    """The children of an inlined rule (``_name``), spliced into its parent as Lark does."""
+
+
+class _SyntaxStop(Exception):
+    """The input does not fit the grammar at ``pos``: ``token`` (None: no terminal matches there,
+    or the end of the input when ``at_end``), with the parser's value stack and what it expected."""
+
+    def __init__(self, pos: int, token: Tok | None, values: list[object], expected: frozenset[str],
+                 at_end: bool = False) -> None:
+        super().__init__(f"syntax error at {pos}")
+        self.pos = pos
+        self.token = token
+        self.values = values
+        self.expected = expected
+        self.at_end = at_end
+
+
+class LalrMachine:
+    """Parses with Lark's LALR(1) tables for the grammar, building the AST with ``builder``.
+
+    The scanner is contextual like Lark's: in each parser state only the terminals that state
+    accepts are tried, in Lark's order (priority, then longest possible match, then name), as one
+    precompiled alternation; the first alternative that matches wins, as in Lark.
+    """
+
+    def __init__(self, lark: Lark, builder: Transformer) -> None:
+        table = lark.parser.parser._parse_table  # Lark's analysed LALR(1) table
+        ordered = sorted(
+            lark.terminals, key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name)
+        )
+        terminal_names = {t.name for t in ordered}
+        compiled: dict[frozenset[str], re.Pattern[str]] = {}
+
+        def scanner(names: frozenset[str]) -> re.Pattern[str]:
+            if names not in compiled:
+                compiled[names] = re.compile(
+                    "|".join(f"(?P<{t.name}>{t.pattern.to_regexp()})" for t in ordered if t.name in names)
+                    or "(?!)"
+                )
+            return compiled[names]
+
+        # Actions as ints: a state to shift to (>= 0), or ~index of the rule to reduce by.
+        rules: list[tuple[int, str, object, bool]] = []
+        rule_index: dict[object, int] = {}
+        self._actions: dict[int, dict[str, int]] = {}
+        for state, actions in table.states.items():
+            coded: dict[str, int] = {}
+            for symbol, (action, arg) in actions.items():
+                if action is Shift:
+                    coded[symbol] = arg
+                    continue
+                if arg not in rule_index:
+                    name = arg.origin.name
+                    flatten = any(sym.name.startswith("_") for sym in arg.expansion)
+                    method = None if name.startswith("_") else getattr(builder, name)
+                    rule_index[arg] = len(rules)
+                    rules.append((len(arg.expansion), name, method, flatten))
+                coded[symbol] = ~rule_index[arg]
+            self._actions[state] = coded
+        self._rules = rules
+        self._scanners = _LazyScanners(
+            lambda state: scanner(frozenset(k for k in table.states[state] if k in terminal_names))
+        )
+        self._root = scanner(frozenset(terminal_names))
+        self._start = dict(table.start_states)
+        self._end = dict(table.end_states)
+
+    def parse(self, text: str, start: str) -> object:
+        table = self._actions
+        scanners = self._scanners
+        rules = self._rules
+        end_state = self._end[start]
+        stack = [self._start[start]]
+        values: list[object] = []
+        pos = 0
+        n = len(text)
+        while True:
+            if pos < n:
+                m = scanners[stack[-1]].match(text, pos)
+                if m is None:
+                    self._no_token(text, pos, stack, values)
+                end = m.end()  # type: ignore[union-attr]
+                kind = m.lastgroup  # type: ignore[union-attr]
+                tok: Tok | None = Tok(kind, text[pos:end], pos, end)  # type: ignore[arg-type]
+                pos = end
+            else:
+                kind, tok = "$END", None
+            while True:
+                actions = table[stack[-1]]
+                code = actions.get(kind)  # type: ignore[arg-type]
+                if code is None:
+                    raise _SyntaxStop(
+                        n if tok is None else tok.start_pos, tok, values,
+                        frozenset(k for k in actions if k.isupper() or k == "$END"), tok is None,
+                    )
+                if code >= 0:
+                    stack.append(code)
+                    values.append(tok)
+                    break
+                size, name, method, flatten = rules[~code]
+                if size:
+                    children = values[-size:]
+                    del values[-size:]
+                    del stack[-size:]
+                else:
+                    children = []
+                if flatten:
+                    children = _flat_children(children)
+                value = _Splice(children) if method is None else method(children)  # type: ignore[operator]
+                stack.append(table[stack[-1]][name])
+                values.append(value)
+                if tok is None and stack[-1] == end_state:
+                    return value
+
+    def _no_token(self, text: str, pos: int, stack: list[int], values: list[object]) -> None:
+        """No terminal of this state matches at ``pos``: report the token that stands there if any
+        terminal of the language matches (as Lark's contextual lexer does), else the character."""
+        expected = frozenset(k for k in self._actions[stack[-1]] if k.isupper() or k == "$END")
+        m = self._root.match(text, pos)
+        tok = None if m is None else Tok(m.lastgroup, m.group(), pos, m.end())  # type: ignore[arg-type]
+        raise _SyntaxStop(pos, tok, values, expected)
+
+
+class _LazyScanners(dict):  # type: ignore[type-arg]
+    """State -> scanner, each compiled the first time the parser reaches that state."""
+
+    def __init__(self, build: Callable[[int], re.Pattern[str]]) -> None:
+        super().__init__()
+        self._build = build
+
+    def __missing__(self, state: int) -> re.Pattern[str]:
+        pattern = self[state] = self._build(state)
+        return pattern
+
+
+def _flat_children(children: list[object]) -> list[object]:
+    out: list[object] = []
+    for child in children:
+        if type(child) is _Splice:
+            out.extend(child)
+        elif type(child) is Tok and child.type[0] == "_":
+            continue
+        else:
+            out.append(child)
+    return out
+
 # --------------------------------------------------------------------------------------------
 # building the AST (runs inside the LALR parser, as each rule is reduced)
 
@@ -196,11 +394,11 @@ class _Fault(Exception):
         self.diagnostic = diagnostic
 
 
-def _span(tok: Token) -> Span:
+def _span(tok: AnyTok) -> Span:
     return Span(tok.start_pos, tok.end_pos)
 
 
-def _trimmed(tok: Token) -> Span:
+def _trimmed(tok: AnyTok) -> Span:
     """The token's span without the blanks some separator tokens carry (``' , '``)."""
     value = str(tok)
     start = tok.start_pos + len(value) - len(value.lstrip(BLANKS))
@@ -209,24 +407,25 @@ def _trimmed(tok: Token) -> Span:
 
 
 def _end(node: object) -> int:
-    return node.end_pos if isinstance(node, Token) else node.span.end  # type: ignore[attr-defined]
+    return node.end_pos if isinstance(node, _TOKENS) else node.span.end  # type: ignore[attr-defined]
 
 
-def _number(tok: Token) -> NumberNode:
+def _number(tok: AnyTok) -> NumberNode:
     text = str(tok)
     value = int(text[2:], 16) if text.startswith("0x") else int(text)
     return NumberNode(value, text, _span(tok))
 
 
-def _value(tok: Token) -> Value:
-    if tok.type == "NUMBER":
+def _value(tok: AnyTok) -> Value:
+    text = str(tok)
+    if text[0].isdigit():
         return _number(tok)
-    if tok.type == "QUOTED":
-        return Word(str(tok)[1:-1], True, _span(tok))
-    return Word(str(tok), False, _span(tok))
+    if text[0] == "'":
+        return Word(text[1:-1], True, _span(tok))
+    return Word(text, False, _span(tok))
 
 
-def _modifiers(tok: Token | None) -> Modifiers | None:
+def _modifiers(tok: AnyTok | None) -> Modifiers | None:
     return None if tok is None else Modifiers(str(tok), _span(tok))
 
 
@@ -235,15 +434,15 @@ def _fault(code: str, message: str, span: Span, *help_lines: str) -> _Fault:
 
 
 def _is(node: object, *types: str) -> bool:
-    return isinstance(node, Token) and node.type in types
+    return isinstance(node, _TOKENS) and node.type in types
 
 
 @dataclass(frozen=True, slots=True)
 class _Tail:
     """What follows a term list (or an event name): nothing, ``WORD``, ``:`` or ``:WORD``."""
 
-    colon: Token | None
-    word: Token | None
+    colon: AnyTok | None
+    word: AnyTok | None
 
     @staticmethod
     def of(nodes: Sequence[object]) -> _Tail:
@@ -256,11 +455,11 @@ class AstBuilder(Transformer):
     """Builds the evspec AST from the rules of events.lark (see the grammar for the shapes)."""
 
     def events(self, children: list[object]) -> tuple[Item, ...]:
-        return tuple(c for c in children if not isinstance(c, Token))  # type: ignore[misc]
+        return tuple(c for c in children if not isinstance(c, _TOKENS))  # type: ignore[misc]
 
     def group(self, children: list[object]) -> Group:
         name = children[0] if _is(children[0], "NAME") else None
-        members = tuple(c for c in children if not isinstance(c, Token))
+        members = tuple(c for c in children if not isinstance(c, _TOKENS))
         rbrace = next(c for c in children if _is(c, "RBRACE"))
         mods = children[-1] if _is(children[-1], "WORD") else None
         start = name.start_pos if name is not None else _trimmed(children[0]).start  # type: ignore[arg-type]
@@ -274,7 +473,7 @@ class AstBuilder(Transformer):
         )
 
     def named_event(self, children: list[object]) -> Event:
-        head: Token = children[0]  # type: ignore[assignment]
+        head: AnyTok = children[0]  # type: ignore[assignment]
         i = 1
         colon = sub = None
         if i < len(children) and _is(children[i], "COLON"):
@@ -296,7 +495,7 @@ class AstBuilder(Transformer):
             if tail.colon is not None and kind not in ("cache", "raw"):
                 raise self._colon_after_terms(head, terms, tail, span)
             return self._named(head, kind, terms, _modifiers(tail.word), span)  # type: ignore[arg-type]
-        assert isinstance(sub, Token) and isinstance(colon, Token)
+        assert isinstance(sub, _TOKENS) and isinstance(colon, _TOKENS)
         if kind is not None or lexicon.is_modifier_word(str(sub)):
             # NAME ':' MODIFIERS: nothing may follow the modifier list.
             if terms is not None:
@@ -322,7 +521,7 @@ class AstBuilder(Transformer):
         )
 
     @staticmethod
-    def _named(head: Token, kind: str | None, terms: Terms | None, mods: Modifiers | None,
+    def _named(head: AnyTok, kind: str | None, terms: Terms | None, mods: Modifiers | None,
                span: Span) -> Event:
         word = str(head)
         name_span = _span(head)
@@ -346,7 +545,7 @@ class AstBuilder(Transformer):
         return AliasEvent(word, mods, span, name_span)
 
     @staticmethod
-    def _colon_after_terms(head: Token, terms: Terms, tail: _Tail, span: Span) -> _Fault:
+    def _colon_after_terms(head: AnyTok, terms: Terms, tail: _Tail, span: Span) -> _Fault:
         from evspec.printer import print_terms
 
         mods = str(tail.word or "")
@@ -366,7 +565,7 @@ class AstBuilder(Transformer):
         )
 
     def breakpoint_event(self, children: list[object]) -> BreakpointEvent:
-        mem: Token = children[0]  # type: ignore[assignment]
+        mem: AnyTok = children[0]  # type: ignore[assignment]
         address = _number(children[1])  # type: ignore[arg-type]
         i = 2
         length = None
@@ -397,7 +596,7 @@ class AstBuilder(Transformer):
         )
 
     def bpf_event(self, children: list[object]) -> BpfEvent:
-        path: Token = children[0]  # type: ignore[assignment]
+        path: AnyTok = children[0]  # type: ignore[assignment]
         terms = children[1] if len(children) > 1 else None
         mods = children[2] if len(children) > 2 else None
         text = str(path)
@@ -411,15 +610,17 @@ class AstBuilder(Transformer):
         )
 
     def terms(self, children: list[object]) -> Terms:
-        items = tuple(c for c in children if not isinstance(c, Token))
+        items = tuple(c for c in children if not isinstance(c, _TOKENS))
         return Terms(items, Span(children[0].start_pos, children[-1].end_pos))  # type: ignore[arg-type, union-attr]
 
     def term_list(self, children: list[object]) -> Terms:
-        items = tuple(c for c in children if not isinstance(c, Token))
+        items = tuple(c for c in children if not isinstance(c, _TOKENS))
         return Terms(items, Span(items[0].span.start, items[-1].span.end))  # type: ignore[arg-type, attr-defined]
 
     def term(self, children: list[object]) -> AnyTerm:
-        key: Token = children[0]  # type: ignore[assignment]
+        key: AnyTok = children[0]  # type: ignore[assignment]
+        if key.type == "DRIVER_TERM":
+            return self._driver_term(key)
         index = next((c for c in children if isinstance(c, (AllIndices, IndexList))), None)
         value_tok = children[-1] if len(children) > 1 and _is(children[-2], "EQUALS") else None
         value = None if value_tok is None else _value(value_tok)  # type: ignore[arg-type]
@@ -440,7 +641,7 @@ class AstBuilder(Transformer):
         return Term(kind, text, value, span, _span(key))
 
     @staticmethod
-    def _map_term(key: Token, index: Indices | None, value: Value | None, span: Span) -> MapTerm:
+    def _map_term(key: AnyTok, index: Indices | None, value: Value | None, span: Span) -> MapTerm:
         text = str(key)
         rest_start = key.start_pos + len(lexicon.MAP_TERM_PREFIX)
         rest = text[len(lexicon.MAP_TERM_PREFIX):]
@@ -452,8 +653,8 @@ class AstBuilder(Transformer):
         key_span = Span(key.start_pos, index.span.end if index is not None else key.end_pos)
         return MapTerm(map_name, option, index, value, span, key_span, name_span, option_span)
 
-    def driver_term(self, children: list[Token]) -> Term:
-        tok = children[0]
+    @staticmethod
+    def _driver_term(tok: AnyTok) -> Term:
         text = str(tok)[1:]
         key, eq, val = text.partition("=")
         key_span = Span(tok.start_pos, tok.start_pos + 1 + len(key))
@@ -466,7 +667,7 @@ class AstBuilder(Transformer):
             return AllIndices(span)
         return IndexList(tuple(c for c in children if isinstance(c, IndexItem)), span)
 
-    def index_item(self, children: list[Token]) -> IndexItem:
+    def index_item(self, children: list[AnyTok]) -> IndexItem:
         first = _number(children[0])
         last = _number(children[2]) if len(children) > 1 else None
         return IndexItem(first, last, Span(children[0].start_pos, children[-1].end_pos))
@@ -483,7 +684,7 @@ def _recover(text: str) -> tuple[tuple[Item, ...], list[Diagnostic]]:
     then parsing restarts at the next top-level item, with the text before it blanked out, so spans
     stay offsets into ``text``.
     """
-    parser = lalr_parser()
+    parser = machine()
     items: list[Item] = []
     diags: list[Diagnostic] = []
     offset = 0
@@ -493,12 +694,12 @@ def _recover(text: str) -> tuple[tuple[Item, ...], list[Diagnostic]]:
             break
         current = " " * offset + text[offset:] if offset else text
         try:
-            items.extend(parser.parse(current, start="events"))
+            items.extend(parser.parse(current, "events"))  # type: ignore[arg-type]
             break
         except _Fault as fault:
             diag = fault.diagnostic
-        except UnexpectedInput as exc:
-            diag = _diagnose(current, exc)
+        except _SyntaxStop as stop:
+            diag = _diagnose(current, stop)
         diags.append(diag)
         segments = split_items(text, offset)
         k = next(
@@ -507,8 +708,8 @@ def _recover(text: str) -> tuple[tuple[Item, ...], list[Diagnostic]]:
         if k > 0:
             prefix_end = segments[k - 1][1]
             try:
-                items.extend(parser.parse(" " * offset + text[offset:prefix_end], start="events"))
-            except (UnexpectedInput, _Fault):
+                items.extend(parser.parse(" " * offset + text[offset:prefix_end], "events"))  # type: ignore[arg-type]
+            except (_SyntaxStop, _Fault):
                 pass  # cannot happen if the split agrees with the grammar; then nothing to add
         if k + 1 >= len(segments):
             break
@@ -529,11 +730,14 @@ def _trailing_comma(pos: int) -> Diagnostic:
     )
 
 
-_PATH_AT = re.compile(
-    r"[A-Za-z0-9_./:\-](?:[A-Za-z0-9_./:\- \t]*[A-Za-z0-9_./:\-])?\.(?:obj|o|c)"
-    r"(?=[/:]|[ \t\n\r\f\v]*(?:[,}]|\Z))"
-)
-_BP_LENGTH = re.compile(r"/(?:0x[0-9a-fA-F]+|[0-9]+)(?=[:,} \t\n\r\f\v]|\Z)")
+@lru_cache(maxsize=1)
+def _split_patterns() -> tuple[re.Pattern[str], re.Pattern[str]]:
+    """A BPF path at an event start (as BPF_PATH in the grammar), and a breakpoint '/LEN'."""
+    path = re.compile(
+        r"[A-Za-z0-9_./:\-](?:[A-Za-z0-9_./:\- \t]*[A-Za-z0-9_./:\-])?\.(?:obj|o|c)"
+        r"(?=[/:]|[ \t\n\r\f\v]*(?:[,}]|\Z))"
+    )
+    return path, re.compile(r"/(?:0x[0-9a-fA-F]+|[0-9]+)(?=[:,} \t\n\r\f\v]|\Z)")
 
 
 def split_items(text: str, start: int = 0) -> list[tuple[int, int]]:
@@ -542,6 +746,7 @@ def split_items(text: str, start: int = 0) -> list[tuple[int, int]]:
     Commas inside ``{...}``, inside term lists ``/.../``, index lists ``[...]`` and quoted values do
     not separate items; BPF paths (which may contain ``/`` and ``:``) are skipped whole.
     """
+    path_at, bp_length = _split_patterns()
     segments: list[tuple[int, int]] = []
     n = len(text)
     i = seg_start = start
@@ -554,7 +759,7 @@ def split_items(text: str, start: int = 0) -> list[tuple[int, int]]:
                 i += 1
                 continue
             at_event = False
-            m = _PATH_AT.match(text, i)
+            m = path_at.match(text, i)
             if m:
                 i = m.end()
                 continue
@@ -568,7 +773,7 @@ def split_items(text: str, start: int = 0) -> list[tuple[int, int]]:
             at_event = True
         elif c == "}":
             depth = max(0, depth - 1)
-        elif c == "/" and not _BP_LENGTH.match(text, i):
+        elif c == "/" and not bp_length.match(text, i):
             i = _skip_term_list(text, i + 1)
         elif c == "'":
             close = text.find("'", i + 1)
@@ -605,14 +810,14 @@ def _skip_term_list(text: str, i: int) -> int:
 
 _OPENERS = {"LBRACE", "NAMED_LBRACE", "LSQB"}
 _EVENT_START = {None, "_LEAD", "COMMA", "LBRACE", "NAMED_LBRACE"}
-_WORDISH = {"NAME", "WORD", "TERM_KEY", "VALUE_WORD", "ALL"}
+_WORDISH = {"NAME", "WORD", "TERM_KEY", "VALUE", "ALL"}
 _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_*?.!-[]")
 _EXPECTED = {
     "NAME": "an event name", "NUMBER": "a number", "MEM": "mem:ADDR", "BPF_PATH": "a BPF object path",
     "LBRACE": "'{'", "NAMED_LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'",
     "WORD": "modifier letters", "SLASH": "'/'", "BP_SLASH": "'/'", "TERM_KEY": "a term name",
-    "DRIVER_TERM": "an @driver term", "EQUALS": "'='", "TERM_COMMA": "','", "VALUE_WORD": "a value",
-    "QUOTED": "a quoted value", "LSQB": "'['", "RSQB": "']'", "RANGE": "'...'", "ALL": "'all'",
+    "DRIVER_TERM": "an @driver term", "EQUALS": "'='", "TERM_COMMA": "','", "VALUE": "a value",
+    "LSQB": "'['", "RSQB": "']'", "RANGE": "'...'", "ALL": "'all'",
     "$END": "the end of the string", "_TRAIL": "the end of the string",
 }
 
@@ -622,21 +827,19 @@ class _Stack:
     """The parser's stack at an error, flattened to its leaves (tokens and finished AST nodes)."""
 
     leaves: tuple[object, ...]
-    opens: tuple[Token, ...]  # unclosed '{', '/', '[' in order
+    opens: tuple[AnyTok, ...]  # unclosed '{', '/', '[' in order
     prev_closes_terms: bool  # the last token closed a term list
 
     @staticmethod
-    def of(exc: UnexpectedInput) -> _Stack:
-        state = getattr(exc, "state", None)
-        values = getattr(state, "value_stack", None) or []
+    def of(stop: _SyntaxStop) -> _Stack:
         leaves: list[object] = []
-        for value in values:
+        for value in stop.values:
             _flatten(value, leaves)
-        opens: list[Token] = []
+        opens: list[AnyTok] = []
         closes = False
         for leaf in leaves:
             closes = False
-            if not isinstance(leaf, Token):
+            if not isinstance(leaf, _TOKENS):
                 continue
             kind = leaf.type
             if kind in _OPENERS:
@@ -662,13 +865,13 @@ class _Stack:
         prev = self.prev
         if prev is None:
             return None
-        return prev.type if isinstance(prev, Token) else "node"
+        return prev.type if isinstance(prev, _TOKENS) else "node"
 
     def before_prev_type(self) -> str | None:
         if len(self.leaves) < 2:
             return None
         leaf = self.leaves[-2]
-        return leaf.type if isinstance(leaf, Token) else "node"
+        return leaf.type if isinstance(leaf, _TOKENS) else "node"
 
     @property
     def in_group(self) -> bool:
@@ -704,24 +907,18 @@ def _describe_char(c: str) -> str:
     return f"U+{ord(c):04X}"
 
 
-def _diagnose(text: str, exc: UnexpectedInput) -> Diagnostic:
-    """Turn a Lark error into one precise diagnostic (COMPAT 1.3, corpus README *Spans*)."""
-    stack = _Stack.of(exc)
-    if isinstance(exc, UnexpectedToken) and exc.token.type == "$END":
+def _diagnose(text: str, stop: _SyntaxStop) -> Diagnostic:
+    """Turn a parse stop into one precise diagnostic (COMPAT 1.3, corpus README *Spans*)."""
+    stack = _Stack.of(stop)
+    if stop.at_end:
         return _at_end(text, stack)
-    if isinstance(exc, UnexpectedToken):
-        tok = exc.token
-        pos = tok.start_pos
-        expected = set(exc.expected)
-    else:
-        assert isinstance(exc, UnexpectedCharacters)
-        tok = None
-        pos = exc.pos_in_stream
-        expected = set(exc.allowed or ())
+    tok = stop.token
+    pos = stop.pos
+    expected = set(stop.expected)
     if pos >= len(text):
         return _at_end(text, stack)
     char = text[pos]
-    if tok is not None and tok.type == "QUOTED":
+    if tok is not None and tok.type == "VALUE" and str(tok).startswith("'"):
         tok = None  # a quote where no value may stand: report the quote character itself
     if char in BLANKS:
         return error(
@@ -745,7 +942,7 @@ def _at_end(text: str, stack: _Stack) -> Diagnostic:
         return error("ES004", what[0], Span(start, start + 1), help=(what[1],),
                      perf_message=None if opener.type.endswith("LBRACE") else PARSER_ERROR)
     prev = stack.prev
-    if not isinstance(prev, Token) or prev.type == "_LEAD":
+    if not isinstance(prev, _TOKENS) or prev.type == "_LEAD":
         if prev is None or _is(prev, "_LEAD"):
             return error("ES012", "empty event string (no event)", Span(0, len(text)),
                          help=("write an event, for example 'cycles'",), perf_message=None)
@@ -781,7 +978,7 @@ def _numeric_type_colon(stack: _Stack) -> bool:
     return len(event) == 2 and _is(event[0], "NUMBER")
 
 
-def _unexpected(text: str, stack: _Stack, tok: Token | None, span: Span, expected: set[str]) -> Diagnostic:
+def _unexpected(text: str, stack: _Stack, tok: AnyTok | None, span: Span, expected: set[str]) -> Diagnostic:
     pos = span.start
     char = text[pos]
     shown = f"'{text[span.start:span.end]}'" if tok is not None else _describe_char(char)
@@ -818,11 +1015,12 @@ def _unexpected(text: str, stack: _Stack, tok: Token | None, span: Span, expecte
         return err("ES001", "unexpected ',' (an event must come first)", span)
     if prev_type == "BPF_PATH" and kind == "COLON":
         return _bpf_colon(text, prev, span)  # type: ignore[arg-type]
-    if stack.prev_closes_terms and kind == "COLON" and any(_is(x, "BPF_PATH") for x in stack.current_event()):
+    after_terms = stack.prev_closes_terms or isinstance(prev, Terms)
+    if after_terms and kind == "COLON" and any(_is(x, "BPF_PATH") for x in stack.current_event()):
         return err("ES008", "modifiers follow the closing '/' directly (no ':')", span, "remove the ':'")
     if kind in ("SLASH", "BP_SLASH"):
         event = stack.current_event()
-        if stack.prev_closes_terms:
+        if after_terms:
             return err("ES009", "only one term list per event", span, "put all terms in one /.../ list")
         if any(_is(x, "MEM") for x in event):
             return err("ES009", "breakpoints take no terms (and only one /LEN)", span)
@@ -846,7 +1044,8 @@ def _unexpected(text: str, stack: _Stack, tok: Token | None, span: Span, expecte
     if prev_type in ("TERM_COMMA",) or (prev_type == "SLASH" and top == "SLASH"):
         return err("ES010", "expected a term name", span, "remove the extra ','" if prev_type == "TERM_COMMA" else
                    "terms are NAME or NAME=VALUE separated by ','")
-    if prev_type == "NUMBER" and isinstance(prev, Token) and prev.end_pos == pos and char in _WORD_CHARS:
+    if (prev_type in ("NUMBER", "VALUE") and isinstance(prev, _TOKENS) and str(prev)[0].isdigit()
+            and prev.end_pos == pos and char in _WORD_CHARS):
         if top == "SLASH":
             return err("ES001", "a value that starts with a digit must be a number (decimal or 0x-hex)",
                        span, "quote it: name='1x'")
@@ -857,7 +1056,10 @@ def _unexpected(text: str, stack: _Stack, tok: Token | None, span: Span, expecte
         if lexicon.is_modifier_word(word):
             return err("ES008", "group modifiers need a ':' ('{...}:u')", span, f"write ':{word}'")
         return err("ES001", "unexpected text after the group", span, "separate items with ','")
-    if prev_type in _EVENT_START and tok is None:
+    if prev_type in _EVENT_START and tok is not None:
+        return err("ES001", f"unexpected {shown} at the start of an event", span,
+                   "an event starts with a name, a number (TYPE:CONFIG), mem:ADDR or a BPF object path")
+    if prev_type in _EVENT_START:
         if char in "./":
             m = re.compile(r"[^,{}]*").match(text, pos)
             end = pos + len(m.group(0).rstrip(BLANKS)) if m else pos + 1
@@ -872,7 +1074,7 @@ def _unexpected(text: str, stack: _Stack, tok: Token | None, span: Span, expecte
     return err("ES001", f"unexpected {shown}", span, *((f"expected {', '.join(wanted)}",) if wanted else ()))
 
 
-def _bpf_colon(text: str, path: Token, span: Span) -> Diagnostic:
+def _bpf_colon(text: str, path: AnyTok, span: Span) -> Diagnostic:
     m = re.compile(r":([A-Za-z]+)").match(text, span.start)
     fix = f"{path}//{m.group(1)}" if m else f"{path}//"
     return error(
