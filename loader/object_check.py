@@ -31,7 +31,7 @@ from evspec.loader.spec import ObjectSpec, ProgramSpec
 
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpfconfig as codes
-from evspec.diagnostics import Diagnostic, EvspecError, Severity, error
+from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
 from evspec.span import Span
 
 if TYPE_CHECKING:
@@ -97,6 +97,7 @@ class ObjectEnvironment:
     """What the object check needs of the world: files (relative to ``cwd``), how to read and
     compile objects, which tracepoints exist, whether kprobes/uprobes can be created.
 
+    ``tracepoint_exists(system, event)`` answers None when it cannot tell (no readable tracefs).
     ``read_object``/``compile_source``/``read_symbols`` default (None) to the real implementations
     (``evspec.loader.reader.read_object``, ``evspec.loader.compile.compile_source``,
     :func:`elf_function_symbols`), imported on first use. ``truncate_values`` selects perf 6.1's
@@ -104,7 +105,7 @@ class ObjectEnvironment:
     """
 
     cwd: Path
-    tracepoint_exists: Callable[[str, str], bool]
+    tracepoint_exists: Callable[[str, str], bool | None]  # None: cannot tell (no tracefs)
     kprobe_events: bool
     uprobe_events: bool
     read_object: Callable[[Path], ObjectSpec] | None = None
@@ -146,11 +147,11 @@ def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
     """An ObjectEnvironment answering from a system description (live or snapshot)."""
     from evspec.system.model import TracefsUnavailable
 
-    def tracepoint_exists(sys_name: str, event: str) -> bool:
+    def tracepoint_exists(sys_name: str, event: str) -> bool | None:
         try:
             return bool(system.match_tracepoints(sys_name, event).found)
         except TracefsUnavailable:
-            return False
+            return None
 
     features = system.features()
     return ObjectEnvironment(
@@ -424,7 +425,20 @@ def _check_tracepoint(check: _ObjectCheck, p: _Program) -> None:
     target = p.section.target
     if not isinstance(target, TracepointTarget) or target.load_only:
         return
-    if check.env.tracepoint_exists(target.system, target.event):
+    exists = check.env.tracepoint_exists(target.system, target.event)
+    if exists is None:
+        check.diagnostics.append(
+            warning(
+                codes.TRACEPOINT_UNCHECKED,
+                f"section '{p.section.name}': tracepoint '{target.name}' not checked: the system's "
+                "tracefs cannot be read",
+                check.event.path_span,
+                notes=_section_note(p.program, target.span),
+                help=("as root, mount it: mount -t tracefs nodev /sys/kernel/tracing",),
+            )
+        )
+        return
+    if exists:
         return
     check.fail(
         codes.UNKNOWN_TRACEPOINT,

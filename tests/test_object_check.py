@@ -239,6 +239,12 @@ def test_unknown_tracepoint(files: Files) -> None:
     assert "unknown tracepoint 'nosuchsys:nosuchevent'" in d.message
 
 
+def test_tracepoints_that_cannot_be_checked_warn(files: Files) -> None:
+    files.add("tp.o", spec("raw_syscalls:sys_enter"))
+    d = only(check_bpf_event(event("./tp.o"), files.env(tracepoint_exists=lambda s, e: None), {}))
+    assert (d.code, d.severity, d.span) == ("WB143", Severity.WARNING, Span(0, 6))
+
+
 def test_bang_tracepoints_are_not_looked_up(files: Files) -> None:
     files.add("tpbang.o", spec("!nosuch:event", "raw_syscalls:sys_exit"))
     assert check_bpf_event(event("./tpbang.o"), files.env(), {}) == []
@@ -389,6 +395,21 @@ def test_environment_from_the_corpus_system() -> None:
     assert (env.kprobe_events, env.uprobe_events) == (False, True)
     assert env.tracepoint_exists("raw_syscalls", "sys_enter") and env.tracepoint_exists("sched", "sched_*")
     assert not env.tracepoint_exists("nosuchsys", "nosuchevent")
+
+
+def test_environment_from_a_system_without_tracefs() -> None:
+    model = pytest.importorskip("evspec.system.model")
+
+    class NoTracefs:
+        def match_tracepoints(self, system: str, event: str) -> object:
+            raise model.TracefsUnavailable("tracefs is not mounted")
+
+        def features(self) -> object:
+            return model.Features(kprobe_events=True, uprobe_events=False)
+
+    env = environment_from_system(NoTracefs(), Path("/work"))  # type: ignore[arg-type]
+    assert env.tracepoint_exists("sched", "sched_switch") is None
+    assert (env.kprobe_events, env.uprobe_events) == (True, False)
 
 
 def test_elf_function_symbols_of_a_built_binary(tmp_path: Path) -> None:

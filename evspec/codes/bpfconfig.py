@@ -42,6 +42,7 @@ OBJECT_NOT_FOUND = "EB140"
 OBJECT_NOT_A_FILE = "EB141"
 NO_PROGRAMS = "EB142"
 UNKNOWN_TRACEPOINT = "EB143"
+TRACEPOINT_UNCHECKED = "WB143"
 NO_PROBE_SUPPORT = "EB144"
 UPROBE_TARGET = "EB145"
 UPROBE_FUNCTION = "EB146"
@@ -323,6 +324,15 @@ CODES: tuple[CodeInfo, ...] = (
         "system. perf 6.1: `Attach events in BPF object failed`, initial error `unknown tracepoint`.",
         "./badtp.o",
         "Use an existing tracepoint (`evspec list tracepoint`).",
+    ),
+    CodeInfo(
+        TRACEPOINT_UNCHECKED,
+        "tracepoint section not checked",
+        "The system's tracefs cannot be read (not mounted, or not readable by this user), so whether "
+        "a program's SYS:EVENT tracepoint exists is not known.",
+        "./maps.o",
+        "Mount tracefs (as root: mount -t tracefs nodev /sys/kernel/tracing) or check against a "
+        "system snapshot.",
     ),
     CodeInfo(
         NO_PROBE_SUPPORT,
