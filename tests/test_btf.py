@@ -22,6 +22,7 @@ from evspec.loader.btf import (
     BtfKind,
     BtfType,
 )
+from evspec.loader.compile import arch_include_dir
 
 K = BtfKind
 
@@ -398,7 +399,7 @@ def test_matches_bpftool(bpf_fixtures: Path, tmp_path: Path) -> None:
 
     rich = tmp_path / "rich.c"
     rich.write_text(RICH)
-    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c",
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", f"-I{arch_include_dir() or '/usr/include'}", "-c",
                     str(rich), "-o", str(tmp_path / "rich.o")], check=True)
     objects = [tmp_path / "rich.o", *sorted(bpf_fixtures.glob("*.o"))]
     kinds: set[str] = set()

@@ -10,10 +10,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from evspec.loader.compile import arch_include_dir
 from evspec.loader.errors import ObjectError
 from evspec.loader.reader import read_object, read_object_bytes
 
-INC = "-I/usr/include/x86_64-linux-gnu"
+INC = f"-I{arch_include_dir() or '/usr/include'}"  # asm/types.h, as compile_source adds it
 
 
 @pytest.fixture(scope="module")

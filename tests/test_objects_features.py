@@ -80,6 +80,7 @@ static __attribute__((noinline, section("raw_syscalls:sys_exit"))) int local_hel
 SEC("raw_syscalls:sys_exit")
 int on_exit(void *ctx)
 {
+	misses += 2;
 	return local_helper(5);
 }
 
@@ -178,6 +179,13 @@ def test_map_and_data_relocations(features: ObjectSpec) -> None:
                 assert _insn(p, r.insn_index)[0] == 0x18
 
 
+def test_each_data_section_is_referenced_by_a_program(features: ObjectSpec) -> None:
+    targets = {r.target for p in features.programs for r in p.relocations if r.kind == "data"}
+    assert targets == {"features.data", "features.rodata", "features.bss"}
+    (bss,) = [r for r in _program(features, "on_exit").relocations if r.kind == "data"]
+    assert (bss.symbol, bss.addend) == ("misses", 0)
+
+
 def test_call_relocations(features: ObjectSpec) -> None:
     calls = {p.name: [r.target for r in p.relocations if r.kind == "call"] for p in features.programs}
     assert calls == {"on_enter": ["bump"], "on_enter_too": ["bump"], "on_exit": ["local_helper"]}
@@ -224,6 +232,32 @@ def test_line_info_per_program(features: ObjectSpec) -> None:
 def test_data_map_names(path: str, section: str, name: str) -> None:
     assert data_map_name(path, section) == name
     assert len(name) <= 15
+
+
+LONG_LEGACY = r"""
+#include <linux/bpf.h>
+struct bpf_map_def {
+	unsigned int type, key_size, value_size, max_entries, map_flags, inner_map_idx, numa_node;
+};
+struct bpf_map_def __attribute__((section("maps"), used)) first = {
+	BPF_MAP_TYPE_HASH, 4, 16, 64, BPF_F_NO_PREALLOC, 0, 1 };
+struct bpf_map_def __attribute__((section("maps"), used)) second = {
+	BPF_MAP_TYPE_PERF_EVENT_ARRAY, 4, 4, 2, 0, 0, 0 };
+"""
+
+
+def test_legacy_maps_with_extra_fields(tmp_path: Path) -> None:
+    """perf-era struct bpf_map_def with map_flags, inner_map_idx and numa_node (28 bytes)."""
+    if shutil.which("clang") is None:
+        pytest.skip("clang not installed")
+    source = tmp_path / "long_legacy.c"
+    source.write_text(LONG_LEGACY)
+    spec = read_object(compile_source(source, cache_dir=tmp_path / "cache"))
+    assert [(m.name, m.type, m.key_size, m.value_size, m.max_entries, m.flags, m.symbol_offset, m.legacy)
+            for m in spec.maps] == [
+        ("first", MapType.HASH, 4, 16, 64, 1, 0, True),
+        ("second", MapType.PERF_EVENT_ARRAY, 4, 4, 2, 0, 28, True)]
+    assert spec.programs == () and spec.license == ""
 
 
 def test_object_without_btf_and_whole_section_program(tmp_path: Path) -> None:
