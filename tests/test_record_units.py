@@ -1,0 +1,192 @@
+"""evspec record without a kernel: output layout, __bpf_stdout__ rules, apply checks, attach plan."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from evspec.loader.apply import (
+    MSG_EVTDIM,
+    MSG_EVTINH,
+    MSG_EVTTYPE,
+    MSG_MAPSIZE,
+    ApplyError,
+    EventInstances,
+    check_event_update,
+)
+from evspec.loader.attach import plan_attachments, program_types
+from evspec.loader.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
+from evspec.loader.errors import ObjectError
+from evspec.loader.map_terms import MapUpdate
+from evspec.loader.script_output import (
+    LostLine,
+    SampleLine,
+    bpf_string,
+    hexdump_lines,
+    lost_json,
+    sample_json,
+    sample_text,
+)
+from evspec.loader.session import perf_attr
+from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
+
+RAISE = b"Raise a BPF event!\0\0"
+
+
+def _sample(raw: bytes | None, **kw: object) -> SampleLine:
+    base = dict(event="__bpf_stdout__", comm="sleep", pid=42, tid=43, cpu=1,
+                time_ns=1074_053516_789, period=0, raw=raw)
+    base.update(kw)
+    return SampleLine(**base)  # type: ignore[arg-type]
+
+
+def test_text_matches_perf_script_layout() -> None:
+    text = sample_text(_sample(RAISE), 22)
+    assert text == (
+        "           sleep    43 [001]  1074.053516:          0         __bpf_stdout__: \n"
+        "      BPF output: 0000: 52 61 69 73 65 20 61 20  Raise a \n"
+        "                  0008: 42 50 46 20 65 76 65 6e  BPF even\n"
+        "                  0010: 74 21 00 00              t!..    \n"
+        '      BPF string: "Raise a BPF event!"\n'
+        "\n"
+    )
+
+
+def test_hexdump_of_whole_lines_has_no_padding() -> None:
+    assert hexdump_lines(bytes(range(0x41, 0x49))) == ["      BPF output: 0000: 41 42 43 44 45 46 47 48  ABCDEFGH"]
+
+
+@pytest.mark.parametrize(
+    ("raw", "expected"),
+    [
+        (b"hello1\0\0\0\0\0\0", "hello1"),
+        (b"abcd", None),  # not NUL-terminated
+        (b"a\x01b\0", None),  # unprintable before the NUL
+        (b"tab\there\0", "tab\there"),
+        (b"", None),
+        (None, None),
+    ],
+)
+def test_bpf_string_rules(raw: bytes | None, expected: str | None) -> None:
+    assert bpf_string(raw) == expected
+
+
+def test_sample_without_payload_prints_header_only() -> None:
+    assert sample_text(_sample(None, event="evt"), 3) == "           sleep    43 [001]  1074.053516:          0 evt: \n\n"
+
+
+def test_json_lines() -> None:
+    assert json.loads(sample_json(_sample(RAISE))) == {
+        "event": "__bpf_stdout__", "comm": "sleep", "pid": 42, "tid": 43, "cpu": 1,
+        "time_ns": 1074053516789, "raw_hex": RAISE.hex(), "string": "Raise a BPF event!",
+    }
+    assert json.loads(lost_json(LostLine("evt", 3, 7))) == {"lost": 7, "cpu": 3, "event": "evt"}
+
+
+# ------------------------------------------------------------------ __bpf_stdout__
+
+
+def _obj(path: str, *maps: MapSpec, programs: tuple[ProgramSpec, ...] = ()) -> ObjectSpec:
+    return ObjectSpec(path, "GPL", None, maps, programs)
+
+
+STDOUT = MapSpec(STDOUT_MAP, MapType.PERF_EVENT_ARRAY, 4, 4, 0)
+STDOUT4 = MapSpec(STDOUT_MAP, MapType.PERF_EVENT_ARRAY, 4, 4, 4)
+OTHER = MapSpec("arr", MapType.ARRAY, 4, 4, 8)
+
+
+def test_no_stdout_map_no_event() -> None:
+    plan = plan_stdout([(_obj("a.o", OTHER), [MapUpdate("arr", ((0, 7),), b"\1\0\0\0", None)])])
+    assert not plan.create_event
+    assert plan.updates == ((MapUpdate("arr", ((0, 7),), b"\1\0\0\0", None),),)
+
+
+def test_unconfigured_maps_share_one_automatic_event() -> None:
+    plan = plan_stdout([(_obj("a.o", STDOUT), []), (_obj("b.o", STDOUT4, OTHER), [])])
+    assert plan.create_event
+    assert plan.updates == (
+        (MapUpdate(STDOUT_MAP, (), None, STDOUT_EVENT),),
+        (MapUpdate(STDOUT_MAP, ((0, 3),), None, STDOUT_EVENT),),
+    )
+
+
+def test_configured_map_is_cloned_to_the_others() -> None:
+    mine = MapUpdate(STDOUT_MAP, ((0, 3),), None, "mine")
+    plan = plan_stdout([(_obj("a.o", STDOUT), []), (_obj("b.o", STDOUT4), [mine]), (_obj("c.o", OTHER), [])])
+    assert not plan.create_event
+    assert plan.updates == ((MapUpdate(STDOUT_MAP, (), None, "mine"),), (mine,), ())
+
+
+def test_cloned_index_list_keeps_its_keys() -> None:
+    one = MapUpdate(STDOUT_MAP, ((0, 0),), None, "mine")
+    plan = plan_stdout([(_obj("a.o", STDOUT4), [one]), (_obj("b.o", STDOUT4), [])])
+    assert plan.updates[1] == (one,)
+
+
+# ------------------------------------------------------------------ apply checks
+
+UPDATE = MapUpdate("channel", (), None, "evt")
+
+
+def _event(**kw: object) -> EventInstances:
+    base = dict(name="evt", perf_type=1, config=10, inherit=False, threads=1, fds=(5, 6))
+    base.update(kw)
+    return EventInstances(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    ("event", "keys", "message", "status"),
+    [
+        (_event(threads=2, inherit=True), [0], MSG_EVTDIM, 177),
+        (_event(inherit=True, perf_type=2), [0], MSG_EVTINH, 176),
+        (_event(perf_type=2, config=300), [0], MSG_EVTTYPE, 175),
+        (_event(perf_type=1, config=0), [0], MSG_EVTTYPE, 175),
+        (_event(), [0, 1, 2], MSG_MAPSIZE, 178),
+    ],
+)
+def test_apply_checks_in_perfs_order(event: EventInstances, keys: list[int], message: str, status: int) -> None:
+    with pytest.raises(ApplyError) as info:
+        check_event_update(UPDATE, event, keys)
+    assert info.value.perf_message == message
+    assert info.value.exit_status == status
+
+
+@pytest.mark.parametrize("perf_type", [0, 4])
+def test_hardware_and_raw_events_fit_a_map(perf_type: int) -> None:
+    check_event_update(UPDATE, _event(perf_type=perf_type, config=0), [0, 1])
+
+
+# ------------------------------------------------------------------ attach plan
+
+
+def _prog(name: str, section: str) -> ProgramSpec:
+    return ProgramSpec(name, section, b"\x95" + bytes(7))
+
+
+def test_tracepoint_and_load_only_programs() -> None:
+    spec = _obj("t.o", programs=(_prog("a", "syscalls:sys_enter_getppid"), _prog("b", "!raw_syscalls:unaugmented")))
+    plan = plan_attachments(spec, lambda s, e: 77 if (s, e) == ("syscalls", "sys_enter_getppid") else None)
+    assert [(p.program, p.tracepoint, p.tracepoint_id) for p in plan] == [
+        ("a", "syscalls:sys_enter_getppid", 77),
+        ("b", None, None),
+    ]
+    assert program_types(plan) == {"a": 5, "b": 5}
+
+
+def test_unknown_tracepoint_is_an_object_error() -> None:
+    spec = _obj("t.o", programs=(_prog("a", "syscalls:nope"),))
+    with pytest.raises(ObjectError, match="tracepoint 'syscalls:nope' does not exist"):
+        plan_attachments(spec, lambda s, e: None)
+
+
+def test_kprobe_is_refused_naming_what_is_missing() -> None:
+    spec = _obj("k.o", programs=(_prog("f", "func=do_sys_openat2"),))
+    with pytest.raises(ObjectError, match="kprobe programs are not supported yet.*kprobe events"):
+        plan_attachments(spec, lambda s, e: 1)
+
+
+def test_perf_attr_maps_names_to_the_abi() -> None:
+    attr = perf_attr({"type": 1, "config": 10, "sample_freq": 4000, "freq": 1, "disabled": 1,
+                      "enable_on_exec": 1, "precise_ip": 2, "bp_addr": 9})
+    assert (attr.type, attr.config, attr.sample_period, attr.config1) == (1, 10, 4000, 9)
+    assert attr.flags == (1 << 0) | (1 << 10) | (1 << 12) | (2 << 15)
