@@ -33,8 +33,7 @@ def _file_lines(name: str) -> Iterator[tuple[int, str]]:
             data = Path(name).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read {name}: {exc.strerror if isinstance(exc, OSError) else exc}") from exc
-    for number, line in enumerate(data.splitlines(), start=1):
-        yield number, line
+    yield from enumerate(data.splitlines(), start=1)
 
 
 def is_skipped_line(line: str) -> bool:

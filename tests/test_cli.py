@@ -1,0 +1,219 @@
+"""The command line: exit codes, inputs, formats, and what `check` must not import."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from evspec.cli import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, main
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_clean_strings_exit_0(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "check", "-e", "cycles:u", "-e", "{cpu-clock,task-clock}:S")
+    assert (code, out, err) == (EXIT_CLEAN, "", "")
+
+
+def test_findings_exit_1_and_every_bad_event_is_reported(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "check", "-e", "cycles:uu,cpu-clock/foo=1/,cycles")
+    assert code == EXIT_FINDINGS
+    assert "bad modifier" in err and "unknown term 'foo'" in err
+    assert "2 errors" in err
+
+
+def test_no_input_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run(capsys, "check")
+    assert code == EXIT_USAGE and "no event strings" in err
+
+
+def test_unknown_option_is_a_usage_error(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "--bogus"])
+    assert exc.value.code == EXIT_USAGE
+
+
+def test_missing_file_is_an_io_error(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    code, _, err = run(capsys, "check", str(tmp_path / "nope.events"))
+    assert code == EXIT_USAGE and "cannot read" in err
+
+
+def test_internal_error_is_reported_as_a_bug_not_a_finding(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def boom(*args: object, **kw: object) -> None:
+        raise ZeroDivisionError("simulated bug")
+
+    monkeypatch.setattr("evspec.check.check_specs", boom)
+    code, _, err = run(capsys, "check", "-e", "cycles")
+    assert code == EXIT_INTERNAL
+    assert "internal error" in err and "bug in evspec" in err
+
+
+def test_json_names_file_and_line(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "x.events"
+    f.write_text("# comment\ncycles\n\ncpu-clock:x\n")
+    code, out, _ = run(capsys, "check", "--format", "json", str(f))
+    doc = json.loads(out)
+    assert code == EXIT_FINDINGS
+    (d,) = doc["diagnostics"]
+    assert d["source"] == {"kind": "file", "path": str(f), "line": 4}
+    assert d["event"] == "cpu-clock:x" and d["span"] == {"start": 10, "end": 11}
+    assert d["severity"] == "error" and isinstance(d["code"], str)
+    assert doc["summary"] == {"errors": 1, "warnings": 0}
+
+
+def test_json_arg_sources_count_from_zero(capsys: pytest.CaptureFixture[str]) -> None:
+    _, out, _ = run(capsys, "check", "--format", "json", "-e", "cycles", "-e", "{}")
+    (d,) = json.loads(out)["diagnostics"]
+    assert d["source"] == {"kind": "arg", "index": 1}
+
+
+def test_event_reference_to_an_earlier_argument(capsys: pytest.CaptureFixture[str]) -> None:
+    # map:...event=evt is resolved against events of earlier -e strings of the same command.
+    code, _, err = run(capsys, "check", "-e", "bpf-output/no-inherit,name=evt/", "-e", "./x.o/map:c.event=evt/")
+    assert code == EXIT_CLEAN, err
+    code, _, err = run(capsys, "check", "-e", "./x.o/map:c.event=evt/", "-e", "bpf-output/no-inherit,name=evt/")
+    assert code == EXIT_FINDINGS and "evt" in err
+
+
+def test_file_lines_are_separate_commands(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "x.events"
+    f.write_text("bpf-output/no-inherit,name=evt/\n./x.o/map:c.event=evt/\n")
+    code, _, err = run(capsys, "check", str(f))
+    assert code == EXIT_FINDINGS and "evt" in err
+
+
+@pytest.mark.parametrize("fmt", ["perf", "sarif", "github"])
+def test_every_format_reports_the_finding(capsys: pytest.CaptureFixture[str], fmt: str) -> None:
+    code, out, err = run(capsys, "check", "--format", fmt, "-e", "cpu-clock:uu")
+    assert code == EXIT_FINDINGS
+    assert ("u" in (out + err)) and (out + err).strip()
+    if fmt == "sarif":
+        assert json.loads(out)["version"] == "2.1.0"
+    if fmt == "github":
+        assert out.startswith("::error ")
+    if fmt == "perf":
+        assert err.startswith("event syntax error: 'cpu-clock:uu'")
+
+
+def test_fail_on_error_ignores_warnings(capsys: pytest.CaptureFixture[str]) -> None:
+    # a map value wider than the map's value size is a warning (perf truncates silently)
+    code, _, _ = run(capsys, "check", "--fail-on", "error", "-e", "cycles")
+    assert code == EXIT_CLEAN
+
+
+def test_color_only_when_asked(capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    _, _, err = run(capsys, "check", "--color", "always", "-e", "cpu-clock:uu")
+    assert "\x1b[" in err
+    _, _, err = run(capsys, "check", "-e", "cpu-clock:uu")  # stderr is not a terminal here
+    assert "\x1b[" not in err
+    monkeypatch.setenv("NO_COLOR", "1")
+    _, _, err = run(capsys, "check", "--color", "auto", "-e", "cpu-clock:uu")
+    assert "\x1b[" not in err
+
+
+def test_parse_prints_the_ast(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "parse", "--format", "json", "-e", "cycles:u")
+    (result,) = json.loads(out)["results"]
+    (event,) = result["ast"]["items"]
+    assert code == EXIT_CLEAN
+    assert event["node"] == "SymbolEvent" and event["modifiers"]["letters"] == "u"
+    assert event["span"] == {"start": 0, "end": 8}
+    code, out, _ = run(capsys, "parse", "-e", "sched:sched_switch")
+    assert "TracepointEvent" in out and "system='sched'" in out
+
+
+def test_fmt_prints_canonical_strings(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "fmt", "-e", "{ cpu-clock , task-clock }:u", "-e", "r1a/period=1/:u")
+    assert code == EXIT_CLEAN
+    assert out.splitlines() == ["{cpu-clock,task-clock}:u", "r1a/period=1/u"]
+
+
+def test_fmt_check_and_write(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "a.events"
+    f.write_text("# keep me\n{ cycles , instructions }\ncycles\n")
+    code, out, _ = run(capsys, "fmt", "--check", str(f))
+    assert code == EXIT_FINDINGS
+    assert out == f"{f}:2: not canonical: '{{ cycles , instructions }}' -> '{{cycles,instructions}}'\n"
+    code, _, _ = run(capsys, "fmt", "--write", str(f))
+    assert code == EXIT_CLEAN
+    assert f.read_text() == "# keep me\n{cycles,instructions}\ncycles\n"
+    assert run(capsys, "fmt", "--check", str(f))[0] == EXIT_CLEAN
+
+
+def test_fmt_reports_strings_it_cannot_parse(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, err = run(capsys, "fmt", "-e", "cycles:uu")
+    assert code == EXIT_FINDINGS and out == "" and "bad modifier" in err
+
+
+def test_explain(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "explain")
+    assert code == EXIT_CLEAN
+    codes = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert len(codes) > 20
+    code, out, _ = run(capsys, "explain", codes[0])
+    assert code == EXIT_CLEAN and codes[0] in out
+    code, _, err = run(capsys, "explain", "ZZ999")
+    assert code == EXIT_USAGE and "ZZ999" in err
+
+
+def test_explain_covers_every_code_the_checks_emit(capsys: pytest.CaptureFixture[str]) -> None:
+    from evspec.codes import catalogue
+
+    _, out, _ = run(capsys, "check", "--format", "json", "-e", "cycles:uu,{},x{a}y,cpu-clock/foo/")
+    emitted = {d["code"] for d in json.loads(out)["diagnostics"]}
+    assert emitted and emitted <= set(catalogue())
+
+
+def test_compile_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
+    code, out, _ = run(capsys, "compile", "--system", "none", "--format", "json",
+                       "-e", "{cpu-clock,task-clock}:u", "-e", "mem:0x1000/8:w")
+    assert code == EXIT_CLEAN
+    events = json.loads(out)["events"]
+    assert [(e["name"], e["spec_index"], e["group"]) for e in events] == [
+        ("cpu-clock", 0, {"index": 0, "leader": True}),
+        ("task-clock", 0, {"index": 0, "leader": False}),
+        ("mem:0x1000", 1, None),  # perf 6.1 names breakpoints without length and type
+    ]
+    assert events[0]["attr"]["type"] == 1 and events[0]["attr"]["exclude_kernel"] == 1
+    assert events[2]["attr"]["bp_addr"] == 0x1000 and events[2]["attr"]["bp_len"] == 8
+
+
+def test_snapshot_then_check_against_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    from evspec.system import snapshot
+    from evspec.system.fixtures import corpus_system
+
+    snap = tmp_path / "machine.json"
+    snap.write_text(json.dumps(snapshot(corpus_system())))
+    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "sched:sched_switch,msr/tsc/")
+    assert code == EXIT_CLEAN, err
+    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "cpu/config=1/")
+    assert code == EXIT_FINDINGS and "cpu" in err
+
+
+def _import_log(*argv: str) -> str:
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-X", "importtime", "-m", "evspec", *argv],
+                          cwd="/", env=env, capture_output=True, text=True, check=False)
+    return proc.stderr
+
+
+@pytest.mark.parametrize("argv", [("check", "-e", "cycles:u"), ("parse", "-e", "cycles:u"),
+                                  ("fmt", "-e", "cycles:u")])
+def test_event_string_path_imports_nothing_heavy(argv: tuple[str, ...]) -> None:
+    log = _import_log(*argv)
+    modules = {line.split("|")[-1].strip() for line in log.splitlines() if line.startswith("import time:")}
+    assert "evspec.parser" in modules, "the import log did not cover evspec"
+    heavy = sorted(m for m in modules if m.split(".")[0] in ("elftools", "pyroute2")
+                   or m.startswith("evspec.loader"))
+    assert heavy == []
