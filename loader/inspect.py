@@ -69,9 +69,22 @@ def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> d
     }
 
 
+_NOT_ATTACH = ("prog_type", "program_type", "type", "section")  # shown on the program's own line
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "{" + " ".join(f"{k}={_value_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_value_text(v) for v in value)
+    return str(value)
+
+
 def _attach_text(attach: dict[str, Any]) -> str:
-    return "  ".join(f"{k} {v}" for k, v in attach.items()
-                     if k not in ("prog_type", "program_type", "type") and v not in (None, "", (), []))
+    return "  ".join(f"{k}={_value_text(v)}" for k, v in attach.items()
+                     if k not in _NOT_ATTACH and v not in (None, "", (), [], {}))
 
 
 def inspect_text(report: dict[str, Any]) -> str:

@@ -260,20 +260,27 @@ def test_legacy_maps_with_extra_fields(tmp_path: Path) -> None:
     assert spec.programs == () and spec.license == ""
 
 
-def test_object_without_btf_and_whole_section_program(tmp_path: Path) -> None:
-    """An object of an old tool chain: no BTF, no FUNC symbol; the section is one program."""
+def test_object_of_an_old_tool_chain(tmp_path: Path) -> None:
+    """No BTF, no FUNC symbol (the section is one program named after it), and legacy map
+    symbols without a size (each gets the section size divided by the number of maps)."""
     if shutil.which("clang") is None:
         pytest.skip("clang not installed")
     asm = tmp_path / "old.s"
-    asm.write_text('\t.section "func=sys_write","ax",@progbits\n\tr0 = 0\n\texit\n'
-                   '\t.section license,"aw",@progbits\n\t.asciz "GPL"\n')
+    asm.write_text(
+        '\t.section "func=sys_write","ax",@progbits\n\tr1 = second ll\n\tr0 = 0\n\texit\n'
+        '\t.section maps,"aw",@progbits\n'
+        '\t.globl first\nfirst:\n\t.long 2, 4, 4, 8\n'
+        '\t.globl second\nsecond:\n\t.long 4, 4, 4, 2\n'
+        '\t.section license,"aw",@progbits\n\t.asciz "GPL"\n')
     obj = tmp_path / "old.o"
     import subprocess
 
     subprocess.run(["clang", "-target", "bpf", "-c", str(asm), "-o", str(obj)], check=True)
     spec = read_object(obj)
-    assert spec.btf is None and spec.btf_ext is None
-    assert [(p.name, p.section, p.insn_count) for p in spec.programs] == [
-        ("func=sys_write", "func=sys_write", 2)]
-    assert spec.programs[0].line_info == ()
-    assert spec.license == "GPL"
+    assert spec.btf is None and spec.btf_ext is None and spec.license == "GPL"
+    assert [(m.name, m.type, m.key_size, m.value_size, m.max_entries, m.symbol_offset) for m in spec.maps] == [
+        ("first", MapType.ARRAY, 4, 4, 8, 0), ("second", MapType.PERF_EVENT_ARRAY, 4, 4, 2, 16)]
+    (prog,) = spec.programs
+    assert (prog.name, prog.section, prog.insn_count, prog.line_info) == (
+        "func=sys_write", "func=sys_write", 4, ())  # ld_imm64 takes two slots
+    assert prog.relocations == (Relocation(0, "map", "second", "second", 0),)

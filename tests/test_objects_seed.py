@@ -96,7 +96,7 @@ def test_report_with_attach_descriptions(cache: Path) -> None:
     assert report["programs"][1]["attach"]["function"] == "sys_write%return"
     text = inspect_text(report)
     assert "func_write_return: kprobe  section 'func_write_return=sys_write%return'" in text
-    assert "attach attach kprobe  function sys_write%return" in text
+    assert "attach attach=kprobe  function=sys_write%return" in text
 
 
 def test_report_with_the_section_parser(cache: Path) -> None:
@@ -105,6 +105,9 @@ def test_report_with_the_section_parser(cache: Path) -> None:
     report = inspect_report(spec, lambda name: section.parse_section(name).to_json())
     assert [p["type"] for p in report["programs"]] == ["kprobe", "kprobe"]
     json.dumps(report)
+    text = inspect_text(report)
+    assert "  func_end: kprobe  section 'func_end=sys_nanosleep%return'  insns " in text
+    assert "perf_compatible=yes" in text
 
 
 def test_report_is_json_and_text_lists_everything(bpf_fixtures: Path) -> None:
