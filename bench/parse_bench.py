@@ -1,0 +1,78 @@
+"""Front-end speed, measured side by side in one run (issue: parse throughput and cold start).
+
+(a) parse + AST + system-independent rules (`evspec.parser.analyze`) over every corpus string, in
+    strings/s; and the same grammar under Earley over the corpus strings that parse (parse tree +
+    the same AST builder), with the ratio. Targets: >= 20,000 strings/s and >= 20x Earley.
+(b) cold start of `evspec check -e cycles:u` as a ratio to `python3 -c pass` (same interpreter),
+    medians of interleaved runs. Target: <= 5x.
+Usage: python bench/parse_bench.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from _common import best_rate, corpus_strings, interleaved_wall
+
+
+def throughput() -> None:
+    from evspec.parser import AstBuilder, analyze, earley_parser, parse
+
+    strings = corpus_strings()
+    analyze(strings[0])  # build the parser before timing
+
+    def lalr_all() -> int:
+        for s in strings:
+            analyze(s)
+        return len(strings)
+
+    valid = []
+    for s in strings:
+        try:
+            parse(s)
+            valid.append(s)
+        except Exception:  # noqa: BLE001 - only strings that parse go to the Earley comparison
+            pass
+    earley = earley_parser()
+    builder = AstBuilder()
+    builder.transform(earley.parse(valid[0], start="events"))
+
+    def lalr_valid() -> int:
+        for s in valid:
+            analyze(s)
+        return len(valid)
+
+    def earley_valid() -> int:
+        for s in valid[:40]:
+            builder.transform(earley.parse(s, start="events"))
+        return 40
+
+    all_rate = best_rate(lalr_all)
+    lalr_rate = best_rate(lalr_valid)
+    earley_rate = best_rate(earley_valid, seconds=3.0)
+    print(f"(a) analyze() over {len(strings)} corpus strings: {all_rate:,.0f} strings/s (target >= 20,000)")
+    print(f"    valid strings ({len(valid)}): LALR {lalr_rate:,.0f}/s, Earley {earley_rate:,.0f}/s, "
+          f"ratio {lalr_rate / earley_rate:.1f}x (target >= 20x)")
+
+
+def cold_start(runs: int) -> None:
+    py = sys.executable
+    check, base = interleaved_wall([[py, "-m", "evspec", "check", "-e", "cycles:u"], [py, "-c", "pass"]],
+                                   runs=runs)
+    print(f"(b) cold 'evspec check -e cycles:u': {check * 1000:.0f} ms, 'python3 -c pass': "
+          f"{base * 1000:.0f} ms, ratio {check / base:.2f}x (target <= 5x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=15)
+    args = ap.parse_args()
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    throughput()
+    cold_start(args.runs)
+
+
+if __name__ == "__main__":
+    main()
