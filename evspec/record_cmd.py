@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import select
 import signal
 import sys
 from collections.abc import Iterator
@@ -71,6 +72,11 @@ def _stop_signals(forward: list[int]) -> Iterator[int]:
         os.close(w)
 
 
+def _stop_requested(stop_fd: int) -> bool:
+    """A stop signal arrived during setup (the wake-up pipe has a byte)."""
+    return bool(select.select([stop_fd], [], [], 0)[0])
+
+
 def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object] | None:
     from evspec.check import CheckOptions, check_specs
     from evspec.diagnostics import Source
@@ -108,30 +114,30 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     if not command and args.pid is None and not args.all_cpus and args.cpu is None:
         err.write("evspec record: error: give a command after --, or -p PID, -a or -C CPUS\n")
         return EXIT_SETUP
-    system = load_system("live")
-    lists = _check(args, system, err)
-    if lists is None:
-        return EXIT_FINDINGS
-    options = RecordOptions(
-        no_inherit=args.no_inherit,
-        system_wide=args.all_cpus,
-        cpus=parse_cpu_list(args.cpu) if args.cpu else None,
-        pid=args.pid,
-    )
     forward: list[int] = []
-    workload: Workload | None = None
-    session = RecordSession(options=options)
-    fmt_json = args.format == "json"
-
-    def handle(record: object) -> None:
-        if isinstance(record, LostLine):
-            out.write(lost_json(record) if fmt_json else lost_text(record))
-        else:
-            out.write(sample_json(record) if fmt_json else sample_text(record, session.name_width))  # type: ignore[arg-type]
-        out.flush()
-
-    status = 0
     with _stop_signals(forward) as stop_fd:
+        system = load_system("live")
+        lists = _check(args, system, err)
+        if lists is None:
+            return EXIT_FINDINGS
+        options = RecordOptions(
+            no_inherit=args.no_inherit,
+            system_wide=args.all_cpus,
+            cpus=parse_cpu_list(args.cpu) if args.cpu else None,
+            pid=args.pid,
+        )
+        workload: Workload | None = None
+        session = RecordSession(options=options)
+        fmt_json = args.format == "json"
+
+        def handle(record: object) -> None:
+            if isinstance(record, LostLine):
+                out.write(lost_json(record) if fmt_json else lost_text(record))
+            else:
+                out.write(sample_json(record) if fmt_json else sample_text(record, session.name_width))  # type: ignore[arg-type]
+            out.flush()
+
+        status = 0
         try:
             if command:
                 workload = Workload(command)
@@ -140,12 +146,15 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             if args.verbose:
                 for note in session.notes:
                     err.write(f"evspec record: {note}\n")
-            session.start()
-            if workload is not None:
-                workload.start()
-            session.run(handle, workload, stop_fd)
-            if workload is not None:
-                status = workload.wait()
+            if _stop_requested(stop_fd):
+                status = 128 + signal.SIGINT
+            else:
+                session.start()
+                if workload is not None:
+                    workload.start()
+                session.run(handle, workload, stop_fd)
+                if workload is not None:
+                    status = workload.wait()
         except ApplyError as exc:
             err.write(f"{APPLY_PREFIX}{exc.perf_message}\n")
             if args.verbose:
