@@ -11,10 +11,9 @@ CODES: tuple[CodeInfo, ...] = (
         "The name before '/terms/' is no PMU of the system (none in /sys/bus/event_source/devices), "
         "no PMU named by it through perf's wildcard rule (NAME followed by digits or _digits, "
         "'uncore_' ignored: 'uncore_imc' names 'uncore_imc_0'), and no PMU event alias. perf: "
-        "\"Cannot find PMU `NAME'. Missing kernel support?\"",
+        '"Cannot find PMU `NAME\'. Missing kernel support?"',
         "nosuchpmu/config=1/",
-        "Check the PMU name with 'evspec list pmu'; the PMU may need a kernel module or "
-        "other hardware.",
+        "Check the PMU name with 'evspec list pmu'; the PMU may need a kernel module or other hardware.",
     ),
     CodeInfo(
         "EM002",
@@ -123,6 +122,14 @@ CODES: tuple[CodeInfo, ...] = (
         "PMU does not have; the event cannot be encoded.",
         "",
         "Fix or regenerate the system snapshot.",
+    ),
+    CodeInfo(
+        "EM015",
+        "event cannot be compiled",
+        "The compiler was given an event that breaks a system-independent rule (an invalid cache "
+        "operation, for example); the syntax checks report the details.",
+        "L1-icache-stores",
+        "Run 'evspec check' on the string and fix what it reports.",
     ),
     CodeInfo(
         "WM001",

@@ -1,0 +1,361 @@
+"""perf_event_attr: the numbers of the kernel ABI (include/uapi/linux/perf_event.h) and perf 6.1's
+event tables, and the attr value a plan carries.
+
+Field names are the ones ``perf stat -vv`` prints, with perf's unions split: ``sample_period`` /
+``sample_freq`` (by the ``freq`` bit), ``bp_addr`` / ``config1`` and ``bp_len`` / ``config2`` (by
+the breakpoint type).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+# ---- perf_type_id
+PERF_TYPE_HARDWARE = 0
+PERF_TYPE_SOFTWARE = 1
+PERF_TYPE_TRACEPOINT = 2
+PERF_TYPE_HW_CACHE = 3
+PERF_TYPE_RAW = 4
+PERF_TYPE_BREAKPOINT = 5
+
+#: on hybrid systems the core PMU's type goes into config bits 32-63 of hardware/cache events
+PERF_PMU_TYPE_SHIFT = 32
+
+#: sizeof(struct perf_event_attr) as perf 6.1 sends it (PERF_ATTR_SIZE_VER7)
+PERF_ATTR_SIZE = 128
+
+# ---- symbolic events (perf 6.1 names; several spellings per id)
+HARDWARE_EVENTS: dict[str, int] = {
+    "cpu-cycles": 0,
+    "cycles": 0,
+    "instructions": 1,
+    "cache-references": 2,
+    "cache-misses": 3,
+    "branch-instructions": 4,
+    "branches": 4,
+    "branch-misses": 5,
+    "bus-cycles": 6,
+    "stalled-cycles-frontend": 7,
+    "idle-cycles-frontend": 7,
+    "stalled-cycles-backend": 8,
+    "idle-cycles-backend": 8,
+    "ref-cycles": 9,
+}
+
+SOFTWARE_EVENTS: dict[str, int] = {
+    "cpu-clock": 0,
+    "task-clock": 1,
+    "page-faults": 2,
+    "faults": 2,
+    "context-switches": 3,
+    "cs": 3,
+    "cpu-migrations": 4,
+    "migrations": 4,
+    "minor-faults": 5,
+    "major-faults": 6,
+    "alignment-faults": 7,
+    "emulation-faults": 8,
+    "dummy": 9,
+    "bpf-output": 10,
+    "cgroup-switches": 11,
+}
+PERF_COUNT_SW_DUMMY = 9
+
+#: tool events: software dummy evsels that perf reads itself
+TOOL_EVENTS: tuple[str, ...] = ("duration_time", "user_time", "system_time")
+
+HARDWARE_DESCRIPTIONS = {0: "cpu-cycles OR cycles", 4: "branch-instructions OR branches"}
+
+# ---- hardware cache events: type | op << 8 | result << 16
+CACHE_TYPES: tuple[tuple[str, ...], ...] = (
+    ("L1-dcache", "l1-d", "l1d", "L1-data"),
+    ("L1-icache", "l1-i", "l1i", "L1-instruction"),
+    ("LLC", "L2"),
+    ("dTLB", "d-tlb", "Data-TLB"),
+    ("iTLB", "i-tlb", "Instruction-TLB"),
+    ("branch", "branches", "bpu", "btb", "bpc"),
+    ("node",),
+)
+CACHE_OPS: tuple[tuple[str, ...], ...] = (
+    ("load", "loads", "read"),
+    ("store", "stores", "write"),
+    ("prefetch", "prefetches", "speculative-read", "speculative-load"),
+)
+CACHE_RESULTS: tuple[tuple[str, ...], ...] = (
+    ("refs", "Reference", "ops", "access"),
+    ("misses", "miss"),
+)
+CACHE_OP_READ, CACHE_OP_WRITE, CACHE_OP_PREFETCH = 0, 1, 2
+CACHE_RESULT_ACCESS, CACHE_RESULT_MISS = 0, 1
+#: which operations each cache type supports (bit N = op N)
+CACHE_VALID_OPS: tuple[int, ...] = (0b111, 0b101, 0b111, 0b111, 0b001, 0b001, 0b111)
+
+
+def match_cache_alias(word: str, table: tuple[tuple[str, ...], ...]) -> int:
+    """perf's ``parse_aliases``: the index of the row with the longest alias that is a
+    case-insensitive prefix of ``word``, or -1."""
+    best, longest = -1, 0
+    lower = word.lower()
+    for index, aliases in enumerate(table):
+        for alias in aliases:
+            if len(alias) > longest and lower.startswith(alias.lower()):
+                best, longest = index, len(alias)
+    return best
+
+
+def cache_config(cache_type: str, parts: tuple[str, ...]) -> int:
+    """The attr config of a cache event as perf 6.1 computes it (missing op = read, missing
+    result = access, a repeated op or result ignored). Raises ValueError for a combination
+    perf rejects."""
+    type_id = match_cache_alias(cache_type, CACHE_TYPES)
+    if type_id < 0:
+        raise ValueError(f"unknown cache type {cache_type!r}")
+    op = result = -1
+    for part in parts:
+        if op == -1:
+            op = match_cache_alias(part, CACHE_OPS)
+            if op >= 0:
+                if not CACHE_VALID_OPS[type_id] >> op & 1:
+                    raise ValueError(f"{cache_type} does not support {part!r}")
+                continue
+        if result == -1:
+            result = match_cache_alias(part, CACHE_RESULTS)
+    op = CACHE_OP_READ if op == -1 else op
+    result = CACHE_RESULT_ACCESS if result == -1 else result
+    return type_id | op << 8 | result << 16
+
+
+def cache_event_names() -> tuple[tuple[str, int], ...]:
+    """Every valid cache event under perf's canonical name (``L1-dcache-loads``,
+    ``L1-dcache-load-misses``), with its config."""
+    out = []
+    for type_id, type_aliases in enumerate(CACHE_TYPES):
+        for op, op_aliases in enumerate(CACHE_OPS):
+            if not CACHE_VALID_OPS[type_id] >> op & 1:
+                continue
+            for result in (CACHE_RESULT_ACCESS, CACHE_RESULT_MISS):
+                if result == CACHE_RESULT_ACCESS:
+                    name = f"{type_aliases[0]}-{op_aliases[1]}"
+                else:
+                    name = f"{type_aliases[0]}-{op_aliases[0]}-{CACHE_RESULTS[result][0]}"
+                out.append((name, type_id | op << 8 | result << 16))
+    return tuple(out)
+
+
+# ---- breakpoints (include/uapi/linux/hw_breakpoint.h)
+HW_BREAKPOINT_R = 1
+HW_BREAKPOINT_W = 2
+HW_BREAKPOINT_X = 4
+HW_BREAKPOINT_LEN_4 = 4
+SIZEOF_LONG = 8
+
+# ---- sample_type bits, in the order perf prints them
+SAMPLE_TYPE_BITS: tuple[tuple[str, int], ...] = (
+    ("IP", 1 << 0),
+    ("TID", 1 << 1),
+    ("TIME", 1 << 2),
+    ("ADDR", 1 << 3),
+    ("READ", 1 << 4),
+    ("CALLCHAIN", 1 << 5),
+    ("ID", 1 << 6),
+    ("CPU", 1 << 7),
+    ("PERIOD", 1 << 8),
+    ("STREAM_ID", 1 << 9),
+    ("RAW", 1 << 10),
+    ("BRANCH_STACK", 1 << 11),
+    ("REGS_USER", 1 << 12),
+    ("STACK_USER", 1 << 13),
+    ("WEIGHT", 1 << 14),
+    ("DATA_SRC", 1 << 15),
+    ("IDENTIFIER", 1 << 16),
+    ("TRANSACTION", 1 << 17),
+    ("REGS_INTR", 1 << 18),
+    ("PHYS_ADDR", 1 << 19),
+    ("AUX", 1 << 20),
+    ("CGROUP", 1 << 21),
+    ("DATA_PAGE_SIZE", 1 << 22),
+    ("CODE_PAGE_SIZE", 1 << 23),
+    ("WEIGHT_STRUCT", 1 << 24),
+)
+SAMPLE = dict(SAMPLE_TYPE_BITS)
+
+READ_FORMAT_BITS: tuple[tuple[str, int], ...] = (
+    ("TOTAL_TIME_ENABLED", 1 << 0),
+    ("TOTAL_TIME_RUNNING", 1 << 1),
+    ("ID", 1 << 2),
+    ("GROUP", 1 << 3),
+    ("LOST", 1 << 4),
+)
+READ_FORMAT = dict(READ_FORMAT_BITS)
+
+# ---- branch_sample_type (branch_type= term values, perf's parse_branch_str names)
+BRANCH_SAMPLE_TYPES: dict[str, int] = {
+    "u": 1 << 0,
+    "k": 1 << 1,
+    "hv": 1 << 2,
+    "any": 1 << 3,
+    "any_call": 1 << 4,
+    "any_ret": 1 << 5,
+    "ind_call": 1 << 6,
+    "abort_tx": 1 << 7,
+    "in_tx": 1 << 8,
+    "no_tx": 1 << 9,
+    "cond": 1 << 10,
+    "ind_jmp": 1 << 12,
+    "call": 1 << 13,
+    "save_type": 1 << 16,
+    "stack": 1 << 11,
+    "priv": 1 << 18,
+}
+#: branch_sample_type bits as perf -vv prints them
+BRANCH_SAMPLE_BITS: tuple[tuple[str, int], ...] = tuple(
+    (name, 1 << bit)
+    for bit, name in enumerate(
+        (
+            "USER",
+            "KERNEL",
+            "HV",
+            "ANY",
+            "ANY_CALL",
+            "ANY_RET",
+            "IND_CALL",
+            "ABORT_TX",
+            "IN_TX",
+            "NO_TX",
+            "COND",
+            "CALL_STACK",
+            "IND_JUMP",
+            "CALL",
+            "NO_FLAGS",
+            "NO_CYCLES",
+            "TYPE_SAVE",
+            "HW_INDEX",
+            "PRIV_SAVE",
+        )
+    )
+)
+#: perf_branch_sample_type bits that select privilege levels
+BRANCH_PLM_ALL = (1 << 0) | (1 << 1) | (1 << 2)
+
+# ---- the attr fields a plan may set, in the order perf prints them
+ATTR_FIELDS: tuple[str, ...] = (
+    "type",
+    "size",
+    "config",
+    "sample_period",
+    "sample_freq",
+    "sample_type",
+    "read_format",
+    "disabled",
+    "inherit",
+    "pinned",
+    "exclusive",
+    "exclude_user",
+    "exclude_kernel",
+    "exclude_hv",
+    "exclude_idle",
+    "mmap",
+    "comm",
+    "freq",
+    "inherit_stat",
+    "enable_on_exec",
+    "task",
+    "watermark",
+    "precise_ip",
+    "mmap_data",
+    "sample_id_all",
+    "exclude_host",
+    "exclude_guest",
+    "exclude_callchain_kernel",
+    "exclude_callchain_user",
+    "mmap2",
+    "comm_exec",
+    "use_clockid",
+    "context_switch",
+    "write_backward",
+    "namespaces",
+    "ksymbol",
+    "bpf_event",
+    "aux_output",
+    "cgroup",
+    "text_poke",
+    "build_id",
+    "inherit_thread",
+    "remove_on_exec",
+    "sigtrap",
+    "wakeup_events",
+    "bp_type",
+    "bp_addr",
+    "config1",
+    "bp_len",
+    "config2",
+    "branch_sample_type",
+    "sample_regs_user",
+    "sample_stack_user",
+    "clockid",
+    "sample_regs_intr",
+    "aux_watermark",
+    "sample_max_stack",
+    "aux_sample_size",
+    "sig_data",
+    "config3",
+)
+_FIELD_ORDER = {name: i for i, name in enumerate(ATTR_FIELDS)}
+
+
+@dataclass(frozen=True, slots=True)
+class Attr(Mapping[str, int]):
+    """A frozen perf_event_attr: the fields that are not zero (plus ``type``, ``size`` and
+    ``config``, always present). ``attr["x"]`` raises KeyError for a zero field; ``attr.get("x",
+    0)`` or ``attr.value("x")`` read any field."""
+
+    items_: tuple[tuple[str, int], ...]
+
+    @staticmethod
+    def build(values: Mapping[str, int]) -> Attr:
+        for name in values:
+            if name not in _FIELD_ORDER:
+                raise KeyError(f"not a perf_event_attr field: {name!r}")
+        kept = {k: v for k, v in values.items() if v or k in ("type", "size", "config")}
+        return Attr(tuple(sorted(kept.items(), key=lambda kv: _FIELD_ORDER[kv[0]])))
+
+    def __getitem__(self, key: str) -> int:
+        for name, value in self.items_:
+            if name == key:
+                return value
+        raise KeyError(key)
+
+    def __iter__(self) -> Iterator[str]:
+        return (name for name, _ in self.items_)
+
+    def __len__(self) -> int:
+        return len(self.items_)
+
+    def value(self, key: str) -> int:
+        if key not in _FIELD_ORDER:
+            raise KeyError(f"not a perf_event_attr field: {key!r}")
+        return self.get(key, 0)
+
+    def to_json(self) -> dict[str, int]:
+        return dict(self.items_)
+
+
+def flag_names(value: int, bits: tuple[tuple[str, int], ...]) -> str:
+    """``IP|TID|TIME`` for a sample_type (or read_format) value, as perf prints it."""
+    names = [name for name, bit in bits if value & bit]
+    rest = value & ~sum(bit for _, bit in bits)
+    if rest:
+        names.append(hex(rest))
+    return "|".join(names)
+
+
+def parse_flag_names(text: str, bits: tuple[tuple[str, int], ...]) -> int:
+    """The inverse of flag_names."""
+    table = dict(bits)
+    value = 0
+    for name in text.split("|"):
+        name = name.strip()
+        if name:
+            value |= table[name] if name in table else int(name, 0)
+    return value
