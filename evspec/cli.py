@@ -47,7 +47,7 @@ def _add_system(p: argparse.ArgumentParser, default: str) -> None:
 def build_parser() -> argparse.ArgumentParser:
     top = _Parser(prog="evspec", description="Parse, check, format, compile and load perf event strings.")
     top.add_argument("--version", action="version", version=f"evspec {__version__}")
-    sub = top.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub = top.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
 
     p = sub.add_parser("parse", help="print the AST of event strings")
     _add_inputs(p, "files with one event string per line")
@@ -87,6 +87,10 @@ def build_parser() -> argparse.ArgumentParser:
     ssub = p.add_subparsers(dest="system_command", metavar="ACTION", parser_class=_Parser, required=True)
     s = ssub.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
     s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+
+    from evspec.record_cmd import add_record_parser
+
+    add_record_parser(sub)
 
     p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
     p.add_argument("object", help="a BPF object (.o) or source (.c, compiled with clang)")
@@ -233,6 +237,12 @@ def cmd_system(args: argparse.Namespace) -> int:
     return snapshot_main(args)
 
 
+def cmd_record(args: argparse.Namespace) -> int:
+    from evspec.record_cmd import record_main
+
+    return record_main(args)
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from evspec.inspect_cmd import inspect_main
 
@@ -242,21 +252,22 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 COMMANDS = {
     "parse": cmd_parse, "check": cmd_check, "fmt": cmd_fmt, "explain": cmd_explain,
     "compile": cmd_compile, "list": cmd_list, "system": cmd_system, "inspect": cmd_inspect,
+    "record": cmd_record,
 }
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if not args.command:
+    if not args.subcommand:
         parser.print_help(sys.stderr)
         return EXIT_USAGE
     from evspec.inputs import InputError
 
     try:
-        return COMMANDS[args.command](args)
+        return COMMANDS[args.subcommand](args)
     except (UsageError, InputError) as exc:
-        print(f"evspec {args.command}: error: {exc}", file=sys.stderr)
+        print(f"evspec {args.subcommand}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

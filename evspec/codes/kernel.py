@@ -111,4 +111,55 @@ CODES: tuple[CodeInfo, ...] = (
         "BPF_BTF_LOAD failed. The object is loaded without BTF (maps lose their key/value type\n"
         "information, nothing else changes); the BTF log is kept with the error.",
     ),
+    CodeInfo(
+        "EK101",
+        "map configuration cannot be applied (perf: Apply config to BPF failed)",
+        "evspec record writes map: terms into the loaded maps after the events are opened, with perf\n"
+        "record's apply-time checks: an event put into a PERF_EVENT_ARRAY must not inherit, must be\n"
+        "opened for one thread or system-wide, must be a raw, hardware or bpf-output event, and the\n"
+        "slots written must not exceed the event's CPU slots.",
+        "-e cycles -e './x.o/map:pmu_map.event=cycles/'",
+        "add -i (or no-inherit to the event), use bpf-output/no-inherit,name=N/, or write fewer slots\n"
+        "with an index list such as map:channel.event[0]=N",
+    ),
+    CodeInfo(
+        "EK102",
+        "a map term names an event that was not opened",
+        "A map:NAME.event=EVT term refers to an event the recording session did not open, so there is\n"
+        "no file descriptor to store in the map.",
+        fix="define the event (for example bpf-output/no-inherit,name=EVT/) before the object",
+    ),
+    CodeInfo(
+        "EK103",
+        "this program's attach kind is not supported by evspec record yet",
+        "The program's section asks for an attach point (kprobe, uprobe, network hook, ...) that this\n"
+        "version of evspec record cannot create. Tracepoint programs are supported.",
+        fix="use a tracepoint section (SYS:EVENT), or load the object with another tool",
+    ),
+    CodeInfo(
+        "EK104",
+        "a program's section name cannot be used to attach it",
+        "The ELF section of a program does not describe an attach point evspec understands.",
+        fix="see 'evspec inspect OBJ' for how each section was read",
+    ),
+    CodeInfo(
+        "EK105",
+        "the tracepoint a program attaches to does not exist",
+        "The tracepoint named by the program's section has no id in tracefs on this machine.",
+        fix="list the tracepoints with 'evspec list tracepoint'",
+    ),
+    CodeInfo(
+        "EK106",
+        "the command to record cannot be run",
+        "evspec record forks and executes the command after '--'; it does not exist, is not executable,\n"
+        "or the process given with -p does not exist.",
+        fix="check the command after '--' (or the -p PID)",
+    ),
+    CodeInfo(
+        "EK107",
+        "a BPF object of the recording cannot be loaded",
+        "Reading, compiling or loading one of the BPF objects named in the event strings failed; the\n"
+        "message says which and why.",
+        fix="run 'evspec check --system live' and 'evspec inspect OBJ' on it",
+    ),
 )
