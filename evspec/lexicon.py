@@ -126,8 +126,10 @@ CACHE_SUPPORTED_OPS: dict[CacheType, frozenset[CacheOp]] = {
 }
 
 # Longest spelling first, so that "L1-dcache" is preferred over a shorter type that prefixes it.
-_CACHE_TYPE_SPELLINGS = tuple(sorted(CACHE_TYPES, key=len, reverse=True))
-_HYPHENATED_PARTS = tuple(p for p in (*CACHE_OPS, *CACHE_RESULTS) if "-" in p)
+_CACHE_TYPE_AT = re.compile(
+    "(" + "|".join(re.escape(t) for t in sorted(CACHE_TYPES, key=len, reverse=True)) + ")(?:-|$)"
+)
+_HYPHENATED_PARTS = frozenset(p for p in (*CACHE_OPS, *CACHE_RESULTS) if "-" in p)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,30 +148,26 @@ def split_cache_word(word: str) -> CacheWord | None:
     (COMPAT Decision 5). Parts are split at ``-`` except inside the hyphenated part names
     (``speculative-read``); whether the parts are valid is for the rules to say.
     """
-    for spelling in _CACHE_TYPE_SPELLINGS:
-        if word == spelling:
-            return CacheWord(spelling, (), ())
-        if word.startswith(spelling) and word[len(spelling)] == "-":
-            break
-    else:
+    m = _CACHE_TYPE_AT.match(word)
+    if m is None:
         return None
+    spelling = m.group(1)
+    if len(spelling) == len(word):
+        return CacheWord(spelling, (), ())
     parts: list[str] = []
     offsets: list[int] = []
     pos = len(spelling) + 1
-    while True:
-        end = word.find("-", pos)
-        for hyphenated in _HYPHENATED_PARTS:
-            stop = pos + len(hyphenated)
-            if word.startswith(hyphenated, pos) and (stop == len(word) or word[stop] == "-"):
-                end = stop
-                break
-        if end < 0:
-            end = len(word)
-        parts.append(word[pos:end])
+    pieces = word[pos:].split("-")
+    i = 0
+    while i < len(pieces):
+        piece = pieces[i]
+        if i + 1 < len(pieces) and f"{piece}-{pieces[i + 1]}" in _HYPHENATED_PARTS:
+            piece = f"{piece}-{pieces[i + 1]}"
+            i += 1
+        parts.append(piece)
         offsets.append(pos)
-        if end >= len(word):
-            break
-        pos = end + 1
+        pos += len(piece) + 1
+        i += 1
     return CacheWord(spelling, tuple(parts), tuple(offsets))
 
 
@@ -187,15 +185,28 @@ def is_raw_event(word: str) -> bool:
 RAW_TERM = re.compile(r"r(?:0x)?[0-9a-fA-F]+")
 
 
-def event_word_kind(word: str) -> str | None:
-    """"symbol", "cache" or "raw" for a built-in event word; None for anything else (an alias)."""
-    if symbol_kind(word) is not None:
-        return "symbol"
-    if split_cache_word(word) is not None:
-        return "cache"
-    if is_raw_event(word):
+def classify_word(word: str) -> SymbolKind | CacheWord | str | None:
+    """What a word at the head of an event is: a ``SymbolKind`` (hardware, software or tool event),
+    a ``CacheWord``, ``"raw"`` for ``rHEX``, or None for anything else (a PMU or an alias)."""
+    kind = symbol_kind(word)
+    if kind is not None:
+        return kind
+    cache = split_cache_word(word)
+    if cache is not None:
+        return cache
+    if RAW_EVENT.fullmatch(word) is not None:
         return "raw"
     return None
+
+
+def event_word_kind(word: str) -> str | None:
+    """"symbol", "cache" or "raw" for a built-in event word; None for anything else (an alias)."""
+    kind = classify_word(word)
+    if kind is None:
+        return None
+    if isinstance(kind, SymbolKind):
+        return "symbol"
+    return "cache" if isinstance(kind, CacheWord) else "raw"
 
 
 # --------------------------------------------------------------------------------------------

@@ -29,7 +29,7 @@ from pathlib import Path
 from lark import Lark, Token, Transformer, Tree
 from lark.parsers.lalr_analysis import Shift
 
-from evspec import lexicon
+from evspec import lexicon, rules
 from evspec.ast import (
     AliasEvent,
     AllIndices,
@@ -50,6 +50,7 @@ from evspec.ast import (
     PmuEvent,
     RawEvent,
     SymbolEvent,
+    SymbolKind,
     Term,
     TermKind,
     Terms,
@@ -102,8 +103,6 @@ def analyze(text: str, earlier_names: Sequence[str] = ()) -> ParseResult:
     ``earlier_names`` are the names of events defined by earlier event strings of the same command
     (see ``rules.event_reference_names``), for ``map:NAME.event=`` references.
     """
-    from evspec import rules
-
     try:
         items: tuple[Item, ...] = machine().parse(text, "events")
         syntax: list[Diagnostic] = []
@@ -288,8 +287,15 @@ class LalrMachine:
                     continue
                 if arg not in rule_index:
                     name = arg.origin.name
-                    flatten = any(sym.name.startswith("_") for sym in arg.expansion)
-                    method = None if name.startswith("_") else getattr(builder, name)
+                    expansion = arg.expansion
+                    flatten = any(sym.name.startswith("_") for sym in expansion)
+                    if name.startswith("_"):
+                        # an inlined rule: splice its children into the parent, or pass a single
+                        # child through unchanged (what Lark's tree builder amounts to)
+                        unit = len(expansion) == 1 and not expansion[0].name.startswith("_")
+                        method = _first if unit else None
+                    else:
+                        method = getattr(builder, name)
                     rule_index[arg] = len(rules)
                     rules.append((len(arg.expansion), name, method, flatten))
                 coded[symbol] = ~rule_index[arg]
@@ -307,13 +313,16 @@ class LalrMachine:
         scanners = self._scanners
         rules = self._rules
         end_state = self._end[start]
-        stack = [self._start[start]]
+        state = self._start[start]
+        stack = [state]
         values: list[object] = []
+        push_state = stack.append
+        push_value = values.append
         pos = 0
         n = len(text)
         while True:
             if pos < n:
-                m = scanners[stack[-1]].match(text, pos)
+                m = scanners[state].match(text, pos)
                 if m is None:
                     self._no_token(text, pos, stack, values)
                 end = m.end()  # type: ignore[union-attr]
@@ -323,16 +332,17 @@ class LalrMachine:
             else:
                 kind, tok = "$END", None
             while True:
-                actions = table[stack[-1]]
-                code = actions.get(kind)  # type: ignore[arg-type]
+                code = table[state].get(kind)  # type: ignore[arg-type]
                 if code is None:
+                    actions = table[state]
                     raise _SyntaxStop(
                         n if tok is None else tok.start_pos, tok, values,
                         frozenset(k for k in actions if k.isupper() or k == "$END"), tok is None,
                     )
                 if code >= 0:
-                    stack.append(code)
-                    values.append(tok)
+                    push_state(code)
+                    push_value(tok)
+                    state = code
                     break
                 size, name, method, flatten = rules[~code]
                 if size:
@@ -344,9 +354,10 @@ class LalrMachine:
                 if flatten:
                     children = _flat_children(children)
                 value = _Splice(children) if method is None else method(children)  # type: ignore[operator]
-                stack.append(table[stack[-1]][name])
-                values.append(value)
-                if tok is None and stack[-1] == end_state:
+                state = table[stack[-1]][name]
+                push_state(state)
+                push_value(value)
+                if tok is None and state == end_state:
                     return value
 
     def _no_token(self, text: str, pos: int, stack: list[int], values: list[object]) -> None:
@@ -356,6 +367,10 @@ class LalrMachine:
         m = self._root.match(text, pos)
         tok = None if m is None else Tok(m.lastgroup, m.group(), pos, m.end())  # type: ignore[arg-type]
         raise _SyntaxStop(pos, tok, values, expected)
+
+
+def _first(children: list[object]) -> object:
+    return children[0]
 
 
 class _LazyScanners(dict):  # type: ignore[type-arg]
@@ -488,11 +503,11 @@ class AstBuilder(Transformer):
         tail = _Tail.of(children[i:])
         span = Span(head.start_pos, _end(children[-1]))
         word = str(head)
-        kind = lexicon.event_word_kind(word)
+        kind = lexicon.classify_word(word)
         if sub is None:
             if terms is None:  # NAME or NAME ':'
                 return self._named(head, kind, None, None, span)
-            if tail.colon is not None and kind not in ("cache", "raw"):
+            if tail.colon is not None and not (kind == "raw" or isinstance(kind, lexicon.CacheWord)):
                 raise self._colon_after_terms(head, terms, tail, span)
             return self._named(head, kind, terms, _modifiers(tail.word), span)  # type: ignore[arg-type]
         assert isinstance(sub, _TOKENS) and isinstance(colon, _TOKENS)
@@ -521,17 +536,14 @@ class AstBuilder(Transformer):
         )
 
     @staticmethod
-    def _named(head: AnyTok, kind: str | None, terms: Terms | None, mods: Modifiers | None,
-               span: Span) -> Event:
+    def _named(head: AnyTok, kind: SymbolKind | lexicon.CacheWord | str | None, terms: Terms | None,
+               mods: Modifiers | None, span: Span) -> Event:
         word = str(head)
         name_span = _span(head)
-        if kind == "symbol":
-            symbol = lexicon.symbol_kind(word)
-            assert symbol is not None
-            return SymbolEvent(symbol, word, terms, mods, span, name_span)
-        if kind == "cache":
-            split = lexicon.split_cache_word(word)
-            assert split is not None
+        if isinstance(kind, SymbolKind):
+            return SymbolEvent(kind, word, terms, mods, span, name_span)
+        if isinstance(kind, lexicon.CacheWord):
+            split = kind
             part_spans = tuple(
                 Span(head.start_pos + off, head.start_pos + off + len(part))
                 for part, off in zip(split.parts, split.part_offsets, strict=True)

@@ -54,13 +54,18 @@ def check(events: EventList, earlier_names: Sequence[str] = ()) -> list[Diagnost
 def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[tuple[Diagnostic, ...]]:
     """The findings of ``check``, one tuple per item of ``events.items``."""
     names = set(earlier_names)
+    collect = any(  # names matter only to map:NAME.event= terms
+        isinstance(e, BpfEvent) and any(t.option == "event" for t in e.object_terms)
+        for item in events.items for e in (item.events if isinstance(item, Group) else (item,))
+    )
     out: list[tuple[Diagnostic, ...]] = []
     for item in events.items:
         diags: list[Diagnostic] = []
         members = item.events if isinstance(item, Group) else (item,)
         for event in members:
             diags.extend(check_event(event, names))
-            names.update(event_reference_names(event, events.source))
+            if collect:
+                names.update(event_reference_names(event, events.source))
         if isinstance(item, Group) and item.modifiers is not None:
             diags.extend(_modifiers(item.modifiers))
         out.append(tuple(diags))
