@@ -378,3 +378,21 @@ def test_listing() -> None:
     assert to_json(list_events(system, "hw"))["events"][1] == {
         "name": "instructions", "kind": "hw", "description": "Hardware event"
     }
+
+
+def test_checking_imports_nothing_heavy() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from evspec.parser import analyze\n"
+        "from evspec.compiler.resolve import check_semantics\n"
+        "from evspec.system import load_system\n"
+        "check_semantics(analyze('cycles,msr/tsc/').events, load_system('live'))\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('elftools', 'pyroute2')\n"
+        "         or m.startswith(('evspec.loader', 'evspec.compiler.compile', 'evspec.compiler.listing'))]\n"
+        "print(heavy)\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
