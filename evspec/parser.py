@@ -111,12 +111,12 @@ def analyze(text: str, earlier_names: Sequence[str] = ()) -> ParseResult:
     events = EventList(items, source=text)
     per_item = rules.check_by_item(events, earlier_names)
     if not syntax:
-        return ParseResult(events, tuple(d for diags in per_item for d in diags))
+        return ParseResult(events, tuple(d.located(text) for diags in per_item for d in diags))
     keyed: list[tuple[int, Diagnostic]] = [(d.span.start, d) for d in syntax]
     for item, diags in zip(items, per_item, strict=True):
         keyed.extend((item.span.start, d) for d in diags)
     keyed.sort(key=lambda pair: pair[0])
-    return ParseResult(events, tuple(d for _, d in keyed))
+    return ParseResult(events, tuple(d.located(text) for _, d in keyed))
 
 
 def parse_terms(text: str) -> Terms:
@@ -124,9 +124,9 @@ def parse_terms(text: str) -> Terms:
     try:
         terms: Terms = machine().parse(text, "term_list")
     except _Fault as fault:
-        raise EvspecError(fault.diagnostic) from None
+        raise EvspecError(fault.diagnostic.located(text)) from None
     except _SyntaxStop as stop:
-        raise EvspecError(_diagnose(text, stop)) from None
+        raise EvspecError(_diagnose(text, stop).located(text)) from None
     return terms
 
 
@@ -211,8 +211,8 @@ def _remove_stale_caches(current: Path) -> None:
 
 
 class Tok:
-    """A token: the terminal's name, its text and its span (what ``AstBuilder`` needs of Lark's
-    ``Token``, which it also accepts)."""
+    """A token: the terminal's name, its text and its span (``AstBuilder`` turns Lark's tokens
+    into these when it transforms an Earley tree)."""
 
     __slots__ = ("type", "value", "start_pos", "end_pos")
 
@@ -229,8 +229,8 @@ class Tok:
         return f"Tok({self.type}, {self.value!r}, {self.start_pos})"
 
 
-_TOKENS = (Tok, Token)
-AnyTok = Tok | Token
+_TOKENS = (Tok,)
+AnyTok = Tok
 
 
 class _Splice(list):  # type: ignore[type-arg]
@@ -449,7 +449,7 @@ def _fault(code: str, message: str, span: Span, *help_lines: str) -> _Fault:
 
 
 def _is(node: object, *types: str) -> bool:
-    return isinstance(node, _TOKENS) and node.type in types
+    return type(node) is Tok and node.type in types
 
 
 @dataclass(frozen=True, slots=True)
@@ -468,6 +468,9 @@ class _Tail:
 
 class AstBuilder(Transformer):
     """Builds the evspec AST from the rules of events.lark (see the grammar for the shapes)."""
+
+    def __default_token__(self, token: Token) -> Tok:
+        return Tok(token.type, str(token), token.start_pos, token.end_pos)
 
     def events(self, children: list[object]) -> tuple[Item, ...]:
         return tuple(c for c in children if not isinstance(c, _TOKENS))  # type: ignore[misc]

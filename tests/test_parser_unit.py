@@ -161,6 +161,7 @@ def test_first_diagnostic(text: str, code: str, start: int, end: int) -> None:
     first = result.diagnostics[0]
     assert (first.code, first.span) == (code, Span(start, end)), first.message
     assert first.severity is Severity.ERROR
+    assert first.event == text
     assert not result.ok
 
 
