@@ -22,7 +22,7 @@ def inspect_main(args: argparse.Namespace) -> int:
             path = compile_source(path)
         report = inspect_report(read_object(path), attach=describe_section)
     except ObjectError as exc:
-        print(f"evspec inspect: error[{exc.code}]: {args.object}: {exc.message}", file=sys.stderr)
+        print(f"evspec inspect: error[{exc.code}]: {exc.message}", file=sys.stderr)
         if exc.detail:
             print(exc.detail.rstrip(), file=sys.stderr)
         for line in exc.help:
