@@ -394,5 +394,5 @@ def test_checking_imports_nothing_heavy() -> None:
         "         or m.startswith(('evspec.loader', 'evspec.compiler.compile', 'evspec.compiler.listing'))]\n"
         "print(heavy)\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/").stdout
     assert out.strip() == "[]"

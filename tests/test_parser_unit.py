@@ -467,5 +467,5 @@ def test_cold_parse_uses_and_fills_the_cache(tmp_path: Path) -> None:
     )
     env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
     for _ in range(2):  # first run writes the cache, the second loads it
-        subprocess.run([sys.executable, "-c", code], env=env, check=True)
+        subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, check=True)  # not the source tree
     assert len(list((tmp_path / "evspec").glob("events-*.lark"))) == 1

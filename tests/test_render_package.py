@@ -28,5 +28,5 @@ def test_unknown_name() -> None:
 
 def test_importing_the_package_loads_no_renderer() -> None:
     code = "import sys, evspec.render; print(sorted(m for m in sys.modules if m.startswith('evspec.render.')))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/").stdout
     assert out.strip() == "[]"
