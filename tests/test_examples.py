@@ -1,0 +1,37 @@
+"""The bundled examples the README runs: they must keep working."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
+
+
+def _evspec(*argv: str, cwd: Path = EXAMPLES.parent) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "evspec", *argv], cwd=cwd, capture_output=True, text=True,
+                          check=False)
+
+
+def test_example_event_file_is_valid_and_canonical() -> None:
+    proc = _evspec("check", "--fail-on", "error", "examples/events.events")
+    assert proc.returncode == 0, proc.stderr
+    proc = _evspec("fmt", "--check", "examples/events.events")
+    assert proc.returncode == 0, proc.stdout
+
+
+@pytest.mark.usefixtures("root_kernel")
+def test_hello_example_records_the_seed_output(tmp_path: Path) -> None:
+    if subprocess.run(["which", "clang"], capture_output=True).returncode != 0:
+        pytest.fail("clang is needed for the .c example (scripts/test.sh installs it)")
+    proc = _evspec("record", "--format", "json", "-e", "./examples/hello.c", "--", "sleep", "0.05")
+    assert proc.returncode == 0, proc.stderr
+    records = [json.loads(line) for line in proc.stdout.splitlines()]
+    assert records, proc.stderr
+    assert {r["event"] for r in records} == {"__bpf_stdout__"}
+    assert {r["string"] for r in records} == {"Raise a BPF event!"}
+    assert all(r["comm"] == "sleep" for r in records)
