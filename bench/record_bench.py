@@ -1,0 +1,124 @@
+"""`evspec record` against `perf record`, measured side by side in one run (issue 5; needs root).
+
+(a) Filling a 1,048,576-entry ARRAY map from the event string. A tiny BTF-maps object `big.o`
+    (map `arr`, one program on raw_syscalls:sys_enter reading arr[0]) is built with clang. evspec's
+    cost of the fill is the median wall time of
+    `evspec record -e './big.o/map:arr.value[0...1048575]=7/' -- true` minus that of
+    `evspec record -e ./big.o -- true`; perf's cost is `perf record -q -o FILE -e
+    './big.o/map:arr.value=7/' -- true` minus `perf record -q -o FILE -e ./big.o -- true`. All four
+    commands run interleaved. Printed: perf_cost / evspec_cost. Target: >= 10x.
+(b) `evspec record -e ./stdout1.o -- true` against `perf record -q -o FILE -e ./stdout1.o -- true`
+    (the corpus fixture), interleaved medians. Printed: evspec / perf wall time. Target: <= 0.5x.
+(c) capture mode does not exist yet; a line says so.
+The evspec command is the installed console script next to sys.executable.
+Usage: python bench/record_bench.py [--runs N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from _common import SHARED, interleaved_wall
+
+BIG_SOURCE = """\
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__type(key, int);
+	__type(value, int);
+	__uint(max_entries, 1048576);
+} arr SEC(".maps");
+
+SEC("raw_syscalls:sys_enter")
+int enter(void *ctx)
+{
+	int key = 0;
+	int *value = bpf_map_lookup_elem(&arr, &key);
+
+	return value ? *value : 0;
+}
+
+char _license[] SEC("license") = "GPL";
+"""
+
+
+def run_or_fail(cmd: list[str], cwd: Path) -> None:
+    """Run one command once and stop the bench with its output if it fails: a failing command
+    would be timed as a fast one."""
+    done = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, check=False)
+    if done.returncode != 0:
+        sys.exit(f"record_bench: {' '.join(cmd)!r} failed ({done.returncode}):\n{done.stdout}{done.stderr}")
+
+
+def build(tmp: Path) -> Path:
+    folder = tmp / "bpf"
+    shutil.copytree(SHARED / "corpus" / "bpf", folder)
+    subprocess.run(["make", "-s", "-C", str(folder), "stdout1.o"], check=True, stdout=subprocess.DEVNULL)
+    (folder / "big.c").write_text(BIG_SOURCE)
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
+                    "-c", "big.c", "-o", "big.o"], cwd=folder, check=True)
+    return folder
+
+
+def fill(evspec: str, folder: Path, runs: int) -> None:
+    perf_data = str(folder / "perf.data")
+    commands = [
+        [evspec, "record", "-e", "./big.o/map:arr.value[0...1048575]=7/", "--", "true"],
+        [evspec, "record", "-e", "./big.o", "--", "true"],
+        ["perf", "record", "-q", "-o", perf_data, "-e", "./big.o/map:arr.value=7/", "--", "true"],
+        ["perf", "record", "-q", "-o", perf_data, "-e", "./big.o", "--", "true"],
+    ]
+    for cmd in commands:
+        run_or_fail(cmd, folder)
+    ev_fill, ev_plain, perf_fill, perf_plain = interleaved_wall(commands, runs=runs, cwd=str(folder))
+    ev_cost, perf_cost = ev_fill - ev_plain, perf_fill - perf_plain
+    print(f"(a) fill of a 1,048,576-entry array: evspec {ev_fill * 1000:.0f} - {ev_plain * 1000:.0f} = "
+          f"{ev_cost * 1000:.1f} ms, perf {perf_fill * 1000:.0f} - {perf_plain * 1000:.0f} = {perf_cost * 1000:.1f} ms")
+    if ev_cost <= 0:
+        print(f"    evspec's fill cost is below the noise ({ev_cost * 1000:.1f} ms): ratio not meaningful "
+              f"(target >= 10x)")
+    else:
+        print(f"    perf_cost / evspec_cost = {perf_cost / ev_cost:.1f}x (target >= 10x)")
+
+
+def plain_record(evspec: str, folder: Path, runs: int) -> None:
+    commands = [
+        [evspec, "record", "-e", "./stdout1.o", "--", "true"],
+        ["perf", "record", "-q", "-o", str(folder / "perf.data"), "-e", "./stdout1.o", "--", "true"],
+    ]
+    for cmd in commands:
+        run_or_fail(cmd, folder)
+    ev, perf = interleaved_wall(commands, runs=runs, cwd=str(folder))
+    print(f"(b) record ./stdout1.o -- true: evspec {ev * 1000:.0f} ms, perf {perf * 1000:.0f} ms, "
+          f"ratio {ev / perf:.2f}x of perf's wall time (target <= 0.5x)")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--runs", type=int, default=11)
+    args = ap.parse_args()
+    if os.geteuid() != 0:
+        sys.exit("record_bench: needs root (it loads BPF programs with evspec record and perf record)")
+    evspec = Path(sys.executable).parent / "evspec"
+    if not evspec.exists():
+        sys.exit(f"record_bench: no evspec console script at {evspec} (install the package in this venv)")
+    if shutil.which("perf") is None or shutil.which("clang") is None:
+        sys.exit("record_bench: needs perf and clang on PATH")
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+    with tempfile.TemporaryDirectory(prefix="evspec-record-bench-") as tmp:
+        folder = build(Path(tmp))
+        fill(str(evspec), folder, args.runs)
+        plain_record(str(evspec), folder, args.runs)
+    print("(c) capture mode: not implemented yet in evspec, nothing to measure")
+
+
+if __name__ == "__main__":
+    main()
