@@ -10,6 +10,8 @@ its events (perf's ``bpf__apply_obj_config``).
 
 from __future__ import annotations
 
+import sys
+from array import array
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -70,15 +72,23 @@ class EventInstances:
         return self.is_bpf_output or self.perf_type in (PerfType.HARDWARE, PerfType.RAW)
 
 
-def _key_bytes(key: int, size: int) -> bytes:
-    return key.to_bytes(size, "little")
+def _keys_bytes(keys: Sequence[int], size: int) -> bytes:
+    """Keys as the kernel reads them (little-endian here); 4- and 8-byte keys at C speed, because
+    a 1M-entry fill spends most of its time here otherwise."""
+    code = {4: "I", 8: "Q"}.get(size)
+    if code is not None and array(code).itemsize == size:
+        packed = array(code, keys)
+        if sys.byteorder != "little":
+            packed.byteswap()
+        return packed.tobytes()
+    return b"".join(k.to_bytes(size, "little") for k in keys)
 
 
-def _map_keys(update: MapUpdate, max_entries: int) -> list[int]:
+def _map_keys(update: MapUpdate, max_entries: int) -> Sequence[int]:
     """The keys of ``update``; a term without an index list selects every key of the live map."""
     if update.keys:
         return list(update.iter_keys())
-    return list(range(max_entries))
+    return range(max_entries)
 
 
 def check_event_update(update: MapUpdate, event: EventInstances, keys: Sequence[int]) -> None:
@@ -146,7 +156,7 @@ def apply_updates(
             values = update.value * len(keys)
         written += kernel.update_batch(
             lm.fd,
-            b"".join(_key_bytes(k, key_size) for k in keys),
+            _keys_bytes(keys, key_size),
             values,
             key_size=key_size,
             value_size=lm.spec.value_size,
