@@ -12,15 +12,16 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
 
-def _evspec(*argv: str, cwd: Path = EXAMPLES.parent) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "evspec", *argv], cwd=cwd, capture_output=True, text=True,
+def _evspec(*argv: str) -> subprocess.CompletedProcess[str]:
+    # run outside the source tree, so that `evspec` is the installed package
+    return subprocess.run([sys.executable, "-m", "evspec", *argv], cwd="/", capture_output=True, text=True,
                           check=False)
 
 
 def test_example_event_file_is_valid_and_canonical() -> None:
-    proc = _evspec("check", "--fail-on", "error", "examples/events.events")
+    proc = _evspec("check", "--fail-on", "error", str(EXAMPLES / "events.events"))
     assert proc.returncode == 0, proc.stderr
-    proc = _evspec("fmt", "--check", "examples/events.events")
+    proc = _evspec("fmt", "--check", str(EXAMPLES / "events.events"))
     assert proc.returncode == 0, proc.stdout
 
 
@@ -28,7 +29,7 @@ def test_example_event_file_is_valid_and_canonical() -> None:
 def test_hello_example_records_the_seed_output(tmp_path: Path) -> None:
     if subprocess.run(["which", "clang"], capture_output=True).returncode != 0:
         pytest.fail("clang is needed for the .c example (scripts/test.sh installs it)")
-    proc = _evspec("record", "--format", "json", "-e", "./examples/hello.c", "--", "sleep", "0.05")
+    proc = _evspec("record", "--format", "json", "-e", str(EXAMPLES / "hello.c"), "--", "sleep", "0.05")
     assert proc.returncode == 0, proc.stderr
     records = [json.loads(line) for line in proc.stdout.splitlines()]
     assert records, proc.stderr
