@@ -12,7 +12,7 @@ propagates.
 from __future__ import annotations
 
 import errno as E
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
 from types import TracebackType
@@ -328,14 +328,15 @@ def load_object(
     log_level: int = 0,
     use_btf: bool = True,
     cpus: int | None = None,
+    deferred: Collection[str] = (),
 ) -> LiveObject:
     """Create the maps and load the programs of ``spec``.
 
     ``prog_types`` maps every program name to its BPF program type (decided by the caller from the
-    section name). ``cpus`` sizes perf event arrays declared with ``max_entries`` 0 (default: the
+    section name); programs named in ``deferred`` are linked and loaded later by their caller. ``cpus`` sizes perf event arrays declared with ``max_entries`` 0 (default: the
     possible CPUs of this machine).
     """
-    missing = [p.name for p in spec.programs if p.name not in prog_types]
+    missing = [p.name for p in spec.programs if p.name not in prog_types and p.name not in deferred]
     if missing:
         raise KernelError(
             codes.PROGRAM_TYPE,
@@ -355,6 +356,8 @@ def load_object(
                 _fill_global_data(kernel, lm)
         fds = {name: lm.fd for name, lm in live.maps.items()}
         for prog in spec.programs:
+            if prog.name in deferred:
+                continue
             linked = link_program(prog, spec, fds)
             fd = kernel.load_program(
                 prog_types[prog.name],

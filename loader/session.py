@@ -19,7 +19,7 @@ from pathlib import Path
 from types import TracebackType
 
 from evspec.loader.apply import EventInstances, apply_updates
-from evspec.loader.attach import ProgramAttach, attach_program, plan_attachments, program_types
+from evspec.loader.attach import Attacher, ProbeEvent, ProgramAttach, attach_program, program_types
 from evspec.loader.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
@@ -246,6 +246,8 @@ class RecordSession:
         self.lost = 0
         self._comms: dict[int, str] = {}
         self._closed = False
+        self._attacher: Attacher | None = None
+        self._carriers: list[tuple[LoadedObject, ProgramAttach, ProbeEvent, OpenedEvent]] = []
 
     # ------------------------------------------------------------------ setup
 
@@ -259,14 +261,16 @@ class RecordSession:
         try:
             plan = compile_events(lists, system, "record")
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
+            self._attacher = Attacher(self.kernel, tp_ids)
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
                 spec = read_bpf_object(ref.event.path, ref.event.is_source, cwd)
                 specs.append((spec, plan_map_updates(ref.event, spec)))
             stdout = plan_stdout(specs)
             for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
-                attachments = plan_attachments(spec, tp_ids)
-                live = load_object(spec, program_types(attachments), kernel=self.kernel)
+                attachments = self._attacher.plan(spec)
+                deferred = {a.program for a in attachments if a.deferred}
+                live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred)
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index))
             if system is not None and hasattr(system, "notes"):
                 self.notes.extend(system.notes)
@@ -319,12 +323,10 @@ class RecordSession:
             by_spec.setdefault(ev.spec_index, []).append(opened)  # type: ignore[attr-defined]
         for obj in self.objects:
             for a in obj.attachments:
-                if a.tracepoint is None:
-                    continue
-                values = {"type": int(PerfType.TRACEPOINT), "config": a.tracepoint_id or 0, "inherit": 1}
-                by_spec.setdefault(obj.spec_index, []).append(
-                    self._event(a.tracepoint, values, sampling=True, target=target)
-                )
+                for probe in a.events:
+                    opened = self._event(probe.name, {"inherit": 1, **probe.values}, sampling=True, target=target)
+                    by_spec.setdefault(obj.spec_index, []).append(opened)
+                    self._carriers.append((obj, a, probe, opened))
         ordered = [ev for index in sorted(by_spec) for ev in by_spec[index]]
         for ev in auto:
             ordered.append(self._event(ev.name, ev.attr.to_json(), sampling=True, target=target))  # type: ignore[attr-defined]
@@ -346,14 +348,11 @@ class RecordSession:
         return named
 
     def _attach(self) -> None:
-        pending = {id(ev): ev for ev in self.events}
+        assert self._attacher is not None
+        for obj, a, probe, opened in self._carriers:
+            attach_program(self.kernel, opened.all_fds(), self._attacher.program_fd(obj.live, a, probe))
         for obj in self.objects:
-            for a in obj.attachments:
-                if a.tracepoint is None:
-                    continue
-                ev = next(e for e in self.events if e.name == a.tracepoint and id(e) in pending)
-                del pending[id(ev)]
-                attach_program(self.kernel, ev.all_fds(), obj.live.program(a.program).fd)
+            self._attacher.attach_hooks(obj.live, obj.attachments)
 
     def _apply(self) -> None:
         instances = {name: ev.instances() for name, ev in self._by_name().items()}
@@ -489,6 +488,11 @@ class RecordSession:
                 except KernelError as exc:
                     first = first or exc
             ev.fds.clear()
+        if self._attacher is not None:
+            try:
+                self._attacher.close()
+            except KernelError as exc:
+                first = first or exc
         for obj in self.objects:
             try:
                 obj.live.close()

@@ -590,3 +590,14 @@ def test_possible_cpus_counts_ranges(tmp_path: object) -> None:
 
 def test_capability_constants() -> None:
     assert (CAP_SYS_ADMIN, CAP_SYS_RESOURCE, CAP_PERFMON, CAP_BPF) == (21, 24, 38, 39)
+
+
+def test_deferred_programs_are_not_loaded_by_load_object() -> None:
+    plain = ProgramSpec("plain", "raw_syscalls:sys_enter", MOV0 + EXIT)
+    later = ProgramSpec("later", "x", MOV0 + EXIT)
+    fake, kernel = fake_and_kernel()
+    spec = ObjectSpec("d.o", "GPL", None, (), (plain, later))
+    with load_object(spec, {"plain": 5}, kernel=kernel, deferred={"later"}, use_btf=False, cpus=1) as live:
+        assert sorted(live.programs) == ["plain"]
+    with pytest.raises(KernelError, match="no program type given for program\\(s\\) 'later'"):
+        load_object(spec, {"plain": 5}, kernel=kernel, use_btf=False, cpus=1)

@@ -166,9 +166,9 @@ def _prog(name: str, section: str) -> ProgramSpec:
 def test_tracepoint_and_load_only_programs() -> None:
     spec = _obj("t.o", programs=(_prog("a", "syscalls:sys_enter_getppid"), _prog("b", "!raw_syscalls:unaugmented")))
     plan = plan_attachments(spec, lambda s, e: 77 if (s, e) == ("syscalls", "sys_enter_getppid") else None)
-    assert [(p.program, p.tracepoint, p.tracepoint_id) for p in plan] == [
-        ("a", "syscalls:sys_enter_getppid", 77),
-        ("b", None, None),
+    assert [(p.program, [(e.name, dict(e.values)) for e in p.events]) for p in plan] == [
+        ("a", [("syscalls:sys_enter_getppid", {"type": 2, "config": 77})]),
+        ("b", []),
     ]
     assert program_types(plan) == {"a": 5, "b": 5}
 
