@@ -33,6 +33,7 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("-a", "--all-cpus", action="store_true", help="system-wide on every CPU")
     p.add_argument("-C", "--cpu", metavar="CPUS", help="system-wide on these CPUs (0,2-3)")
     p.add_argument("-p", "--pid", type=int, help="record an existing process (its threads)")
+    p.add_argument("--dev", metavar="IFACE", help="network interface for xdp/tc programs whose section names none")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
@@ -125,6 +126,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             system_wide=args.all_cpus,
             cpus=parse_cpu_list(args.cpu) if args.cpu else None,
             pid=args.pid,
+            dev=args.dev,
         )
         workload: Workload | None = None
         session = RecordSession(options=options)

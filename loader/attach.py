@@ -2,27 +2,30 @@
 
 A program is attached through zero or more perf events (``ProbeEvent``: a name as perf shows the
 evsel and the perf_event_attr fields to open it with); the recording session opens them per CPU
-or task and sets the program on them with PERF_EVENT_IOC_SET_BPF. ``Attacher`` owns whatever the
-attaching creates besides those events and removes it on ``close``.
+or task and sets the program on them with PERF_EVENT_IOC_SET_BPF. Programs that attach some other
+way (network hooks) do it in ``attach_hooks``.
 
-Tracepoint programs (perf's ``SYS:EVENT`` sections and libbpf's ``tracepoint/SYS/EVENT``) get one
-PERF_TYPE_TRACEPOINT event named ``SYS:EVENT`` like perf's evsels; ``!SYS:EVENT`` programs are
-loaded and not attached. kprobe and uprobe sections are refused for now with an ObjectError naming
-what is missing.
+``Attacher`` dispatches on the section's attach kind. Tracepoint programs (perf's ``SYS:EVENT``
+sections and libbpf's ``tracepoint/SYS/EVENT``) are handled here: one PERF_TYPE_TRACEPOINT event
+named ``SYS:EVENT`` like perf's evsels; ``!SYS:EVENT`` programs are loaded and not attached. Other
+kinds are handled by the class named in ``KIND_ATTACHERS`` (imported only when an object has such a
+program); a kind with no entry is refused with an ObjectError naming what is missing.
 """
 
 from __future__ import annotations
 
 import errno
+import importlib
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.live import LiveObject
 from evspec.loader.perf_abi import PerfType
-from evspec.loader.section import AttachKind, TracepointTarget, parse_section
-from evspec.loader.spec import ObjectSpec, ProgType
+from evspec.loader.section import AttachKind, SectionSpec, TracepointTarget, parse_section
+from evspec.loader.spec import ObjectSpec, ProgramSpec, ProgType
 
 from evspec.diagnostics import EvspecError
 
@@ -45,61 +48,88 @@ class ProbeEvent:
 class ProgramAttach:
     """One program: its BPF program type and the events it goes on (none: load only).
 
-    ``deferred`` programs are not loaded by ``load_object``: the attacher loads them itself (e.g.
-    with an argument prologue in front) when ``Attacher.program_fd`` is asked for them.
+    ``deferred`` programs are not loaded by ``load_object``: their kind attacher loads them itself
+    (e.g. with an argument prologue in front) when ``program_fd`` is asked for them. ``detail`` is
+    the kind attacher's own plan for the program (opaque here).
     """
 
     program: str
     prog_type: int
     events: tuple[ProbeEvent, ...] = ()
     deferred: bool = False
+    kind: AttachKind = AttachKind.NONE
+    detail: object = field(default=None, compare=False)
 
 
-def plan_attachments(spec: ObjectSpec, tracepoint_id: TracepointIds) -> tuple[ProgramAttach, ...]:
-    """Decide each program's type and tracepoint; raises ObjectError for what cannot be attached."""
-    out: list[ProgramAttach] = []
-    for prog in spec.programs:
-        try:
-            section = parse_section(prog.section)
-        except EvspecError as exc:
-            first = exc.diagnostics[0].message if exc.diagnostics else "malformed"
-            raise ObjectError(
-                CODE_BAD_SECTION,
-                f"{spec.path}: program '{prog.name}': section '{prog.section}': {first}",
-                perf_message="Invalid config string",
-            ) from None
-        if section.attach is AttachKind.NONE:
-            out.append(ProgramAttach(prog.name, int(section.program_type)))
-            continue
-        if section.attach is AttachKind.TRACEPOINT and isinstance(section.target, TracepointTarget):
-            target = section.target
-            tp_id = tracepoint_id(target.system, target.event)
-            if tp_id is None:
-                raise ObjectError(
-                    CODE_NO_TRACEPOINT,
-                    f"{spec.path}: program '{prog.name}': tracepoint '{target.name}' does not exist",
-                    help=(f"see the tracepoints with `ls /sys/kernel/tracing/events/{target.system}`",),
-                )
-            event = ProbeEvent(target.name, {"type": int(PerfType.TRACEPOINT), "config": tp_id})
-            out.append(ProgramAttach(prog.name, int(ProgType.TRACEPOINT), (event,)))
-            continue
-        missing = {
-            AttachKind.KPROBE: "creating kprobe events (tracefs kprobe_events or the kprobe PMU)",
-            AttachKind.UPROBE: "creating uprobe events (tracefs uprobe_events or the uprobe PMU)",
-        }.get(section.attach, f"attaching {section.attach.value} programs")
+@dataclass(frozen=True, slots=True)
+class AttachOptions:
+    """What the command line says about attaching: tracepoint ids of the machine, ``--dev``."""
+
+    tracepoint_id: TracepointIds
+    dev: str | None = None
+
+
+class KindAttacher(Protocol):
+    """Attaches the programs of one attach kind; one instance per recording session."""
+
+    def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ProgramAttach: ...
+
+    def program_fd(self, live: LiveObject, attach: ProgramAttach, event: ProbeEvent) -> int | None:
+        """The program fd to set on ``event``; None: the program as ``load_object`` loaded it."""
+        ...
+
+    def attach_hooks(self, live: LiveObject, attach: ProgramAttach) -> None: ...
+
+    def close(self) -> None:
+        """Remove everything this attacher created; raise the first failure after trying all."""
+        ...
+
+
+KindFactory = Callable[[Kernel, AttachOptions], KindAttacher]
+
+# attach kind → its KindAttacher's factory, or "module:Class" imported on first use; constructed
+# as factory(kernel, options) once per session
+KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {}
+
+
+def _section(spec: ObjectSpec, prog: ProgramSpec) -> SectionSpec:
+    try:
+        return parse_section(prog.section)
+    except EvspecError as exc:
+        first = exc.diagnostics[0].message if exc.diagnostics else "malformed"
         raise ObjectError(
-            CODE_ATTACH_UNSUPPORTED,
-            f"{spec.path}: program '{prog.name}' (section '{prog.section}'): "
-            f"{section.attach.value} programs are not supported yet in this version of evspec "
-            f"record: {missing} is not implemented",
-            help=("use a tracepoint section (SYS:EVENT or tracepoint/SYS/EVENT) for now",),
+            CODE_BAD_SECTION,
+            f"{spec.path}: program '{prog.name}': section '{prog.section}': {first}",
+            perf_message="Invalid config string",
+        ) from None
+
+
+def _plan_tracepoint(spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec, tracepoint_id: TracepointIds) -> ProgramAttach:
+    target = section.target
+    assert isinstance(target, TracepointTarget)
+    tp_id = tracepoint_id(target.system, target.event)
+    if tp_id is None:
+        raise ObjectError(
+            CODE_NO_TRACEPOINT,
+            f"{spec.path}: program '{prog.name}': tracepoint '{target.name}' does not exist",
+            help=(f"see the tracepoints with `ls /sys/kernel/tracing/events/{target.system}`",),
         )
-    return tuple(out)
+    event = ProbeEvent(target.name, {"type": int(PerfType.TRACEPOINT), "config": tp_id})
+    return ProgramAttach(prog.name, int(ProgType.TRACEPOINT), (event,), kind=AttachKind.TRACEPOINT)
 
 
-def program_types(attachments: Sequence[ProgramAttach]) -> dict[str, int]:
-    """What ``load_object`` needs: program name → BPF program type (deferred ones excluded)."""
-    return {a.program: a.prog_type for a in attachments if not a.deferred}
+def _unsupported(spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ObjectError:
+    missing = {
+        AttachKind.KPROBE: "creating kprobe events (tracefs kprobe_events or the kprobe PMU)",
+        AttachKind.UPROBE: "creating uprobe events (tracefs uprobe_events or the uprobe PMU)",
+    }.get(section.attach, f"attaching {section.attach.value} programs")
+    return ObjectError(
+        CODE_ATTACH_UNSUPPORTED,
+        f"{spec.path}: program '{prog.name}' (section '{prog.section}'): "
+        f"{section.attach.value} programs are not supported yet in this version of evspec "
+        f"record: {missing} is not implemented",
+        help=("use a tracepoint section (SYS:EVENT or tracepoint/SYS/EVENT) for now",),
+    )
 
 
 class Attacher:
@@ -110,26 +140,75 @@ class Attacher:
     ``close`` after the events are closed (so that kernel objects the events used can go).
     """
 
-    def __init__(self, kernel: Kernel, tracepoint_id: TracepointIds) -> None:
+    def __init__(self, kernel: Kernel, options: AttachOptions | TracepointIds) -> None:
         self.kernel = kernel
-        self.tracepoint_id = tracepoint_id
+        self.options = options if isinstance(options, AttachOptions) else AttachOptions(options)
+        self._by_kind: dict[AttachKind, KindAttacher] = {}
+
+    def _kind(self, kind: AttachKind) -> KindAttacher | None:
+        if kind not in self._by_kind:
+            where = KIND_ATTACHERS.get(kind)
+            if where is None:
+                return None
+            if isinstance(where, str):
+                module, _, cls = where.partition(":")
+                where = getattr(importlib.import_module(module), cls)
+            self._by_kind[kind] = where(self.kernel, self.options)
+        return self._by_kind[kind]
 
     def plan(self, spec: ObjectSpec) -> tuple[ProgramAttach, ...]:
-        return plan_attachments(spec, self.tracepoint_id)
+        """Each program's type and attachment; raises ObjectError for what cannot be attached."""
+        out: list[ProgramAttach] = []
+        for prog in spec.programs:
+            section = _section(spec, prog)
+            if section.attach is AttachKind.NONE:
+                out.append(ProgramAttach(prog.name, int(section.program_type)))
+            elif section.attach is AttachKind.TRACEPOINT and isinstance(section.target, TracepointTarget):
+                out.append(_plan_tracepoint(spec, prog, section, self.options.tracepoint_id))
+            elif (handler := self._kind(section.attach)) is not None:
+                out.append(handler.plan(spec, prog, section))
+            else:
+                raise _unsupported(spec, prog, section)
+        return tuple(out)
 
     def program_fd(self, live: LiveObject, attach: ProgramAttach, event: ProbeEvent) -> int:
         """The program fd to set on ``event``."""
-        return live.program(attach.program).fd
+        handler = self._by_kind.get(attach.kind)
+        fd = handler.program_fd(live, attach, event) if handler is not None else None
+        return live.program(attach.program).fd if fd is None else fd
 
     def attach_hooks(self, live: LiveObject, attachments: Sequence[ProgramAttach]) -> None:
-        """Attachments that are not perf events (none yet)."""
+        """Attachments that are not perf events."""
+        for attach in attachments:
+            handler = self._by_kind.get(attach.kind)
+            if handler is not None:
+                handler.attach_hooks(live, attach)
 
     def close(self) -> None:
-        """Remove what ``plan``/``program_fd``/``attach_hooks`` created (nothing yet)."""
+        """Every kind attacher removes what it created; the first failure is raised last."""
+        first: BaseException | None = None
+        for handler in self._by_kind.values():
+            try:
+                handler.close()
+            except (KernelError, ObjectError, OSError) as exc:
+                first = first or exc
+        self._by_kind.clear()
+        if first is not None:
+            raise first
+
+
+def plan_attachments(spec: ObjectSpec, tracepoint_id: TracepointIds) -> tuple[ProgramAttach, ...]:
+    """``Attacher(Kernel(), tracepoint_id).plan(spec)``."""
+    return Attacher(Kernel(), AttachOptions(tracepoint_id)).plan(spec)
+
+
+def program_types(attachments: Sequence[ProgramAttach]) -> dict[str, int]:
+    """What ``load_object`` needs: program name → BPF program type (deferred ones excluded)."""
+    return {a.program: a.prog_type for a in attachments if not a.deferred}
 
 
 def attach_program(kernel: Kernel, event_fds: Sequence[int], prog_fd: int) -> None:
-    """Set ``prog_fd`` on every instance of a tracepoint event (PERF_EVENT_IOC_SET_BPF).
+    """Set ``prog_fd`` on every instance of a perf event (PERF_EVENT_IOC_SET_BPF).
 
     The kernel keeps a tracepoint's programs in one array shared by all its perf events, so every
     instance after the first answers EEXIST: the program is attached already (perf ignores it too).

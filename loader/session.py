@@ -19,7 +19,14 @@ from pathlib import Path
 from types import TracebackType
 
 from evspec.loader.apply import EventInstances, apply_updates
-from evspec.loader.attach import Attacher, ProbeEvent, ProgramAttach, attach_program, program_types
+from evspec.loader.attach import (
+    Attacher,
+    AttachOptions,
+    ProbeEvent,
+    ProgramAttach,
+    attach_program,
+    program_types,
+)
 from evspec.loader.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
@@ -54,13 +61,14 @@ _POLL_MS = 200
 
 @dataclass(frozen=True, slots=True)
 class RecordOptions:
-    """``-i``, ``-a``, ``-C``, ``-p`` and the ring size."""
+    """``-i``, ``-a``, ``-C``, ``-p``, the ring size and ``--dev``."""
 
     no_inherit: bool = False
     system_wide: bool = False
     cpus: tuple[int, ...] | None = None
     pid: int | None = None
     ring_pages: int = 16
+    dev: str | None = None  # network interface for xdp/tc programs that name none
 
 
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
@@ -261,7 +269,7 @@ class RecordSession:
         try:
             plan = compile_events(lists, system, "record")
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
-            self._attacher = Attacher(self.kernel, tp_ids)
+            self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
                 spec = read_bpf_object(ref.event.path, ref.event.is_source, cwd)

@@ -190,3 +190,55 @@ def test_perf_attr_maps_names_to_the_abi() -> None:
                       "enable_on_exec": 1, "precise_ip": 2, "bp_addr": 9})
     assert (attr.type, attr.config, attr.sample_period, attr.config1) == (1, 10, 4000, 9)
     assert attr.flags == (1 << 0) | (1 << 10) | (1 << 12) | (2 << 15)
+
+
+class _RecordingKind:
+    """A kind attacher that records what the dispatcher asks of it."""
+
+    def __init__(self, kernel: object, options: object) -> None:
+        self.calls: list[str] = []
+        self.options = options
+
+    def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: object) -> object:
+        from evspec.loader.attach import ProbeEvent, ProgramAttach
+        from evspec.loader.section import AttachKind
+
+        self.calls.append(f"plan {prog.name}")
+        return ProgramAttach(prog.name, 6, (ProbeEvent("xdp:" + prog.name, {"type": 1}),), deferred=True, kind=AttachKind.XDP)
+
+    def program_fd(self, live: object, attach: object, event: object) -> int | None:
+        self.calls.append("program_fd")
+        return 99
+
+    def attach_hooks(self, live: object, attach: object) -> None:
+        self.calls.append("hooks")
+
+    def close(self) -> None:
+        self.calls.append("close")
+        raise OSError("qdisc busy")
+
+
+def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evspec.loader import attach
+    from evspec.loader.fake_kernel import FakeKernel
+    from evspec.loader.kernel import Kernel
+    from evspec.loader.section import AttachKind
+
+    made: list[_RecordingKind] = []
+
+    def factory(kernel: object, options: object) -> _RecordingKind:
+        made.append(_RecordingKind(kernel, options))
+        return made[-1]
+
+    monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.XDP, factory)
+    spec = _obj("n.o", programs=(_prog("a", "xdp"), _prog("b", "xdp"), _prog("t", "raw_syscalls:sys_enter")))
+    attacher = attach.Attacher(Kernel(FakeKernel()), attach.AttachOptions(lambda s, e: 5, dev="veth0"))
+    plan = attacher.plan(spec)
+    assert len(made) == 1 and made[0].options.dev == "veth0"  # type: ignore[attr-defined]
+    assert [p.deferred for p in plan] == [True, True, False]
+    assert attach.program_types(plan) == {"t": 5}
+    assert attacher.program_fd(None, plan[0], plan[0].events[0]) == 99  # type: ignore[arg-type]
+    attacher.attach_hooks(None, plan)  # type: ignore[arg-type]
+    with pytest.raises(OSError, match="qdisc busy"):
+        attacher.close()
+    assert made[0].calls == ["plan a", "plan b", "program_fd", "hooks", "hooks", "close"]
