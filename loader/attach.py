@@ -70,7 +70,10 @@ class AttachOptions:
 
 
 class KindAttacher(Protocol):
-    """Attaches the programs of one attach kind; one instance per recording session."""
+    """Attaches the programs of one attach kind; one instance per recording session. ``notes``
+    are lines for ``record -v`` (e.g. how many programs served how many probe points)."""
+
+    notes: list[str]
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ProgramAttach: ...
 
@@ -183,6 +186,10 @@ class Attacher:
             handler = self._by_kind.get(attach.kind)
             if handler is not None:
                 handler.attach_hooks(live, attach)
+
+    @property
+    def notes(self) -> list[str]:
+        return [line for handler in self._by_kind.values() for line in handler.notes]
 
     def close(self) -> None:
         """Every kind attacher removes what it created; the first failure is raised last."""

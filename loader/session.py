@@ -286,6 +286,7 @@ class RecordSession:
             target = Target.of(self.options, workload.pid if workload else None)
             self._open_all(plan.events, auto, target)
             self._attach()
+            self.notes.extend(self._attacher.notes)
             self._apply()
             self._map_rings()
         except BaseException:

@@ -198,6 +198,7 @@ class _RecordingKind:
     def __init__(self, kernel: object, options: object) -> None:
         self.calls: list[str] = []
         self.options = options
+        self.notes = ["1 program served 2 probe points"]
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: object) -> object:
         from evspec.loader.attach import ProbeEvent, ProgramAttach
@@ -239,6 +240,7 @@ def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatc
     assert attach.program_types(plan) == {"t": 5}
     assert attacher.program_fd(None, plan[0], plan[0].events[0]) == 99  # type: ignore[arg-type]
     attacher.attach_hooks(None, plan)  # type: ignore[arg-type]
+    assert attacher.notes == ["1 program served 2 probe points"]
     with pytest.raises(OSError, match="qdisc busy"):
         attacher.close()
     assert made[0].calls == ["plan a", "plan b", "program_fd", "hooks", "hooks", "close"]
