@@ -19,6 +19,18 @@ BAD_SIZE = "EK012"
 RING_BUFFER = "EK013"
 BTF_REJECTED = "EK014"
 
+# Argument prologues of probes (H6b, EK130-EK139).
+PROBE_ARG_SYNTAX = "EK130"
+PROBE_ARG_REGISTER = "EK131"
+PROBE_ARG_TOO_MANY = "EK132"
+PROBE_ARG_NO_DWARF = "EK133"
+PROBE_ARG_NOT_FOUND = "EK134"
+PROBE_ARG_OPTIMISED_OUT = "EK135"
+PROBE_ARG_LOCATION = "EK136"
+PROBE_ARG_TYPE = "EK137"
+PROBE_ARG_SYMBOL = "EK138"
+PROLOGUE_REJECTED = "EK139"
+
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         PERMISSION,
@@ -161,5 +173,82 @@ CODES: tuple[CodeInfo, ...] = (
         "Reading, compiling or loading one of the BPF objects named in the event strings failed; the\n"
         "message says which and why.",
         fix="run 'evspec check --system live' and 'evspec inspect OBJ' on it",
+    ),
+    CodeInfo(
+        PROBE_ARG_SYNTAX,
+        "a probe argument cannot be fetched by a BPF prologue",
+        "A fetch argument of a probe definition (EVENT=FUNC ARG...) is not one the argument prologue\n"
+        "can read: it must be a register (%di, %x0), a dereference (+8(%di)), $stackN, $stack,\n"
+        "$argN, $retval (return probes), @SYMBOL[+OFF], or a named parameter of a target built with -g\n"
+        "(with -> and . member accesses). $comm, $params, $vars and string types are not supported.",
+        fix="fetch the value with one of the supported forms, or read it in the program itself",
+    ),
+    CodeInfo(
+        PROBE_ARG_REGISTER,
+        "a probe argument names a register this architecture does not have",
+        "Register names are those of the kernel's pt_regs: on x86_64 %ax %bx %cx %dx %si %di %bp %sp\n"
+        "%r8-%r15 %ip %flags (the 64-bit spellings %rax ... are accepted too); on aarch64 %x0-%x30,\n"
+        "%lr, %sp, %pc, %pstate.",
+        fix="use a register name of the machine the probe runs on",
+    ),
+    CodeInfo(
+        PROBE_ARG_TOO_MANY,
+        "a probe definition fetches more than three arguments",
+        "The argument prologue passes fetched values to the program in registers R3-R5 (R2 holds the\n"
+        "error flag), as perf did, so at most three arguments can be fetched per probe.",
+        fix="fetch at most three arguments; read more values in the program with bpf_probe_read_*",
+    ),
+    CodeInfo(
+        PROBE_ARG_NO_DWARF,
+        "a named probe argument needs debug information the target lacks",
+        "Named parameters are located through the DWARF debug information of the probed binary; it\n"
+        "has no .debug_info, or no DW_TAG_subprogram for the probed function.",
+        fix="build the target with -g, or fetch the argument by register (%di, %x0, $argN)",
+    ),
+    CodeInfo(
+        PROBE_ARG_NOT_FOUND,
+        "a named probe argument is not a parameter (or member) of the probed function",
+        "The function's DWARF entry has no formal parameter of that name, or a -> / . access names\n"
+        "a member the parameter's structure type does not have.",
+        fix="check the function's signature; the message lists the parameters it has",
+    ),
+    CodeInfo(
+        PROBE_ARG_OPTIMISED_OUT,
+        "a named probe argument has no location at the probe address (optimised out)",
+        "The compiler's debug information gives the parameter no location at the probed address: it\n"
+        "was optimised out there, or is only stored later (unoptimised code keeps parameters in the\n"
+        "stack frame only after the function's prologue).",
+        fix="probe at another address, or fetch the value by register at the function's entry",
+    ),
+    CodeInfo(
+        PROBE_ARG_LOCATION,
+        "a named probe argument's DWARF location cannot be turned into fetch code",
+        "The parameter's location expression uses operations the prologue cannot evaluate (pieces,\n"
+        "DW_OP_entry_value, computed values, registers that are not in pt_regs).",
+        fix="fetch the value by register or stack slot instead",
+    ),
+    CodeInfo(
+        PROBE_ARG_TYPE,
+        "a probe argument has a type the prologue cannot produce",
+        "Supported types: u8 u16 u32 u64, s8 s16 s32 s64, x8 x16 x32 x64 and bitfields\n"
+        "b<width>@<offset>/<container bits>. Strings (string, ustring, symbol) cannot be passed in a\n"
+        "register.",
+        fix="use one of the integer types",
+    ),
+    CodeInfo(
+        PROBE_ARG_SYMBOL,
+        "a probe argument's @SYMBOL cannot be resolved",
+        "@SYMBOL reads memory at a symbol's address: for uprobes the symbol must be in the target's\n"
+        "symbol table (its run-time address is found from the probed instruction's, so PIE programs\n"
+        "and shared libraries work, but not in return probes); for kprobes it comes from /proc/kallsyms.",
+        fix="check the symbol name with `nm` on the target",
+    ),
+    CodeInfo(
+        PROLOGUE_REJECTED,
+        "the verifier rejected a program together with its argument prologue",
+        "A probe program with fetched arguments is loaded as prologue + program. The program reads an\n"
+        "argument register (R3-R5) the probe definition does not fetch, or the prologue itself was\n"
+        "refused (the full verifier log is kept with the error).",
+        fix="make the program take as many arguments as the probe definition fetches",
     ),
 )
