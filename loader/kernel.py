@@ -645,6 +645,12 @@ class Kernel:
         """Attach a program to a tracepoint/kprobe/uprobe perf event (PERF_EVENT_IOC_SET_BPF)."""
         self._ioctl(fd, Ioctl.SET_BPF, prog_fd, f"perf event fd {fd}")
 
+    def event_id(self, fd: int) -> int:
+        """The kernel's id of a perf event (PERF_EVENT_IOC_ID), as PERF_SAMPLE_IDENTIFIER carries it."""
+        value = ctypes.c_uint64()
+        self._ioctl(fd, Ioctl.ID, ctypes.addressof(value), f"perf event fd {fd}")
+        return value.value
+
     def mmap_ring(self, fd: int, data_pages: int) -> RingMapping:
         """Map the ring buffer of a perf event: one control page plus ``data_pages`` (a power of 2)."""
         if data_pages <= 0 or data_pages & (data_pages - 1):
