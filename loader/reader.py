@@ -33,9 +33,9 @@ from functools import cached_property
 from pathlib import Path
 
 from evspec.loader.btf import Btf, BtfError, BtfExt, BtfKind, BtfType, LineRecord
-from evspec.loader.elf_reader import BpfElf, Rel, Section, Symbol
+from evspec.loader.elf_reader import SHF_ALLOC, BpfElf, Rel, Section, Symbol
 from evspec.loader.errors import ObjectError
-from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, Relocation
+from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, Relocation, SectionLayout
 
 from evspec.codes import bpf as codes
 
@@ -202,7 +202,20 @@ class _Reader:
         return ObjectSpec(
             path=self.path, license=self.license(), kernel_version=self.kernel_version(),
             maps=tuple(maps), programs=tuple(programs), subprograms=tuple(subprograms),
-            btf=self.btf_bytes, btf_ext=self.btf_ext_bytes)
+            btf=self.btf_bytes, btf_ext=self.btf_ext_bytes, layouts=self.layouts())
+
+    def layouts(self) -> tuple[SectionLayout, ...]:
+        """Sizes and object symbols of the allocated data sections, which the BTF fix-up needs."""
+        if self.btf_bytes is None:
+            return ()
+        out = []
+        for s in self.elf.sections:
+            if s.executable or not s.flags & SHF_ALLOC or s.type not in ("SHT_PROGBITS", "SHT_NOBITS"):
+                continue
+            symbols = tuple((sym.name, sym.value) for sym in self.elf.symbols_in(s)
+                            if sym.name and sym.type in ("STT_OBJECT", "STT_NOTYPE"))
+            out.append(SectionLayout(s.name, s.size, symbols))
+        return tuple(out)
 
     def license(self) -> str:
         s = self.elf.section("license")

@@ -122,6 +122,16 @@ class ProgramSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class SectionLayout:
+    """An allocated data section's size and where its named symbols sit: the facts a BTF DATASEC
+    describes, which clang leaves for the loader to fill in."""
+
+    name: str
+    size: int
+    symbols: tuple[tuple[str, int], ...] = ()  # (symbol name, offset) of each named object symbol
+
+
+@dataclass(frozen=True, slots=True)
 class ObjectSpec:
     path: str
     license: str
@@ -131,6 +141,7 @@ class ObjectSpec:
     subprograms: tuple[ProgramSpec, ...] = ()  # .text functions reached by bpf-to-bpf calls
     btf: bytes | None = field(default=None, repr=False)  # the raw .BTF section, for loading
     btf_ext: bytes | None = field(default=None, repr=False)
+    layouts: tuple[SectionLayout, ...] = field(default=(), repr=False)  # with .BTF only
 
     def map(self, name: str) -> MapSpec | None:
         for m in self.maps:
