@@ -31,6 +31,15 @@ PROBE_ARG_TYPE = "EK137"
 PROBE_ARG_SYMBOL = "EK138"
 PROLOGUE_REJECTED = "EK139"
 
+# Network hooks: XDP and tc programs attached through netlink (H6c, EK140-EK149).
+NET_NO_DEVICE = "EK140"
+NET_UNKNOWN_DEVICE = "EK141"
+NET_XDP_BUSY = "EK142"
+NET_XDP_MODE = "EK143"
+NET_HOOK_TWICE = "EK144"
+NET_ATTACH_FAILED = "EK145"
+NET_DETACH_FAILED = "EK146"
+
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         PERMISSION,
@@ -250,5 +259,60 @@ CODES: tuple[CodeInfo, ...] = (
         "argument register (R3-R5) the probe definition does not fetch, or the prologue itself was\n"
         "refused (the full verifier log is kept with the error).",
         fix="make the program take as many arguments as the probe definition fetches",
+    ),
+    CodeInfo(
+        NET_NO_DEVICE,
+        "an xdp or tc program names no network interface",
+        "XDP and tc programs are attached to a network interface. The section names it with a\n"
+        "dev=IFACE setting (SEC(\"dev=eth0;xdp\"), SEC(\"dev=eth0;tc/egress\")); programs whose section\n"
+        "names none use the interface given with `evspec record --dev IFACE`.",
+        fix="add --dev IFACE to the command line, or dev=IFACE; in front of the section name",
+    ),
+    CodeInfo(
+        NET_UNKNOWN_DEVICE,
+        "the network interface an xdp or tc program names does not exist",
+        "The interface named by dev= or --dev is not present in the network namespace evspec runs\n"
+        "in. The message lists the interfaces that are.",
+        fix="name an existing interface (see `ip link`), or run evspec in the interface's namespace",
+    ),
+    CodeInfo(
+        NET_XDP_BUSY,
+        "another XDP program is attached to the interface",
+        "An interface runs one XDP program per mode. evspec does not replace a program it did not\n"
+        "attach unless the section says force=yes; with force=yes the other program is detached for\n"
+        "the recording and NOT put back afterwards.",
+        fix="detach the other program (`ip link set dev IFACE xdp off`), or add force=yes; to the section",
+    ),
+    CodeInfo(
+        NET_XDP_MODE,
+        "the interface cannot run the XDP program in the mode asked for",
+        "mode=drv needs a driver with native XDP support; a program already attached in the other\n"
+        "mode (generic vs driver) also blocks the attachment.",
+        fix="use mode=skb (generic XDP works on every interface), or leave mode= out",
+    ),
+    CodeInfo(
+        NET_HOOK_TWICE,
+        "two programs of the recording attach to the same network hook",
+        "An interface runs one XDP program per mode, so two xdp programs of the recording cannot\n"
+        "share an interface.",
+        fix="attach the programs to different interfaces, or merge them into one program",
+    ),
+    CodeInfo(
+        NET_ATTACH_FAILED,
+        "the kernel refused to attach an xdp or tc program",
+        "A netlink request (setting an interface's XDP program, creating the clsact qdisc, adding a\n"
+        "bpf filter) failed; the message names the request and the kernel's error. Attaching needs\n"
+        "CAP_NET_ADMIN, tc needs the clsact qdisc and the bpf classifier in the kernel\n"
+        "(CONFIG_NET_SCH_INGRESS, CONFIG_NET_CLS_BPF).",
+        fix="run as root on a kernel with the features named in the message",
+    ),
+    CodeInfo(
+        NET_DETACH_FAILED,
+        "an xdp or tc attachment could not be removed",
+        "At the end of a recording evspec removes the XDP programs, bpf filters and clsact qdiscs\n"
+        "it added (and, at the start, those a killed evspec left behind). The message names what is\n"
+        "still attached and why it could not be removed.",
+        fix="remove it by hand: `ip link set dev IFACE xdp off`, `tc filter del dev IFACE ingress`,\n"
+        "`tc qdisc del dev IFACE clsact`",
     ),
 )
