@@ -40,6 +40,11 @@ NET_HOOK_TWICE = "EK144"
 NET_ATTACH_FAILED = "EK145"
 NET_DETACH_FAILED = "EK146"
 
+# Capture files (H5cap, EK150-EK159).
+PERF_DATA_CORRUPT = "EK150"
+PERF_DATA_UNSUPPORTED = "EK151"
+PERF_DATA_WRITE = "EK152"
+
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         PERMISSION,
@@ -314,5 +319,28 @@ CODES: tuple[CodeInfo, ...] = (
         "still attached and why it could not be removed.",
         fix="remove it by hand: `ip link set dev IFACE xdp off`, `tc filter del dev IFACE ingress`,\n"
         "`tc qdisc del dev IFACE clsact`",
+    ),
+    CodeInfo(
+        PERF_DATA_CORRUPT,
+        "a perf.data file is malformed",
+        "The file does not start with perf's PERFILE2 header, or a section, attribute or record\n"
+        "points past the end of the file or is shorter than its own header says. A file whose writer\n"
+        "was killed is still read up to its last complete record; this error means worse damage.",
+    ),
+    CodeInfo(
+        PERF_DATA_UNSUPPORTED,
+        "a perf.data file uses a layout evspec does not read",
+        "The file is valid but written in a way evspec's reader does not handle: byte-swapped (from a\n"
+        "machine of the other endianness), the old PERFFILE magic, a pipe-mode stream, or samples\n"
+        "whose events cannot be told apart (several events and no PERF_SAMPLE_IDENTIFIER or\n"
+        "PERF_SAMPLE_ID at one position).",
+        fix="convert it with perf on the machine that wrote it: `perf inject -i IN -o OUT`",
+    ),
+    CodeInfo(
+        PERF_DATA_WRITE,
+        "the capture file cannot be written",
+        "evspec record -o FILE could not create or write the file (a missing directory, no\n"
+        "permission, a full disk); the message names the file and the error.",
+        fix="choose another path with -o, or free space on its file system",
     ),
 )
