@@ -45,6 +45,10 @@ PERF_DATA_CORRUPT = "EK150"
 PERF_DATA_UNSUPPORTED = "EK151"
 PERF_DATA_WRITE = "EK152"
 
+# Object BTF for the kernel, tracepoint formats (H5btf, EK160-EK169).
+BTF_FIXUP = "EK160"
+TRACEPOINT_FORMAT = "EK161"
+
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         PERMISSION,
@@ -342,5 +346,26 @@ CODES: tuple[CodeInfo, ...] = (
         "evspec record -o FILE could not create or write the file (a missing directory, no\n"
         "permission, a full disk); the message names the file and the error.",
         fix="choose another path with -o, or free space on its file system",
+    ),
+    CodeInfo(
+        BTF_FIXUP,
+        "the object's BTF cannot be prepared for the kernel",
+        "Before loading an object's BTF evspec completes what clang leaves to the loader: the sizes\n"
+        "of the DATASECs (.maps, .data, .bss, .rodata, license) from the ELF sections and the offsets\n"
+        "of their variables from the symbols. A variable without a symbol, a DATASEC naming a section\n"
+        "the object lacks (externs: .kconfig, .ksyms) or a variable past its section's end stops that.\n"
+        "The object is then loaded without BTF: maps have no key/value types, programs no func/line\n"
+        "info (`evspec record -v` says why).",
+        fix="rebuild the object with clang -g -O2 -target bpf and without extern (__kconfig, __ksym)\n"
+        "variables",
+    ),
+    CodeInfo(
+        TRACEPOINT_FORMAT,
+        "a tracepoint's format file cannot be read or parsed",
+        "evspec decodes the raw data of tracepoint samples with the field list of\n"
+        "/sys/kernel/tracing/events/SYS/EVENT/format. The file is missing, unreadable, or has a field\n"
+        "line that does not match `field:TYPE NAME; offset:N; size:N; signed:N;`. Samples of that\n"
+        "event are printed as a hexdump instead.",
+        fix="mount tracefs (mount -t tracefs nodev /sys/kernel/tracing) and run evspec as root",
     ),
 )
