@@ -10,6 +10,15 @@ Two dialects are understood:
   ``kprobe/FUNC[+OFF]``, ``uprobe/PATH:FUNC[+OFF]``, ``xdp``, ``tc``, ... — perf 6.1 cannot use
   them, which ``SectionSpec.perf_compatible`` records together with the reason.
 
+Network hooks (evspec's own settings, perf never had them): ``xdp``, ``tc`` (= ``tc/ingress``),
+``tc/egress`` and ``classifier`` (= ``tc``) take perf-style settings in front of the name:
+``dev=IFACE`` names the interface (else ``evspec record --dev``), ``mode=skb|drv`` the XDP mode
+(generic or driver; without it the kernel picks driver mode where the driver has it), and
+``force=yes`` lets an xdp program replace one somebody else attached. So ``dev=eth0;xdp``,
+``dev=veth0;mode=skb;xdp``, ``dev=eth0;tc/egress``. The settings come first, as perf's do: perf
+splits at every ``;`` and takes the last piece as the main part, so ``xdp;dev=eth0`` would be a
+probe definition ``dev=eth0``. ``dev=`` and ``mode=`` on any other section are errors.
+
 Diagnostics carry spans into the *section string*; whoever reports them against an event string
 moves them (the object checker puts object errors on the path of the BPF event).
 """
@@ -41,9 +50,16 @@ SETTING_USAGE: dict[str, tuple[str, str]] = {
     "inlines": ("inlines=[yes|no]", "Probe at inline symbol"),
     "force": ("force=[yes|no]", "Forcibly add events with existing name"),
 }
+# evspec's settings of network hooks (xdp, tc); perf does not know them
+NET_SETTING_USAGE: dict[str, tuple[str, str]] = {
+    "dev": ("dev=<network interface>", "Set the interface of an xdp or tc program"),
+    "mode": ("mode=[skb|drv]", "Set the XDP mode: generic (skb) or driver (drv)"),
+}
 VALID_SETTINGS_HELP: tuple[str, ...] = tuple(
-    f"valid settings: {usage} ({desc.lower()})" for usage, desc in SETTING_USAGE.values()
+    f"valid settings: {usage} ({desc.lower()})"
+    for usage, desc in (*SETTING_USAGE.values(), *NET_SETTING_USAGE.values())
 )
+IFNAMSIZ = 16  # the kernel's interface-name buffer, NUL included
 
 _C_IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _GLOB_CHARS = frozenset("*?[")
@@ -66,6 +82,21 @@ class AttachKind(str, Enum):
     SOCKET = "socket"
     PERF_EVENT = "perf_event"
     NONE = "none"  # loaded but not attached (perf's '!SYS:EVENT')
+
+
+NET_HOOKS = frozenset({AttachKind.XDP, AttachKind.TC})
+
+
+class XdpMode(str, Enum):
+    """``mode=``: generic XDP (on the skb, any interface) or the driver's native XDP."""
+
+    SKB = "skb"
+    DRV = "drv"
+
+
+class TcDirection(str, Enum):
+    INGRESS = "ingress"
+    EGRESS = "egress"
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,7 +195,24 @@ class ProbeTarget:
         return f"{self.group or PERF_BPF_PROBE_GROUP}:{self.event_name}"
 
 
-Target = TracepointTarget | RawTracepointTarget | ProbeTarget
+@dataclass(frozen=True, slots=True)
+class NetHookTarget:
+    """Where an xdp or tc program goes: the interface (None: the command line's ``--dev``), the
+    XDP mode (None: the kernel's choice) or the tc direction."""
+
+    dev: str | None
+    xdp_mode: XdpMode | None  # xdp only
+    direction: TcDirection | None  # tc only
+    span: Span  # the main part
+    dev_span: Span | None = None  # the value of the dev= setting that counts
+
+    @property
+    def hook(self) -> str:
+        """``xdp``, ``tc ingress`` or ``tc egress``."""
+        return "xdp" if self.direction is None else f"tc {self.direction.value}"
+
+
+Target = TracepointTarget | RawTracepointTarget | ProbeTarget | NetHookTarget
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,7 +221,7 @@ class SectionSpec:
     style: SectionStyle
     program_type: ProgType
     attach: AttachKind
-    target: Target | None  # None for xdp, tc, socket, perf_event
+    target: Target | None  # None for socket, perf_event
     main_span: Span
     settings: tuple[Setting, ...] = ()
     inlines: bool = True
@@ -208,6 +256,15 @@ class SectionSpec:
             out["tracepoint"] = {"system": target.system, "event": target.event, "load_only": target.load_only}
         elif isinstance(target, RawTracepointTarget):
             out["raw_tracepoint"] = target.event
+        elif isinstance(target, NetHookTarget):
+            net: dict[str, object] = {"hook": target.hook}
+            if target.dev is not None:
+                net["dev"] = target.dev
+            if target.xdp_mode is not None:
+                net["mode"] = target.xdp_mode.value
+            if target.direction is None:
+                net["force"] = self.force
+            out["net"] = net
         elif isinstance(target, ProbeTarget):
             point = target.point
             probe: dict[str, object] = {}
@@ -273,6 +330,7 @@ def parse_section(name: str) -> SectionSpec:
             if setting is not None:
                 settings.append(setting)
         spec = _parse_main(name, main_text, main_start, main_span, tuple(settings))
+        _refuse_net_settings(spec)
     except EvspecError as exc:
         raise EvspecError((*exc.diagnostics, *warnings)) from None
     extra = _ineffective_settings(spec)
@@ -309,6 +367,9 @@ def _parse_setting(text: str, start: int, warnings: list[Diagnostic]) -> Setting
     key, value = text.split("=", 1)
     key_span = Span(start, start + len(key))
     value_span = Span(key_span.end + 1, span.end)
+    if key in NET_SETTING_USAGE:
+        _check_net_setting(key, value, span, value_span)
+        return Setting(key, value, span, key_span, value_span)
     if key not in SETTING_USAGE:
         raise EvspecError(
             error(
@@ -347,6 +408,72 @@ def _parse_setting(text: str, start: int, warnings: list[Diagnostic]) -> Setting
             )
         )
     return Setting(key, value, span, key_span, value_span)
+
+
+def _check_net_setting(key: str, value: str, span: Span, value_span: Span) -> None:
+    usage = NET_SETTING_USAGE[key][0]
+    if not value:
+        raise EvspecError(error(codes.BAD_SETTING_VALUE, f"setting '{key}' needs a value", span, help=(f"write {usage}",)))
+    if key == "mode":
+        if value not in XdpMode._value2member_map_:
+            raise EvspecError(
+                error(
+                    codes.BAD_SETTING_VALUE,
+                    f"'{value}' is not an XDP mode",
+                    value_span,
+                    help=("write mode=skb (generic XDP, any interface) or mode=drv (the driver's own XDP)",),
+                )
+            )
+        return
+    why = _bad_interface_name(value)
+    if why is not None:
+        raise EvspecError(
+            error(
+                codes.BAD_SETTING_VALUE,
+                f"'{value}' is not a network interface name: {why}",
+                value_span,
+                help=("see the interfaces with `ip link`",),
+            )
+        )
+
+
+def _bad_interface_name(name: str) -> str | None:
+    """Why the kernel would refuse ``name`` as an interface name (its dev_valid_name rules)."""
+    if len(name) >= IFNAMSIZ:
+        return f"it is longer than {IFNAMSIZ - 1} characters"
+    if name in (".", ".."):
+        return "'.' and '..' are not interface names"
+    bad = next((c for c in name if c in "/:" or c.isspace()), None)
+    if bad is not None:
+        return f"it contains {bad!r}"
+    return None
+
+
+def _refuse_net_settings(spec: SectionSpec) -> None:
+    """``dev=`` and ``mode=`` belong to xdp and tc sections (``mode=`` to xdp only: a warning)."""
+    if spec.attach in NET_HOOKS:
+        return
+    for s in spec.settings:
+        if s.key in NET_SETTING_USAGE:
+            raise EvspecError(
+                error(
+                    codes.UNKNOWN_SETTING,
+                    f"setting '{s.key}' applies only to xdp and tc programs, and this section is "
+                    f"{_section_kind(spec)}",
+                    s.key_span,
+                    help=(f"remove '{s.key}={s.value};' from the section name",),
+                    perf_message="Invalid program config term in config string " + ADD_V_HELP,
+                    perf_help=ADD_V_HELP,
+                )
+            )
+
+
+def _section_kind(spec: SectionSpec) -> str:
+    if isinstance(spec.target, ProbeTarget):
+        return "a uprobe" if spec.target.is_uprobe else "a kprobe"
+    if spec.style is SectionStyle.LIBBPF:
+        return "a libbpf-style section"
+    return "a tracepoint"
 
 
 def parse_perf_bool(text: str) -> bool | None:
@@ -391,17 +518,38 @@ def _probe_target_setting(settings: tuple[Setting, ...]) -> tuple[str | None, st
 def _ineffective_settings(spec: SectionSpec) -> tuple[Diagnostic, ...]:
     out: list[Diagnostic] = []
     is_perf_probe = spec.style is SectionStyle.PERF and isinstance(spec.target, ProbeTarget)
-    last_target: Setting | None = None
+    is_net = spec.attach in NET_HOOKS
+    replaced_by_later = {"exec": "target", "module": "target", "dev": "dev", "mode": "mode"}
+    last: dict[str, Setting] = {}
     for s in spec.settings:
-        if s.key in ("exec", "module"):
-            if last_target is not None and is_perf_probe:
-                out.append(_no_effect(last_target, f"'{s.key}=' later in the section replaces it"))
-            last_target = s
+        slot = replaced_by_later.get(s.key)
+        if slot is None:
+            continue
+        earlier = last.get(slot)
+        if earlier is not None and (is_perf_probe or is_net) and _applies(earlier, spec):
+            out.append(_no_effect(earlier, f"'{s.key}=' later in the section replaces it"))
+        last[slot] = s
     for s in spec.settings:
-        if not is_perf_probe:
+        if _applies(s, spec):
+            continue
+        if is_net:
+            hook = "an xdp program" if spec.attach is AttachKind.XDP else "a tc program"
+            where = {"mode": "xdp programs", "force": "kprobes, uprobes and xdp programs"}.get(s.key, "kprobes and uprobes")
+            out.append(_no_effect(s, f"it applies to {where}, and this section is {hook}"))
+        else:
             what = "a libbpf-style section" if spec.style is SectionStyle.LIBBPF else "a tracepoint"
             out.append(_no_effect(s, f"it applies to kprobes and uprobes, and this section is {what}"))
     return tuple(sorted(out, key=lambda d: d.span.start))
+
+
+def _applies(setting: Setting, spec: SectionSpec) -> bool:
+    if spec.style is SectionStyle.PERF and isinstance(spec.target, ProbeTarget):
+        return True
+    if spec.attach is AttachKind.XDP:
+        return setting.key in ("dev", "mode", "force")
+    if spec.attach is AttachKind.TC:
+        return setting.key == "dev"
+    return False
 
 
 def _no_effect(setting: Setting, why: str) -> Diagnostic:
@@ -590,6 +738,8 @@ def _parse_libbpf(
             span=Span(_tok_span(func_tok, start).start, main_span.end),  # type: ignore[arg-type]
         )
         target = ProbeTarget(None, None, point, (), binary, None, main_span)
+    elif attach in NET_HOOKS:
+        target = _net_target(attach, kids, main_span, settings)
     else:
         target = None
     if ":" in main:
@@ -610,9 +760,29 @@ def _parse_libbpf(
         target=target,
         main_span=main_span,
         settings=settings,
+        force=attach is AttachKind.XDP and _bool_setting(settings, "force", False),
         perf_compatible=False,
         perf_reason=reason,
         perf_message=perf_message,
+    )
+
+
+def _net_target(attach: AttachKind, kids: list[object], main_span: Span, settings: tuple[Setting, ...]) -> NetHookTarget:
+    """An xdp or tc section: the last dev= and mode= count; tc's direction is ``tc/DIRECTION``."""
+    dev = next((s for s in reversed(settings) if s.key == "dev"), None)
+    direction: TcDirection | None = None
+    mode: XdpMode | None = None
+    if attach is AttachKind.TC:
+        direction = TcDirection(str(kids[-1])) if len(kids) == 2 else TcDirection.INGRESS
+    else:
+        mode_setting = next((s for s in reversed(settings) if s.key == "mode"), None)
+        mode = XdpMode(mode_setting.value) if mode_setting is not None else None
+    return NetHookTarget(
+        dev=dev.value if dev is not None else None,
+        xdp_mode=mode,
+        direction=direction,
+        span=main_span,
+        dev_span=dev.value_span if dev is not None else None,
     )
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import pytest
 from evspec.loader.section import (
     AttachKind,
+    NetHookTarget,
     ProbeTarget,
     RawTracepointTarget,
     SectionSpec,
     SectionStyle,
+    TcDirection,
     TracepointTarget,
+    XdpMode,
     describe_section,
     parse_perf_bool,
     parse_section,
@@ -440,7 +443,7 @@ def test_libbpf_probe_details() -> None:
     assert (p.binary, p.point.function, p.point.offset, p.point.retprobe) == ("./target", "myfn1", 4, True)
     raw = parse_section("raw_tp/sched_switch").target
     assert isinstance(raw, RawTracepointTarget) and raw.event == "sched_switch"
-    assert parse_section("xdp").target is None
+    assert parse_section("socket").target is None
 
 
 def test_libbpf_uprobe_reads_as_a_tracepoint_to_perf() -> None:
@@ -455,7 +458,7 @@ def test_a_system_named_like_a_libbpf_kind_is_a_tracepoint() -> None:
 
 
 def test_settings_before_a_libbpf_name_warn() -> None:
-    s = parse_section("force=yes;xdp")
+    s = parse_section("force=yes;socket")
     assert [w.code for w in s.warnings] == ["WB110"]
 
 
@@ -505,3 +508,128 @@ def test_describe_section_reports_errors_as_data() -> None:
         "perf_message": "Invalid config string",
     }
     assert describe_section("xdp")["attach"] == "xdp"
+
+
+# --------------------------------------------------------------------------------------------
+# network hooks: xdp and tc with evspec's dev= and mode= settings
+
+
+def net(spec: SectionSpec) -> NetHookTarget:
+    assert isinstance(spec.target, NetHookTarget)
+    return spec.target
+
+
+@pytest.mark.parametrize(
+    ("name", "attach", "dev", "mode", "direction"),
+    [
+        ("xdp", AttachKind.XDP, None, None, None),
+        ("dev=veth0;xdp", AttachKind.XDP, "veth0", None, None),
+        ("dev=veth0;mode=skb;xdp", AttachKind.XDP, "veth0", XdpMode.SKB, None),
+        ("mode=drv;dev=eth0.100;xdp", AttachKind.XDP, "eth0.100", XdpMode.DRV, None),
+        ("tc", AttachKind.TC, None, None, TcDirection.INGRESS),
+        ("classifier", AttachKind.TC, None, None, TcDirection.INGRESS),
+        ("dev=lo;tc/ingress", AttachKind.TC, "lo", None, TcDirection.INGRESS),
+        ("dev=lo;tc/egress", AttachKind.TC, "lo", None, TcDirection.EGRESS),
+        ("dev=a;dev=br-lan_2;tc/egress", AttachKind.TC, "br-lan_2", None, TcDirection.EGRESS),
+    ],
+)
+def test_network_hooks(
+    name: str, attach: AttachKind, dev: str | None, mode: XdpMode | None, direction: TcDirection | None
+) -> None:
+    s = parse_section(name)
+    target = net(s)
+    assert (s.attach, target.dev, target.xdp_mode, target.direction) == (attach, dev, mode, direction)
+    assert s.program_type is (ProgType.XDP if attach is AttachKind.XDP else ProgType.SCHED_CLS)
+    assert not s.perf_compatible and s.perf_message == "Invalid config string"
+    main = name.rsplit(";", 1)[-1]
+    assert target.span.text(name) == main
+    if dev is None:
+        assert target.dev_span is None
+    else:
+        assert target.dev_span is not None and target.dev_span.text(name) == dev
+        # the last dev= counts
+        assert target.dev_span.start == name.rindex("dev=") + 4
+
+
+def test_hook_names() -> None:
+    assert [net(parse_section(n)).hook for n in ("xdp", "tc", "tc/egress")] == ["xdp", "tc ingress", "tc egress"]
+
+
+def test_force_lets_xdp_replace_and_does_nothing_for_tc() -> None:
+    assert parse_section("force=yes;dev=e;xdp").force is True
+    assert parse_section("dev=e;xdp").force is False
+    name = "force=yes;dev=e;tc"
+    s = parse_section(name)
+    assert s.force is False
+    (w,) = s.warnings
+    assert (w.code, w.span.text(name)) == ("WB110", "force=yes")
+    assert "kprobes, uprobes and xdp programs" in w.message and "a tc program" in w.message
+
+
+def test_settings_that_do_not_apply_to_network_hooks_warn() -> None:
+    name = "exec=/bin/true;mode=skb;dev=a;dev=b;tc/egress"
+    s = parse_section(name)
+    assert [(w.code, w.span.text(name)) for w in s.warnings] == [
+        ("WB110", "exec=/bin/true"), ("WB110", "mode=skb"), ("WB110", "dev=a")]
+    assert "it applies to xdp programs, and this section is a tc program" in s.warnings[1].message
+    assert "'dev=' later in the section replaces it" in s.warnings[2].message
+    name = "mode=drv;mode=skb;xdp"
+    (w,) = parse_section(name).warnings
+    assert w.span.text(name) == "mode=drv"
+    assert net(parse_section(name)).xdp_mode is XdpMode.SKB
+
+
+@pytest.mark.parametrize(
+    ("name", "code", "text", "message"),
+    [
+        ("dev=eth0;p=f", "EB104", "dev", "setting 'dev' applies only to xdp and tc programs, and this section is a kprobe"),
+        ("exec=/bin/true;mode=skb;p=f", "EB104", "mode", "this section is a uprobe"),
+        ("dev=eth0;raw_syscalls:sys_enter", "EB104", "dev", "this section is a tracepoint"),
+        ("dev=eth0;socket", "EB104", "dev", "this section is a libbpf-style section"),
+        ("mode=generic;xdp", "EB105", "generic", "'generic' is not an XDP mode"),
+        ("dev=;xdp", "EB105", "dev=", "setting 'dev' needs a value"),
+        ("mode=;xdp", "EB105", "mode=", "setting 'mode' needs a value"),
+        ("dev=abcdefghijklmnop;xdp", "EB105", "abcdefghijklmnop", "longer than 15 characters"),
+        ("dev=a/b;tc", "EB105", "a/b", "it contains '/'"),
+        ("dev=a:1;tc", "EB105", "a:1", "it contains ':'"),
+        ("dev=a b;tc", "EB105", "a b", "it contains ' '"),
+        ("dev=..;tc", "EB105", "..", "'.' and '..' are not interface names"),
+        ("dev=eth0;tc/sideways", "EB107", "sideways", "malformed libbpf-style section"),
+        ("classifier/egress", "EB107", "/egress", "malformed libbpf-style section"),
+    ],
+)
+def test_bad_network_settings(name: str, code: str, text: str, message: str) -> None:
+    got_code, got_text, _, got_message = fails(name)
+    assert (got_code, got_text) == (code, text)
+    assert message in got_message
+
+
+def test_settings_after_the_name_are_perfs_main_part() -> None:
+    # perf's split: the last piece 'dev=eth0' is a kprobe 'dev' on 'eth0', 'xdp' a key-less setting
+    s = parse_section("xdp;dev=eth0")
+    assert s.attach is AttachKind.KPROBE and probe(s).event == "dev"
+    assert [w.code for w in s.warnings] == ["WB109"]
+
+
+def test_dev_on_other_sections_has_perfs_unknown_term_message() -> None:
+    with pytest.raises(EvspecError) as info:
+        parse_section("dev=eth0;p=f")
+    d = info.value.diagnostics[0]
+    assert d.perf_message == "Invalid program config term in config string (add -v to see detail)"
+    assert d.help == ("remove 'dev=eth0;' from the section name",)
+
+
+def test_unknown_setting_help_lists_the_network_settings() -> None:
+    with pytest.raises(EvspecError) as info:
+        parse_section("iface=eth0;xdp")
+    d = info.value.diagnostics[0]
+    assert d.code == "EB104" and d.span == Span(0, 5)
+    assert any("dev=<network interface>" in h for h in d.help)
+    assert any("mode=[skb|drv]" in h for h in d.help)
+
+
+def test_to_json_network_hooks() -> None:
+    j = parse_section("dev=veth0;mode=skb;force=yes;xdp").to_json()
+    assert j["net"] == {"hook": "xdp", "dev": "veth0", "mode": "skb", "force": True}
+    assert j["settings"] == {"dev": "veth0", "mode": "skb", "force": "yes"}
+    assert parse_section("tc/egress").to_json()["net"] == {"hook": "tc egress"}
