@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from lark.exceptions import UnexpectedInput, VisitError
+from lark.exceptions import UnexpectedInput
 
 from evspec import lexicon
 from evspec.ast import AllIndices, BpfEvent, EventList, Group, IndexList
-from evspec.parser import AstBuilder, _Fault, _SyntaxStop, analyze, earley_parser, machine, parse
+from evspec.ast_builder import AstBuilder, Fault
+from evspec.parser import analyze, earley_parser, machine, parse
+from evspec.parser_lalr import SyntaxStop
 from evspec.printer import print_events
 from evspec.span import Span
 
@@ -279,9 +281,9 @@ def test_blanks_where_allowed_change_nothing(pair: tuple[str, str]) -> None:
 def _lalr(text: str, start: str = "events") -> object:
     try:
         return machine().parse(text, start)
-    except _SyntaxStop:
+    except SyntaxStop:
         return "reject"
-    except _Fault as fault:
+    except Fault as fault:
         return ("fault", fault.diagnostic.code, fault.diagnostic.span)
 
 
@@ -293,9 +295,7 @@ def _earley(text: str, start: str = "events") -> object:
     assert "_ambig" not in str(tree), f"ambiguous: {text!r}"
     try:
         return AstBuilder().transform(tree)
-    except VisitError as exc:
-        fault = exc.orig_exc
-        assert isinstance(fault, _Fault)
+    except Fault as fault:
         return ("fault", fault.diagnostic.code, fault.diagnostic.span)
 
 

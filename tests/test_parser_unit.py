@@ -1,13 +1,7 @@
 """Parser and rules unit tests: every diagnostic code (code + span), AST shapes, parse_terms,
-recovery, event references, the item splitter and the grammar cache."""
+recovery, event references and the item splitter."""
 
 from __future__ import annotations
-
-import os
-import stat
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
@@ -34,7 +28,8 @@ from evspec.ast import (
 )
 from evspec.codes import catalogue
 from evspec.diagnostics import EvspecError, Severity
-from evspec.parser import _cache_file, _remove_stale_caches, analyze, parse, parse_terms, split_items
+from evspec.parser import analyze, parse, parse_terms
+from evspec.parser_recover import split_items
 from evspec.span import Span
 
 # (string, code, start, end): the first diagnostic of the string.
@@ -423,49 +418,3 @@ def test_parse_terms_errors(text: str, code: str, start: int, end: int) -> None:
         parse_terms(text)
     first = info.value.diagnostics[0]
     assert (first.code, first.span) == (code, Span(start, end))
-
-
-# --------------------------------------------------------------------------------------------
-# the grammar cache and the import path
-
-
-def test_cache_file_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    path = _cache_file("grammar text")
-    assert path is not None and path.parent == tmp_path / "evspec"
-    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert _cache_file("other grammar") != path
-
-
-def test_cache_is_refused_where_others_can_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
-    (tmp_path / "evspec").mkdir(mode=0o777)
-    os.chmod(tmp_path / "evspec", 0o777)
-    assert _cache_file("grammar") is None
-
-
-def test_cache_is_skipped_when_the_directory_cannot_exist(tmp_path: Path,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "file").write_text("x")
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "file"))
-    assert _cache_file("grammar") is None
-
-
-def test_stale_caches_are_removed(tmp_path: Path) -> None:
-    for name in ("events-old.lark", "events-new.lark", "other.txt"):
-        (tmp_path / name).write_text("x")
-    _remove_stale_caches(tmp_path / "events-new.lark")
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["events-new.lark", "other.txt"]
-
-
-def test_cold_parse_uses_and_fills_the_cache(tmp_path: Path) -> None:
-    code = (
-        "import sys; from evspec.parser import analyze; "
-        "r = analyze('cycles:u,./a.o/map:x.value[0]=1/,sched:sched_switch'); assert r.ok; "
-        "bad = [m for m in sys.modules if m.startswith(('elftools', 'pyroute2', 'evspec.loader'))]; "
-        "assert not bad, bad"
-    )
-    env = {**os.environ, "XDG_CACHE_HOME": str(tmp_path)}
-    for _ in range(2):  # first run writes the cache, the second loads it
-        subprocess.run([sys.executable, "-c", code], env=env, cwd=tmp_path, check=True)  # not the source tree
-    assert len(list((tmp_path / "evspec").glob("events-*.lark"))) == 1
