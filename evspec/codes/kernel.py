@@ -19,6 +19,18 @@ BAD_SIZE = "EK012"
 RING_BUFFER = "EK013"
 BTF_REJECTED = "EK014"
 
+# kprobes and uprobes: targets, tracefs entries, the probe PMUs (H6a, EK110-EK129).
+PROBE_TARGET = "EK110"
+PROBE_FUNCTION = "EK111"
+PROBE_ADDRESS = "EK112"
+NO_KPROBES = "EK113"
+NO_UPROBES = "EK114"
+PROBE_EXISTS = "EK115"
+PROBE_CREATE = "EK116"
+PROBE_REMOVE = "EK117"
+PROBE_SETTING = "EK118"
+PROBE_TOO_MANY = "EK120"
+
 # Argument prologues of probes (H6b, EK130-EK139).
 PROBE_ARG_SYNTAX = "EK130"
 PROBE_ARG_REGISTER = "EK131"
@@ -367,5 +379,83 @@ CODES: tuple[CodeInfo, ...] = (
         "line that does not match `field:TYPE NAME; offset:N; size:N; signed:N;`. Samples of that\n"
         "event are printed as a hexdump instead.",
         fix="mount tracefs (mount -t tracefs nodev /sys/kernel/tracing) and run evspec as root",
+    ),
+    CodeInfo(
+        PROBE_TARGET,
+        "the binary a uprobe goes on cannot be read",
+        "A uprobe names an executable or shared library (perf's exec=PATH, libbpf's uprobe/PATH:FUNC);\n"
+        "evspec reads its symbol table and program headers to find the probed function's file offset.\n"
+        "The file is missing, unreadable, not ELF, or not an executable or shared library.",
+        fix="give the full path of the binary (`command -v PROG`, `ldconfig -p | grep LIB`)",
+    ),
+    CodeInfo(
+        PROBE_FUNCTION,
+        "the probed function is not in the binary (or the kernel)",
+        "No function symbol of that name is in the binary's .symtab (or .dynsym, for stripped files),\n"
+        "or no kernel text symbol in /proc/kallsyms matches a kprobe glob. The message lists close\n"
+        "matches.",
+        fix="check the name with `nm -D --defined-only BINARY` (or `nm BINARY`)",
+    ),
+    CodeInfo(
+        PROBE_ADDRESS,
+        "a probe address or offset lies outside the function or the binary",
+        "FUNC+OFF must stay inside the function (its symbol's size), and a bare address must lie in a\n"
+        "PT_LOAD segment of the binary (it is a virtual address, as `nm` and `objdump -d` print it).",
+        fix="use an offset smaller than the function's size, or an address `objdump -d` shows",
+    ),
+    CodeInfo(
+        NO_KPROBES,
+        "this kernel cannot create kprobes",
+        "kprobes are created through the kprobe PMU (/sys/bus/event_source/devices/kprobe, Linux 4.17+)\n"
+        "or through tracefs kprobe_events; a kernel built without CONFIG_KPROBE_EVENTS has neither.\n"
+        "perf says \"You need to check probing points in BPF file\" here.",
+        fix="use a tracepoint (SYS:EVENT) instead, or a kernel with CONFIG_KPROBE_EVENTS=y",
+    ),
+    CodeInfo(
+        NO_UPROBES,
+        "this kernel cannot create uprobes",
+        "uprobes are created through the uprobe PMU (/sys/bus/event_source/devices/uprobe) or\n"
+        "through tracefs uprobe_events; a kernel built without CONFIG_UPROBE_EVENTS has neither.",
+        fix="use a kernel with CONFIG_UPROBE_EVENTS=y",
+    ),
+    CodeInfo(
+        PROBE_EXISTS,
+        "a probe event of that name is created twice",
+        "Two programs (or two objects) of one recording define the same perf-style probe event\n"
+        "(EVENT=...); perf stops with \"Probe point exist. Try 'perf probe -d \"*\"' and set\n"
+        "'force=yes'\". With force=yes the second one gets the next free name, EVENT_1, as in perf.",
+        fix="add force=yes; to the section, or give the events different names",
+    ),
+    CodeInfo(
+        PROBE_CREATE,
+        "the kernel refused to create a probe event",
+        "Writing the probe definition to tracefs uprobe_events/kprobe_events failed; the message has\n"
+        "the line written and the errno (ENOENT: the kernel function or file does not exist, EINVAL:\n"
+        "a definition it does not accept). The kernel's own reason is in tracefs error_log.",
+        fix="read /sys/kernel/tracing/error_log",
+    ),
+    CodeInfo(
+        PROBE_REMOVE,
+        "a probe event evspec created could not be removed",
+        "At the end of a recording evspec removes the tracefs entries it created (-:GROUP/EVENT). The\n"
+        "kernel refused (EBUSY: another program still has the event open). Entries of evspec runs\n"
+        "that are gone are also removed at the start of the next run.",
+        fix="remove it by hand as the message shows, once nothing uses it",
+    ),
+    CodeInfo(
+        PROBE_SETTING,
+        "a probe setting or probe point evspec cannot honour",
+        "inlines=yes (probing inlined copies), FUNC:LINE, SRC:LINE and FUNC@SRC need the target's\n"
+        "DWARF inline and line information, which evspec does not read; module= does not apply to a\n"
+        "uprobe; settings do not apply to libbpf-style sections. evspec probes the out-of-line\n"
+        "function named in the symbol table (what inlines=no asks for).",
+        fix="probe FUNC, FUNC+OFF, FUNC%return or an address; drop the setting",
+    ),
+    CodeInfo(
+        PROBE_TOO_MANY,
+        "a probe glob matches too many functions",
+        "perf-probe makes at most 128 probe points from one definition (its default --max-probes);\n"
+        "evspec keeps that limit so that a glob such as '*' does not create thousands of probes.",
+        fix="narrow the glob",
     ),
 )
