@@ -11,6 +11,7 @@ import ctypes
 import errno as E
 import mmap as mmap_mod
 import os
+import struct
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 
@@ -122,6 +123,39 @@ def _addr(buf: ctypes.Array | None) -> int:  # type: ignore[type-arg]
 
 def _in_buffer(data: bytes) -> ctypes.Array:  # type: ignore[type-arg]
     return (ctypes.c_char * max(len(data), 1)).from_buffer_copy(data or b"\0")
+
+
+def _bytes_address(data: bytes) -> int:
+    """The address of the contents of ``data`` itself (no copy): for inputs the kernel only reads.
+    The caller keeps ``data`` alive for as long as the address is used."""
+    address = ctypes.cast(ctypes.c_char_p(data), ctypes.c_void_p).value
+    assert address is not None
+    return address
+
+
+class ProgTestRunAttr(ctypes.Structure):
+    """BPF_PROG_TEST_RUN (``attr.test``); ``retval`` is the program's return value."""
+
+    _fields_ = [
+        ("prog_fd", ctypes.c_uint32),
+        ("retval", ctypes.c_uint32),
+        ("data_size_in", ctypes.c_uint32),
+        ("data_size_out", ctypes.c_uint32),
+        ("data_in", ctypes.c_uint64),
+        ("data_out", ctypes.c_uint64),
+        ("repeat", ctypes.c_uint32),
+        ("duration", ctypes.c_uint32),
+        ("ctx_size_in", ctypes.c_uint32),
+        ("ctx_size_out", ctypes.c_uint32),
+        ("ctx_in", ctypes.c_uint64),
+        ("ctx_out", ctypes.c_uint64),
+        ("flags", ctypes.c_uint32),
+        ("cpu", ctypes.c_uint32),
+        ("batch_size", ctypes.c_uint32),
+    ]
+
+
+FUNC_INFO = struct.Struct("<II")  # struct bpf_func_info: insn_off, type_id
 
 
 @dataclass(frozen=True, slots=True)
@@ -358,24 +392,22 @@ class Kernel:
         self._check_size(values, count * value_size, f"the values of {count} elements")
         if count == 0:
             return 0
-        kbuf, vbuf = _in_buffer(keys), _in_buffer(values)
-        attr = abi.MapBatchAttr(
-            keys=_addr(kbuf), values=_addr(vbuf), count=count, map_fd=fd, elem_flags=flags
-        )
+        keys, values = bytes(keys), bytes(values)  # the same objects when they are bytes already
+        if count > 0xFFFFFFFF:
+            raise KernelError(codes.BAD_SIZE, f"{count} elements do not fit one batch (at most 2**32 - 1)")
+        key_base, value_base = _bytes_address(keys), _bytes_address(values)
+        attr = abi.MapBatchAttr(keys=key_base, values=value_base, count=count, map_fd=fd, elem_flags=flags)
         try:
             self._bpf(abi.Cmd.MAP_UPDATE_BATCH, attr, what)
             return count
         except KernelError as exc:
             if exc.errno not in (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP):
                 raise
+        elem = abi.MapElemAttr(map_fd=fd, flags=flags)
         for i in range(count):
-            self.update_elem(
-                fd,
-                keys[i * key_size : (i + 1) * key_size],
-                values[i * value_size : (i + 1) * value_size],
-                flags,
-                what=what,
-            )
+            elem.key = key_base + i * key_size
+            elem.value = value_base + i * value_size
+            self._bpf(abi.Cmd.MAP_UPDATE_ELEM, elem, what)
         return count
 
     def lookup_batch(
@@ -430,9 +462,13 @@ class Kernel:
         prog_flags: int = 0,
         log_level: int = 0,
         line_info: Sequence[LineInfo] = (),
+        btf_fd: int | None = None,
+        func_info: Sequence[tuple[int, int]] = (),
     ) -> int:
         """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
 
+        ``func_info`` pairs (instruction index, BTF FUNC type id) describe the program's functions
+        in the BTF loaded as ``btf_fd`` (the verifier needs them for callbacks).
         The first attempt runs without a log (fast path); after a failure the load is repeated
         with ``log_level`` 1 (or the caller's level) and a buffer that grows until the log fits.
         """
@@ -442,6 +478,7 @@ class Kernel:
             )
         ibuf = _in_buffer(insns)
         lbuf = ctypes.create_string_buffer(license.encode() + b"\0")
+        fbuf = _in_buffer(b"".join(FUNC_INFO.pack(off, tid) for off, tid in func_info))
         what = f"program '{name}'" if name else ""
 
         def attempt(level: int, log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
@@ -455,6 +492,11 @@ class Kernel:
                 prog_name=abi.object_name(name),
                 expected_attach_type=expected_attach_type,
             )
+            if btf_fd is not None:
+                attr.prog_btf_fd = btf_fd
+            if func_info:
+                attr.func_info_rec_size, attr.func_info_cnt = FUNC_INFO.size, len(func_info)
+                attr.func_info = _addr(fbuf)
             if log is not None:
                 attr.log_level, attr.log_size, attr.log_buf = level, len(log), _addr(log)
             try:
@@ -474,6 +516,13 @@ class Kernel:
         if not log.strip():
             raise error
         raise VerifierError(name, error.errno or 0, log, summarize(log, line_info))
+
+    def run_program(self, fd: int, *, ctx: bytes = b"", what: str = "") -> int:
+        """Run a loaded program once with ``ctx`` as its context (BPF_PROG_TEST_RUN); its return value."""
+        cbuf = _in_buffer(ctx) if ctx else None
+        attr = ProgTestRunAttr(prog_fd=fd, ctx_size_in=len(ctx), ctx_in=_addr(cbuf))
+        self._bpf(abi.Cmd.PROG_TEST_RUN, attr, what)
+        return int(attr.retval)
 
     @staticmethod
     def _with_growing_log(
