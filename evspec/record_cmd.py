@@ -15,7 +15,11 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from evspec.loader.capture import Capture
+    from evspec.loader.session import RecordSession
 
 EXIT_FINDINGS = 1
 EXIT_SETUP = 2
@@ -34,11 +38,25 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("-C", "--cpu", metavar="CPUS", help="system-wide on these CPUs (0,2-3)")
     p.add_argument("-p", "--pid", type=int, help="record an existing process (its threads)")
     p.add_argument("--dev", metavar="IFACE", help="network interface for xdp/tc programs whose section names none")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="capture: write the records to FILE in perf.data format instead of printing them")
+    p.add_argument("-m", "--mmap-pages", type=_pages, default=None, metavar="PAGES",
+                   help="ring buffer data pages per CPU and event, a power of two (default: 128, perf's)")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
     p.set_defaults(func=record_main)
     return p
+
+
+def _pages(text: str) -> int:
+    try:
+        pages = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of pages") from None
+    if pages <= 0 or pages & (pages - 1):
+        raise argparse.ArgumentTypeError(f"{pages} pages: the ring size must be a power of two")
+    return pages
 
 
 def parse_cpu_list(text: str) -> tuple[int, ...]:
@@ -100,7 +118,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     from evspec.loader.apply import APPLY_PREFIX, ApplyError
     from evspec.loader.errors import ObjectError
     from evspec.loader.script_output import LostLine, lost_json, lost_text, sample_json, sample_text
-    from evspec.loader.session import RecordOptions, RecordSession, Workload
+    from evspec.loader.session import DEFAULT_RING_PAGES, RecordOptions, RecordSession, Workload
     from evspec.render.text import render_text
     from evspec.system import load_system
 
@@ -127,17 +145,28 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             cpus=parse_cpu_list(args.cpu) if args.cpu else None,
             pid=args.pid,
             dev=args.dev,
+            ring_pages=args.mmap_pages or DEFAULT_RING_PAGES,
         )
         workload: Workload | None = None
         session = RecordSession(options=options)
+        capture: Capture | None = None
         fmt_json = args.format == "json"
+        pending: list[str] = []
 
         def handle(record: object) -> None:
             if isinstance(record, LostLine):
-                out.write(lost_json(record) if fmt_json else lost_text(record))
+                pending.append(lost_json(record) if fmt_json else lost_text(record))
             else:
-                out.write(sample_json(record) if fmt_json else sample_text(record, session.name_width))  # type: ignore[arg-type]
-            out.flush()
+                pending.append(sample_json(record) if fmt_json else sample_text(record, session.name_width))  # type: ignore[arg-type]
+
+        def drain_live() -> None:
+            try:
+                session.drain(handle)
+            finally:
+                if pending:
+                    out.write("".join(pending))
+                    out.flush()
+                    pending.clear()
 
         status = 0
         try:
@@ -148,13 +177,15 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             if args.verbose:
                 for note in session.notes:
                     err.write(f"evspec record: {note}\n")
+            if args.output:
+                capture = _open_capture(args, session)
             if _stop_requested(stop_fd):
                 status = 128 + signal.SIGINT
             else:
                 session.start()
                 if workload is not None:
                     workload.start()
-                session.run(handle, workload, stop_fd)
+                session.run(capture.drain if capture is not None else drain_live, workload, stop_fd)
                 if workload is not None:
                     status = workload.wait()
         except ApplyError as exc:
@@ -173,11 +204,37 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 err.write(exc.detail + "\n")
             status = EXIT_SETUP
         finally:
-            session.close()
-            if workload is not None:
-                workload.close()
-    err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost ]\n")
+            try:
+                if capture is not None:
+                    capture.finish()
+            finally:
+                session.close()
+                if workload is not None:
+                    workload.close()
+    if capture is not None:
+        err.write(
+            f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} "
+            f"({capture.samples} samples, {capture.lost} lost) ]\n"
+        )
+    else:
+        err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost ]\n")
     return status
+
+
+def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:
+    """The perf.data file of ``-o``, with COMM records for the tasks that exist already."""
+    from evspec import __version__
+    from evspec.loader.capture import Capture, existing_tasks
+    from evspec.loader.perfdata import HostInfo
+
+    host = HostInfo.current(["evspec", *sys.argv[1:]], f"evspec {__version__}")
+    capture = Capture(args.output, session.file_attrs(), [ring for _, _, ring in session.rings()], host)
+    tracking = session.events[0]
+    if args.pid is not None:
+        capture.add_tasks(existing_tasks([args.pid]), tracking.ids[0])
+    elif args.all_cpus or args.cpu is not None:
+        capture.add_tasks(existing_tasks(None), tracking.ids[0])
+    return capture
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 from evspec.loader.kernel import KernelError, RingMapping
-from evspec.loader.perf_abi import EventHeader, MmapPage, RecordType, SampleType
+from evspec.loader.perf_abi import MmapPage, RecordType, SampleType
 
 from evspec.codes import kernel as codes
 
@@ -25,9 +25,9 @@ _ATOMIC_ACQUIRE = 2  # __ATOMIC_ACQUIRE
 _ATOMIC_RELEASE = 3  # __ATOMIC_RELEASE
 _HEAD = MmapPage.data_head.offset
 _TAIL = MmapPage.data_tail.offset
-_HEADER = struct.Struct("=IHH")
-_U64 = struct.Struct("=Q")
-_U32X2 = struct.Struct("=II")
+_HEADER = struct.Struct("<IHH")
+_U64 = struct.Struct("<Q")
+_U32 = struct.Struct("<I")
 
 # The sample fields this reader decodes, in the order the kernel writes them.
 DECODED_SAMPLE_TYPES = (
@@ -127,69 +127,105 @@ def _corrupt(message: str) -> KernelError:
     return KernelError(codes.RING_BUFFER, f"corrupt perf ring buffer record: {message}")
 
 
-def decode_sample(body: bytes, misc: int, sample_type: int) -> Sample:
+# (bit, field names, struct codes) of the fixed-size sample fields, in the order the kernel writes
+# them; CALLCHAIN (variable) and RAW (size-prefixed) come after CPU/PERIOD and are handled apart.
+_FIXED_FIELDS = (
+    (SampleType.IDENTIFIER, ("identifier",), "Q"),
+    (SampleType.IP, ("ip",), "Q"),
+    (SampleType.TID, ("pid", "tid"), "II"),
+    (SampleType.TIME, ("time",), "Q"),
+    (SampleType.ADDR, ("addr",), "Q"),
+    (SampleType.ID, ("id",), "Q"),
+    (SampleType.STREAM_ID, ("stream_id",), "Q"),
+    (SampleType.CPU, ("cpu", "_cpu_reserved"), "II"),
+    (SampleType.PERIOD, ("period",), "Q"),
+)
+
+
+class SampleLayout:
+    """Where the fields of a PERF_RECORD_SAMPLE of one ``sample_type`` are: the fixed-size fields
+    unpacked with one ``struct`` call, then the callchain and the raw data.
+
+    ``index(name)`` is the position of a field in what ``fixed.unpack_from`` returns (or None).
+    """
+
+    def __init__(self, sample_type: int) -> None:
+        self.sample_type = sample_type
+        names: list[str] = []
+        codes_ = "<"
+        for bit, field_names, code in _FIXED_FIELDS:
+            if sample_type & bit:
+                names.extend(field_names)
+                codes_ += code
+        self.fixed = struct.Struct(codes_)
+        self.names = tuple(names)
+        self.callchain = bool(sample_type & SampleType.CALLCHAIN)
+        self.raw = bool(sample_type & SampleType.RAW)
+
+    def index(self, name: str) -> int | None:
+        return self.names.index(name) if name in self.names else None
+
+    def unpack(self, body: bytes, pos: int, end: int) -> tuple[tuple[int, ...], tuple[int, ...] | None, bytes | None]:
+        """The fixed fields, callchain and raw data of the sample whose body is ``body[pos:end]``."""
+        fixed_end = pos + self.fixed.size
+        if fixed_end > end:
+            raise _corrupt(f"sample ends at byte {end - pos}, its fields need {self.fixed.size}")
+        values = self.fixed.unpack_from(body, pos)
+        pos = fixed_end
+        chain = None
+        if self.callchain:
+            if pos + 8 > end:
+                raise _corrupt(f"sample ends at byte {end - pos}, the callchain size is missing")
+            (nr,) = _U64.unpack_from(body, pos)
+            if pos + 8 + 8 * nr > end:
+                raise _corrupt(f"a callchain of {nr} entries does not fit the sample")
+            chain = struct.unpack_from(f"<{nr}Q", body, pos + 8)
+            pos += 8 + 8 * nr
+        raw = None
+        if self.raw:
+            if pos + 4 > end:
+                raise _corrupt("the raw data size is missing")
+            (size,) = _U32.unpack_from(body, pos)
+            pos += 4
+            if pos + size > end:
+                raise _corrupt(f"raw data of {size} bytes does not fit the {end - pos} left in the record")
+            raw = body[pos : pos + size]
+        return values, chain, raw
+
+
+def decode_sample(body: bytes, misc: int, sample_type: int, layout: SampleLayout | None = None) -> Sample:
     """Decode the body (after the header) of a PERF_RECORD_SAMPLE written with ``sample_type``."""
-    pos = 0
-    fields: dict[str, object] = {}
-
-    def u64() -> int:
-        nonlocal pos
-        if pos + 8 > len(body):
-            raise _corrupt(f"sample ends at byte {len(body)}, a field at {pos} needs 8 more")
-        (value,) = _U64.unpack_from(body, pos)
-        pos += 8
-        return int(value)
-
-    def two_u32() -> tuple[int, int]:
-        nonlocal pos
-        if pos + 8 > len(body):
-            raise _corrupt(f"sample ends at byte {len(body)}, a field at {pos} needs 8 more")
-        a, b = _U32X2.unpack_from(body, pos)
-        pos += 8
-        return int(a), int(b)
-
-    if sample_type & SampleType.IDENTIFIER:
-        fields["identifier"] = u64()
-    if sample_type & SampleType.IP:
-        fields["ip"] = u64()
-    if sample_type & SampleType.TID:
-        fields["pid"], fields["tid"] = two_u32()
-    if sample_type & SampleType.TIME:
-        fields["time"] = u64()
-    if sample_type & SampleType.ADDR:
-        fields["addr"] = u64()
-    if sample_type & SampleType.ID:
-        fields["id"] = u64()
-    if sample_type & SampleType.STREAM_ID:
-        fields["stream_id"] = u64()
-    if sample_type & SampleType.CPU:
-        fields["cpu"], _reserved = two_u32()
-    if sample_type & SampleType.PERIOD:
-        fields["period"] = u64()
-    if sample_type & SampleType.CALLCHAIN:
-        nr = u64()
-        fields["callchain"] = tuple(u64() for _ in range(nr))
-    if sample_type & SampleType.RAW:
-        if pos + 4 > len(body):
-            raise _corrupt("the raw data size is missing")
-        (size,) = struct.unpack_from("=I", body, pos)
-        pos += 4
-        if pos + size > len(body):
-            raise _corrupt(f"raw data of {size} bytes does not fit the {len(body) - pos} left in the record")
-        fields["raw"] = bytes(body[pos : pos + size])
-    return Sample(misc, **fields)  # type: ignore[arg-type]
+    layout = layout or SampleLayout(sample_type)
+    values, chain, raw = layout.unpack(body, 0, len(body))
+    fields = dict(zip(layout.names, values, strict=True))
+    fields.pop("_cpu_reserved", None)
+    return Sample(misc, callchain=chain, raw=raw, **fields)  # type: ignore[arg-type]
 
 
-def decode_record(record: bytes, sample_type: int) -> Record:
+def walk_records(chunk: bytes) -> Iterator[tuple[int, int, int, int]]:
+    """(type, misc, offset, size) of every record in ``chunk``, a run of whole records."""
+    pos, end = 0, len(chunk)
+    unpack = _HEADER.unpack_from
+    while pos < end:
+        if pos + 8 > end:
+            raise _corrupt(f"{end - pos} bytes left at position {pos}, less than a record header")
+        rtype, misc, size = unpack(chunk, pos)
+        if size < 8 or pos + size > end:
+            raise _corrupt(f"header at position {pos} says {size} bytes, {end - pos} are available")
+        yield rtype, misc, pos, size
+        pos += size
+
+
+def decode_record(record: bytes, sample_type: int, layout: SampleLayout | None = None) -> Record:
     """Decode one whole record (header included)."""
     rtype, misc, _size = _HEADER.unpack_from(record, 0)
     body = record[_HEADER.size :]
     if rtype == RecordType.SAMPLE:
-        return decode_sample(body, misc, sample_type)
+        return decode_sample(body, misc, sample_type, layout)
     if rtype == RecordType.LOST:
         if len(body) < 16:
             raise _corrupt(f"PERF_RECORD_LOST of {len(record)} bytes")
-        lost_id, lost = struct.unpack_from("=QQ", body, 0)
+        lost_id, lost = struct.unpack_from("<QQ", body, 0)
         return Lost(lost_id, lost)
     return OtherRecord(rtype, misc, bytes(body))
 
@@ -215,6 +251,7 @@ class PerfRing:
                 codes.RING_BUFFER, f"ring buffer data size {self.data_size} is not a power of two"
             )
         self._base = ring.address + self.data_offset
+        self.layout = SampleLayout(sample_type)
 
     def pending(self) -> int:
         """Bytes written by the kernel and not consumed yet."""
@@ -222,28 +259,28 @@ class PerfRing:
         tail = ctypes.c_uint64.from_address(self.ring.address + _TAIL).value
         return head - tail
 
-    def _copy(self, position: int, length: int) -> bytes:
-        start = position & (self.data_size - 1)
-        first = min(length, self.data_size - start)
-        data = ctypes.string_at(self._base + start, first)
-        if first < length:
-            data += ctypes.string_at(self._base, length - first)
-        return data
-
-    def records(self) -> Iterator[Record]:
-        """Yield every record available now; each is released to the kernel once copied out."""
+    def take(self) -> bytes:
+        """Every record written since the last call, copied out in one piece (the wrap-around
+        joined); the space is handed back to the kernel at once."""
         head = self.atomics.load_acquire(self.ring.address + _HEAD)
         tail = ctypes.c_uint64.from_address(self.ring.address + _TAIL).value
-        while tail < head:
-            header = EventHeader.from_buffer_copy(self._copy(tail, ctypes.sizeof(EventHeader)))
-            if header.size < ctypes.sizeof(EventHeader) or header.size > head - tail:
-                raise _corrupt(
-                    f"header at position {tail} says {header.size} bytes, {head - tail} are available"
-                )
-            record = self._copy(tail, header.size)
-            tail += header.size
-            self.atomics.store_release(self.ring.address + _TAIL, tail)
-            yield decode_record(record, self.sample_type)
+        if head == tail:
+            return b""
+        if head - tail > self.data_size:
+            raise _corrupt(f"data_head {head} is more than the ring's {self.data_size} bytes past data_tail {tail}")
+        start = tail & (self.data_size - 1)
+        first = min(head - tail, self.data_size - start)
+        chunk = ctypes.string_at(self._base + start, first)
+        if first < head - tail:
+            chunk += ctypes.string_at(self._base, head - tail - first)
+        self.atomics.store_release(self.ring.address + _TAIL, head)
+        return chunk
+
+    def records(self) -> Iterator[Record]:
+        """Every record available now (the space is released before they are decoded)."""
+        chunk = self.take()
+        for _type, _misc, pos, size in walk_records(chunk):
+            yield decode_record(chunk[pos : pos + size], self.sample_type, self.layout)
 
 
 def wait_readable(fds: Sequence[int], timeout_ms: int) -> list[int]:

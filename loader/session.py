@@ -41,22 +41,38 @@ from evspec.loader.perf_abi import (
     SampleType,
     SwConfig,
 )
-from evspec.loader.ringbuf import Lost, OtherRecord, PerfRing, Sample
+from evspec.loader.perfdata import FileAttr
+from evspec.loader.ringbuf import PerfRing, SampleLayout, walk_records
 from evspec.loader.script_output import LostLine, SampleLine
 from evspec.loader.spec import ObjectSpec
 
 from evspec.ast import EventList
+from evspec.codes.kernel import RING_BUFFER
 from evspec.system.model import System
 
 CODE_WORKLOAD = "EK106"
 CODE_OBJECT = "EK107"
 
-SAMPLE_TYPE = SampleType.TID | SampleType.TIME | SampleType.CPU | SampleType.PERIOD | SampleType.RAW
-TRACKING_SAMPLE_TYPE = SampleType.TID | SampleType.TIME | SampleType.CPU
+# IDENTIFIER first in every sample and at the end of every other record (sample_id_all): what maps
+# a record to its event in a capture file, for perf as for us. IP only because perf script refuses
+# a software event without it (it wants to print a symbol).
+SAMPLE_TYPE = (
+    SampleType.IDENTIFIER
+    | SampleType.IP
+    | SampleType.TID
+    | SampleType.TIME
+    | SampleType.CPU
+    | SampleType.PERIOD
+    | SampleType.RAW
+)
+TRACKING_SAMPLE_TYPE = SampleType.IDENTIFIER | SampleType.IP | SampleType.TID | SampleType.TIME | SampleType.CPU
 _TRACKING_BITS = ("mmap", "comm", "task", "mmap2", "comm_exec", "ksymbol", "bpf_event", "mmap_data")
 _ATTR_UNIONS = {"sample_freq": "sample_period", "bp_addr": "config1", "bp_len": "config2"}
-_COMM = struct.Struct("=II")
+_COMM = struct.Struct("<II")
+_LOST = struct.Struct("<QQ")
+_RECORD_HEADER = struct.Struct("<IHH")
 _POLL_MS = 200
+DEFAULT_RING_PAGES = 128  # perf record's default for root: 512 KiB of data per ring
 
 
 @dataclass(frozen=True, slots=True)
@@ -67,8 +83,9 @@ class RecordOptions:
     system_wide: bool = False
     cpus: tuple[int, ...] | None = None
     pid: int | None = None
-    ring_pages: int = 16
+    ring_pages: int = DEFAULT_RING_PAGES
     dev: str | None = None  # network interface for xdp/tc programs that name none
+    wakeup_fraction: int = 4  # the reader is woken when 1/N of a ring is full (0: every sample)
 
 
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
@@ -132,6 +149,7 @@ class OpenedEvent:
     sampling: bool
     tracking: bool = False
     fds: list[list[int]] = field(default_factory=list)
+    ids: list[int] = field(default_factory=list)  # PERF_EVENT_IOC_ID of each fd, in all_fds() order
     rings: list[tuple[int, PerfRing]] = field(default_factory=list)  # (cpu, ring)
 
     def all_fds(self) -> list[int]:
@@ -302,12 +320,22 @@ class RecordSession:
         values["read_format"] = 0
         values["sample_type"] = int(SAMPLE_TYPE) if sampling else 0
         values["sample_period"] = 1 if sampling else 0
-        values["wakeup_events"] = 1 if sampling else 0
+        values.update(self._wakeup(sampling))
+        values["sample_id_all"] = 1
         values["disabled"] = 1
         values["enable_on_exec"] = int(target.on_exec)
         if self.options.no_inherit or -1 in target.pids:
             values["inherit"] = 0
         return OpenedEvent(name, perf_attr(values), sampling)
+
+    def _wakeup(self, sampling: bool) -> dict[str, int]:
+        fraction = self.options.wakeup_fraction
+        if not sampling:
+            return {"wakeup_events": 0}
+        if fraction <= 0:
+            return {"wakeup_events": 1}
+        data_bytes = self.options.ring_pages * self.kernel.page_size
+        return {"watermark": 1, "wakeup_events": max(data_bytes // fraction, 1)}  # wakeup_watermark
 
     def _tracking_event(self, target: Target) -> OpenedEvent:
         values = {
@@ -318,6 +346,7 @@ class RecordSession:
             "comm_exec": 1,
             "task": 1,
             "sample_id_all": 1,
+            **self._wakeup(True),
             "disabled": 1,
             "enable_on_exec": int(target.on_exec),
             "inherit": int(not self.options.no_inherit and -1 not in target.pids),
@@ -346,7 +375,9 @@ class RecordSession:
                 row: list[int] = []
                 opened.fds.append(row)
                 for cpu in target.cpus:
-                    row.append(self.kernel.perf_event_open(opened.attr, pid=pid, cpu=cpu))
+                    fd = self.kernel.perf_event_open(opened.attr, pid=pid, cpu=cpu)
+                    row.append(fd)
+                    opened.ids.append(self.kernel.event_id(fd))
         self._target = target
 
     def _by_name(self) -> dict[str, OpenedEvent]:
@@ -387,6 +418,10 @@ class RecordSession:
                         self.kernel.munmap(mapping)
                         raise
 
+    def file_attrs(self) -> list[FileAttr]:
+        """The events as a perf.data file lists them (name, attr, the ids of their fds)."""
+        return [FileAttr.of(ev.name, ev.attr, ev.ids) for ev in self.events]
+
     @property
     def name_width(self) -> int:
         return max((len(ev.name) for ev in self.events if not ev.tracking), default=0)
@@ -410,15 +445,20 @@ class RecordSession:
             self._comms[tid] = comm
         return comm
 
+    def _note_comms(self, chunk: bytes) -> None:
+        for rtype, _misc, pos, _size in walk_records(chunk):
+            if rtype == RecordType.COMM:
+                _pid, tid = _COMM.unpack_from(chunk, pos + 8)
+                name_at = pos + 8 + _COMM.size
+                self._comms[tid] = chunk[name_at : chunk.find(b"\0", name_at)].decode(errors="replace")
+
     def _drain_tracking(self) -> None:
         for ev in self.events:
             if ev.tracking:
                 for _, ring in ev.rings:
-                    for record in ring.records():
-                        if isinstance(record, OtherRecord) and record.type == RecordType.COMM:
-                            _pid, tid = _COMM.unpack_from(record.payload, 0)
-                            raw = record.payload[_COMM.size :]
-                            self._comms[tid] = raw[: raw.find(b"\0")].decode(errors="replace")
+                    chunk = ring.take()
+                    if chunk:
+                        self._note_comms(chunk)
 
     def drain(self, handler: RecordHandler) -> None:
         """Hand every record available now to ``handler``."""
@@ -427,31 +467,53 @@ class RecordSession:
             if ev.tracking:
                 continue
             for cpu, ring in ev.rings:
-                for record in ring.records():
-                    if isinstance(record, Sample):
-                        self.samples += 1
-                        pid, tid = record.pid or 0, record.tid or 0
-                        if tid not in self._comms:
-                            self._drain_tracking()
-                        handler(
-                            SampleLine(
-                                ev.name,
-                                self._comm(pid, tid),
-                                pid,
-                                tid,
-                                record.cpu if record.cpu is not None else cpu,
-                                record.time or 0,
-                                record.period or 0,
-                                record.raw,
-                            )
-                        )
-                    elif isinstance(record, Lost):
-                        self.lost += record.lost
-                        handler(LostLine(ev.name, cpu, record.lost))
+                chunk = ring.take()
+                if chunk:
+                    self._decode(ev.name, cpu, ring.layout, chunk, handler)
 
-    def run(self, handler: RecordHandler, workload: Workload | None, stop_fd: int | None = None) -> None:
-        """Read the rings until the workload exits, ``stop_fd`` becomes readable or, without a
-        workload, every traced task is gone; then disable the events and drain what is left."""
+    def _decode(self, name: str, cpu: int, layout: SampleLayout, chunk: bytes, handler: RecordHandler) -> None:
+        """Samples and losses of one ring's chunk, handed on in ring order."""
+        at = {f: layout.index(f) for f in ("pid", "tid", "time", "cpu", "period")}
+        i_pid, i_tid, i_time, i_cpu, i_period = at.values()
+        unpack, comms, samples = layout.unpack, self._comms, 0
+        for rtype, _misc, pos, size in walk_records(chunk):
+            if rtype == RecordType.SAMPLE:
+                samples += 1
+                values, _chain, raw = unpack(chunk, pos + 8, pos + size)
+                pid = values[i_pid] if i_pid is not None else 0
+                tid = values[i_tid] if i_tid is not None else 0
+                comm = comms.get(tid)
+                if comm is None:
+                    self._drain_tracking()
+                    comm = self._comm(pid, tid)
+                handler(
+                    SampleLine(
+                        name,
+                        comm,
+                        pid,
+                        tid,
+                        values[i_cpu] if i_cpu is not None else cpu,
+                        values[i_time] if i_time is not None else 0,
+                        values[i_period] if i_period is not None else 0,
+                        raw,
+                    )
+                )
+            elif rtype == RecordType.LOST:
+                if size < 8 + _LOST.size:
+                    raise KernelError(RING_BUFFER, f"corrupt perf ring buffer record: PERF_RECORD_LOST of {size} bytes")
+                _id, lost = _LOST.unpack_from(chunk, pos + 8)
+                self.lost += lost
+                handler(LostLine(name, cpu, lost))
+        self.samples += samples
+
+    def rings(self) -> list[tuple[OpenedEvent, int, PerfRing]]:
+        """Every ring buffer: (its event, its CPU, the ring), the tracking event's first."""
+        return [(ev, cpu, ring) for ev in self.events for cpu, ring in ev.rings]
+
+    def run(self, drain: Callable[[], object], workload: Workload | None, stop_fd: int | None = None) -> None:
+        """Call ``drain`` whenever the rings have data (or every 200 ms) until the workload exits,
+        ``stop_fd`` becomes readable or, with -p, every traced task is gone; then disable the events
+        and drain once more."""
         poller = select.poll()
         ring_fds = [ring.ring.fd for ev in self.events for _, ring in ev.rings]
         for fd in ring_fds:
@@ -463,7 +525,7 @@ class RecordSession:
         stop = False
         while not stop:
             ready = dict(poller.poll(_POLL_MS))
-            self.drain(handler)
+            drain()
             if workload is not None and workload.pidfd in ready:
                 stop = True
             if stop_fd is not None and stop_fd in ready:
@@ -474,7 +536,7 @@ class RecordSession:
         for ev in self.events:
             for fd in ev.all_fds():
                 self.kernel.disable(fd)
-        self.drain(handler)
+        drain()
 
     # --------------------------------------------------------------- teardown
 

@@ -105,16 +105,52 @@ def test_every_decoded_field_in_kernel_order() -> None:
     assert s == Sample(0, 1, 0xFFFF0000, 5, 6, 7, 8, 9, 10, 3, 11, (0xA, 0xB), b"abcd")
 
 
-def test_records_are_released_one_by_one() -> None:
+def test_records_are_released_before_they_are_decoded() -> None:
     ring = FakeRing()
     ring.write(RecordType.LOST, struct.pack("=QQ", 1, 1))
     ring.write(RecordType.LOST, struct.pack("=QQ", 2, 2))
     reader = PerfRing(ring.mapping, 0)
     it = reader.records()
     assert next(it) == Lost(1, 1)
-    assert ring.page.data_tail == 24 and reader.pending() == 24
-    assert list(it) == [Lost(2, 2)]
-    assert reader.pending() == 0
+    assert ring.page.data_tail == 48 and reader.pending() == 0
+    ring.write(RecordType.LOST, struct.pack("=QQ", 3, 3))
+    assert list(it) == [Lost(2, 2)]  # the batch taken first
+    assert list(reader.records()) == [Lost(3, 3)]
+
+
+def test_take_joins_the_wrap_around_and_releases() -> None:
+    ring = FakeRing(256)
+    ring.start_at(256 * 5 + 240)  # 16 bytes before the end
+    ring.write(RecordType.LOST, struct.pack("=QQ", 9, 1))
+    ring.write(RecordType.LOST, struct.pack("=QQ", 8, 2))
+    reader = PerfRing(ring.mapping, 0)
+    chunk = reader.take()
+    assert chunk == b"".join(
+        struct.pack("=IHHQQ", RecordType.LOST, 0, 24, i, n) for i, n in ((9, 1), (8, 2))
+    )
+    assert ring.page.data_tail == ring.page.data_head and reader.take() == b""
+
+
+def test_take_refuses_a_head_beyond_the_ring() -> None:
+    ring = FakeRing(256)
+    ring.page.data_head = 512
+    with pytest.raises(KernelError, match="more than the ring's 256 bytes"):
+        PerfRing(ring.mapping, 0).take()
+
+
+def test_walk_records_gives_offsets_and_refuses_a_partial_record() -> None:
+    data = struct.pack("=IHH", 9, 1, 16) + bytes(8) + struct.pack("=IHH", 2, 0, 8)
+    assert list(ringbuf.walk_records(data)) == [(9, 1, 0, 16), (2, 0, 16, 8)]
+    with pytest.raises(KernelError, match="less than a record header"):
+        list(ringbuf.walk_records(data + b"\0" * 4))
+
+
+def test_sample_layout_indexes_fields() -> None:
+    layout = ringbuf.SampleLayout(SampleType.IDENTIFIER | SampleType.TID | SampleType.CPU | SampleType.RAW)
+    assert layout.names == ("identifier", "pid", "tid", "cpu", "_cpu_reserved")
+    assert (layout.index("tid"), layout.index("time")) == (2, None)
+    body = struct.pack("=QIIII", 7, 1, 2, 3, 0) + struct.pack("=I", 4) + b"abcd"
+    assert layout.unpack(body, 0, len(body)) == ((7, 1, 2, 3, 0), None, b"abcd")
 
 
 def test_data_area_defaults_to_the_mapping_when_the_page_does_not_say() -> None:
@@ -140,7 +176,7 @@ def test_corrupt_records_raise() -> None:
         list(PerfRing(ring.mapping, SampleType.TID | SampleType.TIME | SampleType.RAW).records())
     ring = FakeRing()
     ring.write(RecordType.SAMPLE, struct.pack("=IIQ", 1, 2, 3))
-    with pytest.raises(KernelError, match="sample ends at byte 16, a field at 16 needs 8 more"):
+    with pytest.raises(KernelError, match="sample ends at byte 16, its fields need 24"):
         list(PerfRing(ring.mapping, RAW_TID_TIME_CPU).records())
     ring = FakeRing()
     ring.write(RecordType.LOST, struct.pack("=QQ", 1, 1))
