@@ -65,9 +65,6 @@ class Arch:
     stack_args_at: int  # byte offset from sp of the first stack-passed argument at entry
     cfa_at_entry: int  # CFA - sp at the function's first instruction
 
-    def offset(self, reg: str) -> int:
-        return self.regs[self.aliases.get(reg, reg)]
-
     def canonical(self, reg: str) -> str | None:
         reg = self.aliases.get(reg, reg)
         return reg if reg in self.regs else None
@@ -312,7 +309,10 @@ def resolve_args(
         )
     site = ProbeSite(arch_named(arch), binary, function, address, retprobe, kallsyms)
     dwarf = _DwarfCache(site)
-    return tuple(_resolve(arg, site, dwarf) for arg in args)
+    try:
+        return tuple(_resolve(arg, site, dwarf) for arg in args)
+    finally:
+        dwarf.close()
 
 
 def _label(arg: ProbeArg) -> str:
@@ -483,7 +483,8 @@ class _Function:
 
 
 class _DwarfCache:
-    """Opens the target's DWARF on the first named argument and finds the probed function once."""
+    """Opens the target's DWARF on the first named argument and finds the probed function once;
+    ``close()`` closes the file."""
 
     def __init__(self, site: ProbeSite) -> None:
         self.site = site
@@ -521,12 +522,6 @@ class _DwarfCache:
         return self._info
 
     def place(self, label: str, var: Variable) -> FetchPlace:
-        try:
-            return self._place(label, var)
-        finally:
-            self.close()
-
-    def _place(self, label: str, var: Variable) -> FetchPlace:
         info = self._dwarf(label)
         fn = self._find_function(label, info)
         address = self.site.address if self.site.address is not None else fn.low_pc
@@ -821,9 +816,11 @@ def _apply_accessors(
             offset, type_die = _member(label, target, what)
             place = replace(place, derefs=(*place.derefs, offset))
         elif kind == ".":
+            if type_die is not None and type_die.tag == "DW_TAG_pointer_type":
+                raise _not_found(label, f"'.{what}' needs a structure, but the value is a pointer (use ->{what})")
+            offset, type_die = _member(label, type_die, what)
             if not place.derefs:
                 raise _location_error(label, f"'.{what}': the structure is held in registers, not in memory")
-            offset, type_die = _member(label, type_die, what)
             place = replace(place, derefs=(*place.derefs[:-1], place.derefs[-1] + offset))
         else:
             index = int(what, 0)
