@@ -9,6 +9,7 @@ event exists, map type, key size, value size, value width. Each term reports at 
 from __future__ import annotations
 
 import difflib
+import sys
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
@@ -486,7 +487,7 @@ class MapUpdate:
 
     map_name: str
     keys: tuple[KeyRange, ...]  # sorted, merged, inclusive ranges
-    value: bytes | None  # little-endian, the map's value size (option 'value')
+    value: bytes | None  # in host byte order (as programs read it), the map's value size (option 'value')
     event: str | None  # the referenced event's name (option 'event')
     span: Span = field(default=Span(0, 0), compare=False)
 
@@ -517,7 +518,7 @@ def plan_map_updates(event: BpfEvent, spec: ObjectSpec, *, truncate_values: bool
         if term.option == "value":
             assert isinstance(term.value, Number)
             raw = term.value.value & ((1 << (8 * m.value_size)) - 1)
-            updates.append(MapUpdate(m.name, keys, raw.to_bytes(m.value_size, "little"), None, term.span))
+            updates.append(MapUpdate(m.name, keys, raw.to_bytes(m.value_size, sys.byteorder), None, term.span))
         else:
             updates.append(MapUpdate(m.name, keys, None, term.value.text, term.span))
     if errors:
