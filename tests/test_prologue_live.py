@@ -72,13 +72,8 @@ def _symbol_and_offset(binary: Path, name: str) -> tuple[int, int]:
     from elftools.elf.elffile import ELFFile
 
     with open(binary, "rb") as f:
-        elf = ELFFile(f)
-        (sym,) = elf.get_section_by_name(".symtab").get_symbol_by_name(name)
-        vaddr = sym["st_value"]
-        for seg in elf.iter_segments("PT_LOAD"):
-            if seg["p_vaddr"] <= vaddr < seg["p_vaddr"] + seg["p_memsz"]:
-                return vaddr, vaddr - seg["p_vaddr"] + seg["p_offset"]
-    raise AssertionError(f"{name} is in no loadable segment")
+        (sym,) = ELFFile(f).get_section_by_name(".symtab").get_symbol_by_name(name)
+    return sym["st_value"], _file_offset(binary, sym["st_value"])
 
 
 def _file_offset(binary: Path, vaddr: int) -> int:
