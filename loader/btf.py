@@ -10,7 +10,7 @@ Every defect of the input raises ``BtfError``; the object reader turns it into a
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 
@@ -169,7 +169,7 @@ class Btf:
     """A parsed ``.BTF`` blob. Type ids start at 1; id 0 is ``void``."""
 
     __slots__ = ("_data", "_order", "_types_at", "_str_at", "_str_len", "_offsets", "_cache",
-                 "_names", "_common", "_strings")
+                 "_names", "_common", "_strings", "_type_end")
 
     def __init__(self, data: bytes) -> None:
         self._data = bytes(data)
@@ -193,6 +193,7 @@ class Btf:
         if self._data[hdr_len + str_off + str_len - 1] != 0:
             raise BtfError("the BTF string section does not end with a NUL byte")
         self._types_at = hdr_len + type_off
+        self._type_end = self._types_at + type_len
         self._str_at = hdr_len + str_off
         self._str_len = str_len
         self._common = struct.Struct(self._order + "III")
@@ -323,6 +324,25 @@ class Btf:
             return BtfType(**base, linkage=vlen)
         return BtfType(**base)
 
+    # -- raw records -------------------------------------------------------------------------
+
+    @property
+    def byte_order(self) -> str:
+        """``"<"`` or ``">"``: the byte order of the blob (a struct format prefix)."""
+        return self._order
+
+    def raw_type(self, type_id: int) -> RawType:
+        """Type ``type_id`` as stored, for code that rewrites BTF (ids 1 .. len-1)."""
+        if not 0 < type_id < len(self._offsets):
+            raise BtfError(f"BTF type id {type_id} is out of range (1..{len(self._offsets) - 1})")
+        pos = self._offsets[type_id]
+        end = self._offsets[type_id + 1] if type_id + 1 < len(self._offsets) else self._type_end
+        name_off, info, word = self._common.unpack_from(self._data, pos)
+        return RawType(name_off, info, word, self._data[pos + 12:end])
+
+    def string_section(self) -> bytes:
+        return self._data[self._str_at:self._str_at + self._str_len]
+
     # -- lookups -----------------------------------------------------------------------------
 
     def find(self, name: str, kind: BtfKind | None = None) -> BtfType | None:
@@ -372,6 +392,60 @@ class Btf:
         raise BtfError(f"loop in the BTF type chain starting at type {type_id}")
 
 
+# -- raw records and the writer ------------------------------------------------------------------
+
+
+def type_info(kind: int, vlen: int = 0, kind_flag: bool = False) -> int:
+    """The ``info`` word of a type record: kind_flag (bit 31), kind (bits 24-28), vlen (bits 0-15)."""
+    return (int(kind_flag) << 31) | ((kind & 0x1F) << 24) | (vlen & 0xFFFF)
+
+
+@dataclass(frozen=True, slots=True)
+class RawType:
+    """One type record as stored: the common 12 bytes and the kind-specific bytes after them."""
+
+    name_off: int
+    info: int
+    word: int  # size_or_type: a size for sized kinds, a type id for referring ones
+    extra: bytes = b""
+
+    @property
+    def kind(self) -> int:
+        return (self.info >> 24) & 0x1F
+
+    @property
+    def vlen(self) -> int:
+        return self.info & 0xFFFF
+
+    @property
+    def kind_flag(self) -> bool:
+        return bool(self.info >> 31)
+
+    def encode(self, order: str) -> bytes:
+        expected = _EXTRA.get(self.kind)
+        if expected is None or self.kind == BtfKind.UNKN:
+            raise BtfError(f"cannot write a BTF type of unknown kind {self.kind}")
+        fixed, per_item = expected
+        if len(self.extra) != fixed + per_item * self.vlen:
+            raise BtfError(f"a {BtfKind(self.kind).name} record with vlen {self.vlen} needs "
+                           f"{fixed + per_item * self.vlen} bytes after its header, not {len(self.extra)}")
+        return struct.pack(order + "III", self.name_off, self.info, self.word) + self.extra
+
+
+def write_btf(types: Sequence[RawType], strings: bytes, order: str = "<") -> bytes:
+    """A ``.BTF`` blob: header, the types (ids 1, 2, ...), then the string section.
+
+    The layout is the one clang and the kernel write: a 24-byte header, the type section at
+    offset 0 of the body and the strings right after it.
+    """
+    if not strings or strings[0] != 0 or strings[-1] != 0:
+        raise BtfError("a BTF string section must start with an empty string and end with a NUL")
+    body = b"".join(t.encode(order) for t in types)
+    header = struct.pack(order + "HBBIIIII", BTF_MAGIC, 1, 0, _HEADER_LEN, 0, len(body), len(body),
+                         len(strings))
+    return header + body + strings
+
+
 def _enum64(lo: int, hi: int, signed: bool) -> int:
     value = (hi << 32) | lo
     if signed and value >= 1 << 63:
@@ -395,6 +469,8 @@ class LineRecord:
     source_line: str
     line: int
     column: int
+    file_name_off: int = 0  # the raw string offsets, for passing the record on to the kernel
+    line_off: int = 0
 
 
 class BtfExt:
@@ -476,7 +552,7 @@ class BtfExt:
         for i in range(count):
             off, file_off, line_off, line_col = unpack(self._data, pos + i * size)
             out.append(LineRecord(off, string(file_off), string(line_off), line_col >> 10,
-                                  line_col & 0x3FF))
+                                  line_col & 0x3FF, file_off, line_off))
         return tuple(out)
 
     @property

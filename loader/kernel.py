@@ -42,6 +42,18 @@ MAX_LOG_SIZE = 0xFFFFFFFF >> 2  # the kernel refuses larger verifier log buffers
 _BPF_CAPS = ((CAP_BPF, "CAP_BPF"), (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"))
 _PERF_CAPS = ((CAP_PERFMON, "CAP_PERFMON"), (CAP_SYS_ADMIN, "CAP_SYS_ADMIN"))
 _MEMLOCK_CHARGED = {abi.Cmd.MAP_CREATE, abi.Cmd.PROG_LOAD, abi.Cmd.BTF_LOAD}
+# Load-command fields that only name things or carry BTF debug information: an older kernel that
+# does not know them loads the same map or program without them. On E2BIG (the bpf(2) ABI: the
+# bytes past the kernel's own union bpf_attr must be zero) the last one set is cleared and the
+# attribute passed only up to it, until the kernel accepts it; other fields are never left out.
+_OPTIONAL_FIELDS = frozenset({
+    "map_name", "btf_fd", "btf_key_type_id", "btf_value_type_id", "prog_name", "prog_btf_fd",
+    "func_info_rec_size", "func_info", "func_info_cnt", "line_info_rec_size", "line_info",
+    "line_info_cnt",
+})
+_ATTR_TYPES = {abi.Cmd.MAP_CREATE: abi.MapCreateAttr, abi.Cmd.PROG_LOAD: abi.ProgLoadAttr,
+               abi.Cmd.BTF_LOAD: abi.BtfLoadAttr}
+LINE_INFO = struct.Struct("=IIII")  # struct bpf_line_info: insn_off, file_name_off, line_off, line_col
 _ELEM_CMDS = {abi.Cmd.MAP_UPDATE_ELEM, abi.Cmd.MAP_UPDATE_BATCH}
 
 
@@ -115,6 +127,9 @@ class ProgramDescription:
     map_ids: tuple[int, ...]
     gpl_compatible: bool
     xlated_len: int
+    btf_id: int = 0  # the BTF the program was loaded with (0: none)
+    nr_func_info: int = 0
+    nr_line_info: int = 0
 
 
 def _addr(buf: ctypes.Array | None) -> int:  # type: ignore[type-arg]
@@ -181,6 +196,68 @@ def _has(caps: int, cap: int) -> bool:
     return bool(caps >> cap & 1)
 
 
+def _set_fields(attr: ctypes.Structure, start: int, end: int) -> list[str]:
+    """The fields of ``attr`` that start in ``[start, end)`` and are not zero, in order."""
+    raw = ctypes.string_at(ctypes.addressof(attr), ctypes.sizeof(attr))
+    out = []
+    for name, *_ in type(attr)._fields_:  # type: ignore[misc]
+        field = getattr(type(attr), name)
+        if start <= field.offset < end and raw[field.offset : field.offset + field.size].strip(b"\0"):
+            out.append(str(name))
+    return out
+
+
+def _optional_run_start(attr: ctypes.Structure, name: str) -> int:
+    """Where the run of optional fields that ends with ``name`` starts (fields that came with
+    one kernel feature, such as prog_btf_fd ... line_info_cnt, go together)."""
+    names = [n for n, *_ in type(attr)._fields_]  # type: ignore[misc]
+    index = names.index(name)
+    while index > 0 and names[index - 1] in _OPTIONAL_FIELDS:
+        index -= 1
+    return int(getattr(type(attr), names[index]).offset)
+
+
+def _verifier_wrote_log(cmd: abi.Cmd, attr: ctypes.Structure) -> bool:
+    """E2BIG with a verifier log is the verifier's verdict (too complex), not the attribute's size."""
+    if cmd is not abi.Cmd.PROG_LOAD or not attr.log_size or not attr.log_buf:  # type: ignore[attr-defined]
+        return False
+    return ctypes.c_char.from_address(attr.log_buf).value != b"\0"  # type: ignore[attr-defined]
+
+
+def _clear_from(attr: ctypes.Structure, offset: int, dropped: list[str]) -> int:
+    """Zero every field of ``attr`` at or past ``offset``, adding those that were set to
+    ``dropped``; the attribute size to pass from now on."""
+    dropped.extend(_set_fields(attr, offset, ctypes.sizeof(attr)))
+    ctypes.memset(ctypes.addressof(attr) + offset, 0, ctypes.sizeof(attr) - offset)
+    return offset
+
+
+# Where each load command's attribute ended in its first kernel: E2BIG about a field before that
+# is not about the attribute's size but about a value (too many instructions, a huge value size).
+_FIRST_LAYOUT_END = {abi.Cmd.MAP_CREATE: 20, abi.Cmd.PROG_LOAD: 44, abi.Cmd.BTF_LOAD: 28}
+
+
+def _attr_too_big(exc: KernelError, cmd: abi.Cmd, field: str | None) -> KernelError:
+    where = exc.message.split(":", 1)[0]
+    offset = -1 if field is None else getattr(_ATTR_TYPES[cmd], field).offset
+    if offset < _FIRST_LAYOUT_END[cmd]:
+        what = {
+            abi.Cmd.MAP_CREATE: "the key, the value or max_entries is too large for this map type",
+            abi.Cmd.PROG_LOAD: "the program is too large: more instructions than the kernel "
+            "accepts, or more than the verifier's complexity limit",
+            abi.Cmd.BTF_LOAD: "the BTF is larger than the kernel accepts",
+        }[cmd]
+        return KernelError(codes.ATTR_TOO_BIG, f"{where}: {what} (E2BIG)", errno=exc.errno,
+                           operation=exc.operation)
+    return KernelError(
+        codes.ATTR_TOO_BIG,
+        f"{where}: the running kernel does not know a field evspec set: {field} (E2BIG)",
+        errno=exc.errno,
+        operation=exc.operation,
+        help=("a newer kernel is needed for this feature",),
+    )
+
+
 class Kernel:
     """The kernel operations evspec uses, each raising a coded ``KernelError`` on failure."""
 
@@ -192,6 +269,8 @@ class Kernel:
                 raise KernelError(codes.UNSUPPORTED_ARCH, str(exc)) from None
         self.funnel = funnel
         self.page_size = page_size
+        self._attr_sizes: dict[abi.Cmd, int] = {}  # load commands: the attr size the kernel knows
+        self.left_out: dict[str, list[str]] = {}  # operation -> optional fields the kernel lacks
 
     # ----------------------------------------------------------------- errors
 
@@ -272,17 +351,55 @@ class Kernel:
         self.funnel.set_memlock_limit(RLIM_INFINITY, RLIM_INFINITY)
         return True
 
-    def _bpf(self, cmd: abi.Cmd, attr: ctypes.Structure, what: str = "") -> int:
+    def _bpf(self, cmd: abi.Cmd, attr: ctypes.Structure, what: str = "", *, size: int | None = None) -> int:
         lifted_memlock = False
+        size = ctypes.sizeof(attr) if size is None else size
         while True:
             try:
-                return self.funnel.bpf(int(cmd), attr, ctypes.sizeof(attr), operation=cmd.operation)
+                return self.funnel.bpf(int(cmd), attr, size, operation=cmd.operation)
             except SyscallError as exc:
                 if exc.errno == E.EPERM and cmd in _MEMLOCK_CHARGED and not lifted_memlock:
                     if self._raise_memlock():
                         lifted_memlock = True
                         continue
                 raise self._error(exc, what, cmd=cmd) from None
+
+    def _bpf_load(self, cmd: abi.Cmd, attr: ctypes.Structure, what: str) -> int:
+        """MAP_CREATE, PROG_LOAD, BTF_LOAD: ``_bpf`` that leaves out, on E2BIG, the optional fields
+        the running kernel does not know (remembered for the next call of the same command)."""
+        size = ctypes.sizeof(attr)
+        known = self._attr_sizes.get(cmd)
+        dropped: list[str] = []
+        if known is not None and _OPTIONAL_FIELDS.issuperset(_set_fields(attr, known, size)):
+            size = _clear_from(attr, known, dropped)
+        while True:
+            try:
+                fd = self._bpf(cmd, attr, what, size=size)
+            except KernelError as exc:
+                if exc.errno == E.E2BIG and not _verifier_wrote_log(cmd, attr):
+                    last = (_set_fields(attr, 0, size) or [None])[-1]
+                    if last in _OPTIONAL_FIELDS:
+                        size = _clear_from(attr, _optional_run_start(attr, last), dropped)
+                        continue
+                    raise _attr_too_big(exc, cmd, last) from None  # leaving fields out did not help
+                self._remember_left_out(cmd, size, dropped)  # another error: E2BIG is cured
+                raise
+            self._remember_left_out(cmd, size, dropped)
+            return fd
+
+    def _remember_left_out(self, cmd: abi.Cmd, size: int, dropped: list[str]) -> None:
+        if dropped:
+            self._attr_sizes[cmd] = min(size, self._attr_sizes.get(cmd, size))
+            fields = self.left_out.setdefault(cmd.operation, [])
+            fields.extend(name for name in dropped if name not in fields)
+
+    @property
+    def notes(self) -> list[str]:
+        """What ``-v`` should say about this kernel: the fields it did not know."""
+        return [
+            f"{op}: this kernel does not know {', '.join(fields)}; loaded without them"
+            for op, fields in self.left_out.items()
+        ]
 
     # ------------------------------------------------------------------- maps
 
@@ -315,7 +432,7 @@ class Kernel:
             attr.btf_fd = btf_fd
             attr.btf_key_type_id = btf_key_type_id
             attr.btf_value_type_id = btf_value_type_id
-        return self._bpf(abi.Cmd.MAP_CREATE, attr, f"map '{name}'" if name else "")
+        return self._bpf_load(abi.Cmd.MAP_CREATE, attr, f"map '{name}'" if name else "")
 
     @staticmethod
     def _check_size(data: bytes, size: int, what: str) -> None:
@@ -464,11 +581,14 @@ class Kernel:
         line_info: Sequence[LineInfo] = (),
         btf_fd: int | None = None,
         func_info: Sequence[tuple[int, int]] = (),
+        line_records: Sequence[tuple[int, int, int, int]] = (),
     ) -> int:
         """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
 
         ``func_info`` pairs (instruction index, BTF FUNC type id) describe the program's functions
-        in the BTF loaded as ``btf_fd`` (the verifier needs them for callbacks).
+        in the BTF loaded as ``btf_fd`` (the verifier needs them for callbacks); ``line_records``
+        (instruction index, file name and source line offsets in that BTF's strings, line << 10 |
+        column) let the verifier log and ``bpftool prog dump jited linum`` show source lines.
         The first attempt runs without a log (fast path); after a failure the load is repeated
         with ``log_level`` 1 (or the caller's level) and a buffer that grows until the log fits.
         """
@@ -479,6 +599,7 @@ class Kernel:
         ibuf = _in_buffer(insns)
         lbuf = ctypes.create_string_buffer(license.encode() + b"\0")
         fbuf = _in_buffer(b"".join(FUNC_INFO.pack(off, tid) for off, tid in func_info))
+        line_buf = _in_buffer(b"".join(LINE_INFO.pack(*record) for record in line_records))
         what = f"program '{name}'" if name else ""
 
         def attempt(level: int, log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
@@ -497,10 +618,13 @@ class Kernel:
             if func_info:
                 attr.func_info_rec_size, attr.func_info_cnt = FUNC_INFO.size, len(func_info)
                 attr.func_info = _addr(fbuf)
+            if line_records:
+                attr.line_info_rec_size, attr.line_info_cnt = LINE_INFO.size, len(line_records)
+                attr.line_info = _addr(line_buf)
             if log is not None:
                 attr.log_level, attr.log_size, attr.log_buf = level, len(log), _addr(log)
             try:
-                return _Attempt(self._bpf(abi.Cmd.PROG_LOAD, attr, what), None, 0)
+                return _Attempt(self._bpf_load(abi.Cmd.PROG_LOAD, attr, what), None, 0)
             except KernelError as exc:
                 return _Attempt(None, exc, attr.log_true_size)
 
@@ -508,7 +632,8 @@ class Kernel:
             first = attempt(0, None)
             if first.fd is not None:
                 return first.fd
-            _raise_if_final(first.error)
+            if first.error is None or first.error.errno != E.E2BIG:  # E2BIG: the log may say "too large"
+                _raise_if_final(first.error)
         fd, error, log = self._with_growing_log(lambda buf: attempt(log_level or abi.BPF_LOG_LEVEL1, buf))
         if fd is not None:
             return fd
@@ -552,7 +677,7 @@ class Kernel:
             if log is not None:
                 attr.btf_log_buf, attr.btf_log_size, attr.btf_log_level = _addr(log), len(log), 1
             try:
-                return _Attempt(self._bpf(abi.Cmd.BTF_LOAD, attr, "BTF"), None, 0)
+                return _Attempt(self._bpf_load(abi.Cmd.BTF_LOAD, attr, "BTF"), None, 0)
             except KernelError as exc:
                 return _Attempt(None, exc, attr.btf_log_true_size)
 
@@ -611,6 +736,9 @@ class Kernel:
             map_ids=tuple(ids[:nr]),
             gpl_compatible=bool(info.gpl_compatible),
             xlated_len=info.xlated_prog_len,
+            btf_id=info.btf_id,
+            nr_func_info=info.nr_func_info,
+            nr_line_info=info.nr_line_info,
         )
 
     def _ids(self, cmd: abi.Cmd) -> Iterator[int]:

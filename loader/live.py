@@ -1,10 +1,12 @@
 """From an ``ObjectSpec`` to live kernel objects: maps created, programs relocated and loaded.
 
 ``load_object(spec, prog_types)`` is the one call (cilium/ebpf's ``NewCollection``): it loads the
-object's BTF when the maps can use it, creates every map (legacy ``SEC("maps")`` and BTF ``.maps``
+object's BTF (completed by ``btf_fixup`` the way libbpf completes it, and rewritten for kernels
+that lack newer kinds), creates every map (with BTF key/value types where the map type allows) (legacy ``SEC("maps")`` and BTF ``.maps``
 alike, global data maps with their initial contents, ``.rodata`` frozen), patches a copy of each
 program's instructions and loads it with the program type the caller decided from the section
-name. The result is a ``LiveObject`` that closes every descriptor on ``close()`` or at the end of a
+name (with the BTF's func_info and line_info, so that verifier logs and ``bpftool prog dump
+jited linum`` show source lines). The result is a ``LiveObject`` that closes every descriptor on ``close()`` or at the end of a
 ``with`` block; if anything fails half-way, what was already created is closed before the error
 propagates.
 """
@@ -18,13 +20,27 @@ from pathlib import Path
 from types import TracebackType
 
 from evspec.loader import bpf_abi as abi
-from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.btf import Btf, BtfError, BtfExt
+from evspec.loader.btf_fixup import (
+    BtfFeatures,
+    BtfFixupError,
+    FixedBtf,
+    ProgramBtfInfo,
+    features_from,
+    fixup_btf,
+    probe_blobs,
+    program_btf_info,
+)
+from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError
 from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
 
 from evspec.codes import kernel as codes
 
 _MAP_SECTIONS = (".maps", "maps")
 _INSN = 8
+# What the kernel's BTF log says when it refuses a kind or linkage it does not know: only then
+# are the kinds probed and the BTF rewritten for this kernel.
+_UNKNOWN_KIND_LOG = ("Invalid kind", "Invalid btf_info", "kind_flag", "Invalid func linkage")
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +85,9 @@ class LiveObject:
         self.programs: dict[str, LiveProgram] = {}
         self.btf_fd: int | None = None
         self.btf_error: KernelError | None = None  # why the object's BTF was not used
+        self.btf: FixedBtf | None = None  # what was loaded as btf_fd
+        self.btf_ext: BtfExt | None = None  # the object's .BTF.ext, when programs use it
+        self.program_notes: list[str] = []  # programs loaded without their func/line info, and why
         self._closed = False
 
     def map(self, name: str) -> LiveMap:
@@ -82,6 +101,21 @@ class LiveObject:
             return self.programs[name]
         except KeyError:
             raise KeyError(f"object {self.spec.path!r} has no program {name!r}") from None
+
+    @property
+    def notes(self) -> list[str]:
+        """What ``record -v`` says about this object's BTF."""
+        path = self.spec.path
+        if self.btf_error is not None:
+            notes = [f"{path}: loaded without BTF: {self.btf_error.message}"]
+        elif self.btf is None:
+            notes = [] if self.spec.btf is None else [f"{path}: BTF not loaded (not asked for)"]
+        else:
+            typed = sum(m.with_btf for m in self.maps.values())
+            notes = [f"{path}: BTF loaded ({typed} of {len(self.maps)} maps with key/value types)"]
+            if self.btf.replaced:
+                notes.append(f"{path}: BTF rewritten for this kernel: {', '.join(self.btf.replaced)}")
+        return notes + self.program_notes
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -267,10 +301,8 @@ def _create_map(kernel: Kernel, m: MapSpec, btf_fd: int | None, cpus: int) -> Li
         max_entries = cpus
     flags = m.flags | (abi.MapFlag.RDONLY_PROG if m.readonly else 0)
     args = dict(flags=flags, name=m.name)
-    use_btf = (
-        btf_fd is not None and not m.legacy and m.key_type_id is not None and m.value_type_id is not None
-    )
-    if use_btf:
+    typed = m.value_type_id is not None and (m.key_type_id is not None or _is_global_data(m))
+    if btf_fd is not None and typed and not m.legacy:
         try:
             fd = kernel.create_map(
                 m.type,
@@ -284,7 +316,9 @@ def _create_map(kernel: Kernel, m: MapSpec, btf_fd: int | None, cpus: int) -> Li
             )
             return LiveMap(m, fd, True)
         except KernelError as exc:
-            if exc.errno != E.EINVAL:
+            # Maps that hold fds, stack traces or no keys refuse BTF types (ENOTSUPP): as libbpf
+            # does, such a map is created again without them.
+            if exc.errno not in (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP):
                 raise
     fd = kernel.create_map(m.type, m.key_size, m.value_size, max_entries, **args)  # type: ignore[arg-type]
     return LiveMap(m, fd, False)
@@ -305,18 +339,134 @@ def _fill_global_data(kernel: Kernel, live: LiveMap) -> None:
 
 
 def _load_btf(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
-    wants = any(m.key_type_id is not None and not m.legacy for m in spec.maps)
-    if spec.btf is None or not wants:
+    """Load the object's BTF, completed for the kernel; if the kernel refuses it, probe which
+    kinds it lacks and load it again with those rewritten. Failing that, ``live.btf_error`` says
+    why and the object is loaded without BTF."""
+    if spec.btf is None:
         return
     try:
-        live.btf_fd = kernel.load_btf(spec.btf)
+        fixed = fixup_btf(spec.btf, spec.layouts)
+    except BtfFixupError as exc:
+        live.btf_error = KernelError(codes.BTF_FIXUP, f"the object's BTF cannot be prepared: {exc}")
+        return
+    except BtfError:  # not BTF we can read: the kernel's log will say what is wrong with it
+        fixed = FixedBtf(spec.btf, frozenset())
+    try:
+        live.btf_fd, live.btf = kernel.load_btf(fixed.data), fixed
     except KernelError as exc:
         if exc.code in (codes.PERMISSION, codes.MEMLOCK):
             raise
         live.btf_error = exc
+        if not any(text in (exc.detail or "") for text in _UNKNOWN_KIND_LOG):
+            return
+        features = probe_btf_features(kernel, fixed.used)
+        if not features.missing:
+            return  # the kernel knows every kind: the refusal has another reason, kept in btf_error
+        sanitised = fixup_btf(spec.btf, spec.layouts, features)
+        try:
+            live.btf_fd, live.btf, live.btf_error = kernel.load_btf(sanitised.data), sanitised, None
+        except KernelError as again:
+            if again.code in (codes.PERMISSION, codes.MEMLOCK):
+                raise
+            live.btf_error = again
+            return
+    if spec.btf_ext is not None:
+        try:
+            live.btf_ext = BtfExt(spec.btf_ext, Btf(spec.btf))
+        except BtfError as exc:
+            live.program_notes.append(f"{spec.path}: programs loaded without func/line info: {exc}")
+
+
+def probe_btf_features(kernel: Kernel, wanted: Collection[str]) -> BtfFeatures:
+    """Which of the ``wanted`` BTF features (``BtfFeatures`` field names) the kernel accepts: one
+    BPF_BTF_LOAD of a minimal blob each."""
+    blobs = probe_blobs()
+    accepted = []
+    for name in wanted:
+        try:
+            fd = kernel.load_btf(blobs[name])
+        except KernelError as exc:
+            if exc.code in (codes.PERMISSION, codes.MEMLOCK):
+                raise
+            continue
+        kernel.close(fd)
+        accepted.append(name)
+    return features_from(accepted, wanted)
+
+
+def _program_btf(live: LiveObject, prog: ProgramSpec, linked: LinkedProgram) -> ProgramBtfInfo | None:
+    """The func_info and line_info of a linked program, when the object's BTF is loaded."""
+    spec = live.spec
+    if live.btf_fd is None or live.btf_ext is None:
+        return None
+    parts = []
+    for name, base in linked.layout:
+        fn = prog if base == 0 else _function(spec, name)
+        if fn is None:
+            return None
+        parts.append((base, fn))
+    try:
+        return program_btf_info(live.btf_ext, parts)
+    except BtfError:
+        return None
 
 
 # ----------------------------------------------------------------------- load
+
+
+def load_linked(
+    live: LiveObject,
+    prog: ProgramSpec,
+    linked: LinkedProgram,
+    prog_type: int,
+    expected_attach_type: int = 0,
+    *,
+    log_level: int = 0,
+    prologue: int = 0,
+) -> int:
+    """Load a linked program of ``live`` with its BTF func/line info (when the object's BTF is
+    loaded), ``prologue`` instructions having been put in front of ``linked.insns``.
+
+    If the kernel refuses the program with EINVAL while func/line info was given, the program is
+    loaded again without it (the reason goes to ``live.program_notes``); if that fails too, the
+    error with the more telling log is raised.
+    """
+    kernel, spec = live.kernel, live.spec
+    info = _program_btf(live, prog, linked)
+    if info is not None:
+        info = info.shifted(prologue)
+
+    def load(with_btf: ProgramBtfInfo | None) -> int:
+        return kernel.load_program(
+            prog_type,
+            linked.insns,
+            spec.license,
+            name=prog.name,
+            kern_version=spec.kernel_version or 0,
+            expected_attach_type=expected_attach_type,
+            log_level=log_level,
+            line_info=linked.line_info,
+            btf_fd=live.btf_fd if with_btf is not None else None,
+            func_info=with_btf.func_info if with_btf is not None else (),
+            line_records=with_btf.line_info if with_btf is not None else (),
+        )
+
+    if info is None:
+        return load(None)
+    try:
+        return load(info)
+    except KernelError as first:
+        if first.errno != E.EINVAL:
+            raise
+        try:
+            fd = load(None)
+        except KernelError as second:
+            about_btf = any(word in (first.detail or "") for word in ("func_info", "line_info"))
+            raise (second if about_btf else first) from None
+        live.program_notes.append(
+            f"{spec.path}: program '{prog.name}' loaded without func/line info: {first.message}"
+        )
+        return fd
 
 
 def load_object(
@@ -359,15 +509,8 @@ def load_object(
             if prog.name in deferred:
                 continue
             linked = link_program(prog, spec, fds)
-            fd = kernel.load_program(
-                prog_types[prog.name],
-                linked.insns,
-                spec.license,
-                name=prog.name,
-                kern_version=spec.kernel_version or 0,
-                expected_attach_type=attach.get(prog.name, 0),
-                log_level=log_level,
-                line_info=linked.line_info,
+            fd = load_linked(
+                live, prog, linked, prog_types[prog.name], attach.get(prog.name, 0), log_level=log_level
             )
             live.programs[prog.name] = LiveProgram(prog, fd, prog_types[prog.name], linked.insns)
     except BaseException:
