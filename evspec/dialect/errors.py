@@ -1,0 +1,53 @@
+"""perf's error slot: which of the errors recorded during a parse perf prints, and where.
+
+perf 4.x-6.x keep ``struct parse_events_error``. Since 4.20 it holds two errors: the first one
+recorded and the last one; from the third error on the message and help of the last slot are
+replaced but **its column is not** (an accident of ``parse_events_error__handle``), so the last
+message may be printed under an earlier error's caret. 4.7 had one slot whose column is set by
+whoever remembers to set it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class PerfError:
+    """One error as perf prints it."""
+
+    message: str  # perf's text after "\\___ "
+    column: int  # perf's caret column, 0-based into the string; -1 = under the opening quote
+    help: str | None = None  # the help block perf prints under it, if any
+
+
+@dataclass(slots=True)
+class ErrorSlot:
+    slots: int  # 2: first and last (6.x), 1: one slot (4.7)
+    count: int = 0
+    column: int = 0
+    message: str | None = None
+    help: str | None = None
+    first: PerfError | None = None
+    history: list[PerfError] = field(default_factory=list)  # everything recorded, for explanations
+
+    def handle(self, column: int | None, message: str, help: str | None = None) -> None:
+        """Record an error; ``column`` None leaves the column as it is (4.7 code paths do that)."""
+        self.history.append(PerfError(message, column if column is not None else self.column, help))
+        if self.slots == 1 or self.count == 0:
+            if column is not None:
+                self.column = column
+        elif self.count == 1:
+            self.first = PerfError(self.message or "", self.column, self.help)
+            if column is not None:
+                self.column = column
+        # from the third error on only the message and help move
+        self.message = message
+        self.help = help
+        self.count += 1
+
+    @property
+    def last(self) -> PerfError | None:
+        if self.message is None:
+            return None
+        return PerfError(self.message, self.column, self.help)
