@@ -501,11 +501,11 @@ def read_perf_data(path: str | Path) -> PerfData:
         if what is not None:
             raise ObjectError(codes.PERF_DATA_UNSUPPORTED, f"{path}: {what} is not supported")
         raise _corrupt(path, "it does not start with PERFILE2")
+    if len(buf) >= 16 and _U64.unpack_from(buf, 8)[0] == 16:
+        raise ObjectError(codes.PERF_DATA_UNSUPPORTED, f"{path}: pipe-mode perf data is not supported")
     if len(buf) < _HEADER.size:
         raise _corrupt(path, f"{len(buf)} bytes, shorter than the {_HEADER.size}-byte header")
     (_, size, attr_size, attrs_at, attrs_size, data_at, data_size, _et, _es, *bits) = _HEADER.unpack_from(buf, 0)
-    if size == 16:
-        raise ObjectError(codes.PERF_DATA_UNSUPPORTED, f"{path}: pipe-mode perf data is not supported")
     if size != _HEADER.size or attr_size <= _SECTION.size or attrs_at + attrs_size > len(buf):
         raise _corrupt(path, f"header sizes (header {size}, attr {attr_size}) do not fit the file")
     if data_at > len(buf):
