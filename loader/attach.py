@@ -92,7 +92,10 @@ KindFactory = Callable[[Kernel, AttachOptions], KindAttacher]
 
 # attach kind → its KindAttacher's factory, or "module:Class" imported on first use; constructed
 # as factory(kernel, options) once per session
-KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {}
+KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {
+    AttachKind.XDP: "evspec.loader.attach_net:NetAttacher",
+    AttachKind.TC: "evspec.loader.attach_net:NetAttacher",
+}
 
 
 def _section(spec: ObjectSpec, prog: ProgramSpec) -> SectionSpec:
