@@ -1,8 +1,9 @@
 """The catalogue of diagnostic codes, for ``evspec explain CODE``.
 
 Codes are stable: ``ES…`` syntax and system-independent rules, ``EM…`` semantic checks against a
-system, ``EB…`` BPF objects and map terms, ``EK…`` the kernel runtime; a ``W`` in place of the ``E``
-marks a warning. Each area keeps its entries in its own module.
+system, ``EB…`` BPF objects and map terms, ``EK…`` the kernel runtime, ``EP…`` where the perf
+release chosen with ``--perf`` disagrees; a ``W`` in place of the ``E`` marks a warning.
+Each area keeps its entries in its own module.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import importlib
 from dataclasses import dataclass
 
-_AREAS = ("syntax", "semantic", "bpf", "bpfconfig", "kernel")
+_AREAS = ("syntax", "semantic", "bpf", "bpfconfig", "kernel", "perf")
 
 
 @dataclass(frozen=True, slots=True)
