@@ -3,35 +3,114 @@
 Every node carries the span of the text it came from. Spans (and the source text) are left out of
 equality, so ``parse(print(ast)) == ast`` compares structure only: the printer may normalise white
 space and separators, never meaning.
+
+Nodes are immutable value objects that behave like ``@dataclass(frozen=True, slots=True)``
+classes whose span fields are ``field(compare=False, repr=False)``: keyword construction, equality
+and hashing over the other fields, ``FrozenInstanceError`` on assignment, and
+``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` all work. They are written
+out by hand because the dataclass decorator generates and compiles each class's methods at
+import, which cost more than the rest of a cold ``evspec check`` together.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import dataclasses
 from enum import Enum
 
 from evspec.span import Span
+
+_set = object.__setattr__
+
+
+def _is_position(field_name: str) -> bool:
+    """Fields that say where a node was written, not what it is: not part of its value."""
+    return field_name in ("span", "source") or field_name.endswith(("_span", "_spans"))
+
+
+class _Node:
+    """Base of the AST nodes. A node class lists its fields in ``__slots__`` (in constructor order,
+    annotated alike) and sets them in ``__init__`` with ``object.__setattr__``."""
+
+    __slots__ = ()
+    _compared: tuple[str, ...] = ()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        names: tuple[str, ...] = cls.__slots__  # type: ignore[assignment]
+        if tuple(cls.__annotations__) != names:
+            raise TypeError(f"{cls.__name__}: annotate exactly the fields of __slots__, in order")
+        cls._compared = tuple(n for n in names if not _is_position(n))
+        cls.__match_args__ = names  # type: ignore[attr-defined]
+        defaults = cls.__init__.__defaults__ or ()
+        first_default = len(names) - len(defaults)
+        fields = {}
+        for i, name in enumerate(names):
+            compared = name in cls._compared
+            f = dataclasses.field(
+                default=defaults[i - first_default] if i >= first_default else dataclasses.MISSING,
+                compare=compared, repr=compared,
+            )
+            f.name = name
+            f.type = cls.__annotations__[name]
+            f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # what fields() lists
+            fields[name] = f
+        cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple([getattr(self, name) for name in self._compared])
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._compared)
+        return f"{self.__class__.__qualname__}({shown})"
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
+        return self.__class__, tuple([getattr(self, name) for name in self.__slots__])
+
 
 # --------------------------------------------------------------------------------------------
 # values, terms, modifiers
 
 
-@dataclass(frozen=True, slots=True)
-class Number:
+class Number(_Node):
     """An unsigned number as written: decimal (``10``) or hex (``0x1a``)."""
 
+    __slots__ = ("value", "text", "span")
     value: int
     text: str
-    span: Span = field(compare=False, repr=False)
+    span: Span
+
+    def __init__(self, value: int, text: str, span: Span) -> None:
+        _set(self, "value", value)
+        _set(self, "text", text)
+        _set(self, "span", span)
 
 
-@dataclass(frozen=True, slots=True)
-class Word:
+class Word(_Node):
     """A name or string value; ``quoted`` if it was written as ``'...'`` (quotes not in ``text``)."""
 
+    __slots__ = ("text", "quoted", "span")
     text: str
-    quoted: bool = False
-    span: Span = field(default=Span(0, 0), compare=False, repr=False)
+    quoted: bool
+    span: Span
+
+    def __init__(self, text: str, quoted: bool = False, span: Span = Span(0, 0)) -> None:  # noqa: B008 - immutable
+        _set(self, "text", text)
+        _set(self, "quoted", quoted)
+        _set(self, "span", span)
 
 
 Value = Number | Word
@@ -44,79 +123,118 @@ class TermKind(str, Enum):
     DRIVER = "driver"  # @cfg or @cfg=value
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
+class Term(_Node):
     """``key``, ``key=value``; ``value`` is None for a bare term."""
 
+    __slots__ = ("kind", "key", "value", "span", "key_span")
     kind: TermKind
     key: str
     value: Value | None
-    span: Span = field(compare=False, repr=False)
-    key_span: Span = field(compare=False, repr=False)
+    span: Span
+    key_span: Span
+
+    def __init__(self, kind: TermKind, key: str, value: Value | None, span: Span, key_span: Span) -> None:
+        _set(self, "kind", kind)
+        _set(self, "key", key)
+        _set(self, "value", value)
+        _set(self, "span", span)
+        _set(self, "key_span", key_span)
 
 
-@dataclass(frozen=True, slots=True)
-class IndexItem:
+class IndexItem(_Node):
     """One index (``3``) or inclusive range (``3...6``) of a map term's index list."""
 
+    __slots__ = ("first", "last", "span")
     first: Number
     last: Number | None
-    span: Span = field(compare=False, repr=False)
+    span: Span
+
+    def __init__(self, first: Number, last: Number | None, span: Span) -> None:
+        _set(self, "first", first)
+        _set(self, "last", last)
+        _set(self, "span", span)
 
 
-@dataclass(frozen=True, slots=True)
-class AllIndices:
+class AllIndices(_Node):
     """``[all]``."""
 
-    span: Span = field(compare=False, repr=False)
+    __slots__ = ("span",)
+    span: Span
+
+    def __init__(self, span: Span) -> None:
+        _set(self, "span", span)
 
 
-@dataclass(frozen=True, slots=True)
-class IndexList:
+class IndexList(_Node):
     """``[0,3...6]`` (blanks allowed inside the brackets)."""
 
+    __slots__ = ("items", "span")
     items: tuple[IndexItem, ...]
-    span: Span = field(compare=False, repr=False)
+    span: Span
+
+    def __init__(self, items: tuple[IndexItem, ...], span: Span) -> None:
+        _set(self, "items", items)
+        _set(self, "span", span)
 
 
 Indices = AllIndices | IndexList
 
 
-@dataclass(frozen=True, slots=True)
-class MapTerm:
+class MapTerm(_Node):
     """``map:NAME.OPTION[INDICES]=VALUE`` — an object term of a BPF event.
 
     ``option`` is kept as written (perf accepts ``value`` and ``event``; anything else is a
     semantic error checked against the object). ``value`` is None when ``=VALUE`` is missing.
+    ``key_span`` covers ``map:NAME.OPTION`` with its index list.
     """
 
+    __slots__ = ("map_name", "option", "indices", "value", "span", "key_span", "name_span", "option_span")
     map_name: str
     option: str
     indices: Indices | None
     value: Value | None
-    span: Span = field(compare=False, repr=False)
-    key_span: Span = field(compare=False, repr=False)  # map:NAME.OPTION with its index list
-    name_span: Span = field(compare=False, repr=False)
-    option_span: Span = field(compare=False, repr=False)
+    span: Span
+    key_span: Span
+    name_span: Span
+    option_span: Span
+
+    def __init__(self, map_name: str, option: str, indices: Indices | None, value: Value | None, span: Span,
+                 key_span: Span, name_span: Span, option_span: Span) -> None:
+        _set(self, "map_name", map_name)
+        _set(self, "option", option)
+        _set(self, "indices", indices)
+        _set(self, "value", value)
+        _set(self, "span", span)
+        _set(self, "key_span", key_span)
+        _set(self, "name_span", name_span)
+        _set(self, "option_span", option_span)
 
 
 AnyTerm = Term | MapTerm
 
 
-@dataclass(frozen=True, slots=True)
-class Terms:
+class Terms(_Node):
     """A ``/term,term,.../`` list; ``items`` is empty for ``//``. ``span`` covers both slashes."""
 
+    __slots__ = ("items", "span")
     items: tuple[AnyTerm, ...]
-    span: Span = field(compare=False, repr=False)
+    span: Span
+
+    def __init__(self, items: tuple[AnyTerm, ...], span: Span) -> None:
+        _set(self, "items", items)
+        _set(self, "span", span)
 
 
-@dataclass(frozen=True, slots=True)
-class Modifiers:
+class Modifiers(_Node):
     """Event or group modifier letters (``ukhIGHpPSDWeb``) without the ``:``."""
 
+    __slots__ = ("letters", "span")
     letters: str
-    span: Span = field(compare=False, repr=False)
+    span: Span
+
+    def __init__(self, letters: str, span: Span) -> None:
+        _set(self, "letters", letters)
+        _set(self, "span", span)
 
 
 # --------------------------------------------------------------------------------------------
@@ -129,117 +247,195 @@ class SymbolKind(str, Enum):
     TOOL = "tool"  # duration_time, user_time, system_time
 
 
-@dataclass(frozen=True, slots=True)
-class SymbolEvent:
+class SymbolEvent(_Node):
+    """A built-in hardware, software or tool event; ``name`` as written (an alias spelling such
+    as ``cs`` is kept)."""
+
+    __slots__ = ("kind", "name", "terms", "modifiers", "span", "name_span")
     kind: SymbolKind
-    name: str  # as written (an alias spelling such as ``cs`` is kept)
+    name: str
     terms: Terms | None
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    name_span: Span = field(compare=False, repr=False)
+    span: Span
+    name_span: Span
+
+    def __init__(self, kind: SymbolKind, name: str, terms: Terms | None, modifiers: Modifiers | None,
+                 span: Span, name_span: Span) -> None:
+        _set(self, "kind", kind)
+        _set(self, "name", name)
+        _set(self, "terms", terms)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "name_span", name_span)
 
 
-@dataclass(frozen=True, slots=True)
-class CacheEvent:
+class CacheEvent(_Node):
     """``TYPE[-OP_OR_RESULT[-OP_OR_RESULT]]``, e.g. ``L1-dcache-load-misses``; words as written."""
 
+    __slots__ = ("cache_type", "parts", "terms", "modifiers", "span", "name_span", "part_spans")
     cache_type: str
     parts: tuple[str, ...]
     terms: Terms | None
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    name_span: Span = field(compare=False, repr=False)
-    part_spans: tuple[Span, ...] = field(default=(), compare=False, repr=False)
+    span: Span
+    name_span: Span
+    part_spans: tuple[Span, ...]
+
+    def __init__(self, cache_type: str, parts: tuple[str, ...], terms: Terms | None, modifiers: Modifiers | None,
+                 span: Span, name_span: Span, part_spans: tuple[Span, ...] = ()) -> None:
+        _set(self, "cache_type", cache_type)
+        _set(self, "parts", parts)
+        _set(self, "terms", terms)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "name_span", name_span)
+        _set(self, "part_spans", part_spans)
 
     @property
     def name(self) -> str:
         return "-".join((self.cache_type, *self.parts))
 
 
-@dataclass(frozen=True, slots=True)
-class RawEvent:
+class RawEvent(_Node):
     """``rHEX``; ``code.text`` is the hex digits as written (with ``0x`` for ``r0x1a``)."""
 
+    __slots__ = ("code", "terms", "modifiers", "span")
     code: Number
     terms: Terms | None
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
+    span: Span
+
+    def __init__(self, code: Number, terms: Terms | None, modifiers: Modifiers | None, span: Span) -> None:
+        _set(self, "code", code)
+        _set(self, "terms", terms)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
 
 
-@dataclass(frozen=True, slots=True)
-class NumericEvent:
+class NumericEvent(_Node):
     """``TYPE:CONFIG`` with numbers, e.g. ``4:0x6530160``."""
 
+    __slots__ = ("type", "config", "terms", "modifiers", "span")
     type: Number
     config: Number
     terms: Terms | None
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
+    span: Span
+
+    def __init__(self, type: Number, config: Number, terms: Terms | None, modifiers: Modifiers | None,
+                 span: Span) -> None:
+        _set(self, "type", type)
+        _set(self, "config", config)
+        _set(self, "terms", terms)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
 
 
-@dataclass(frozen=True, slots=True)
-class BreakpointEvent:
+class BreakpointEvent(_Node):
     """``mem:ADDR[/LEN][:ACCESS]``; ``access`` is the ``rwx`` letters as written, or None."""
 
+    __slots__ = ("address", "length", "access", "modifiers", "span", "access_span")
     address: Number
     length: Number | None
     access: str | None
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    access_span: Span | None = field(default=None, compare=False, repr=False)
+    span: Span
+    access_span: Span | None
+
+    def __init__(self, address: Number, length: Number | None, access: str | None, modifiers: Modifiers | None,
+                 span: Span, access_span: Span | None = None) -> None:
+        _set(self, "address", address)
+        _set(self, "length", length)
+        _set(self, "access", access)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "access_span", access_span)
 
 
-@dataclass(frozen=True, slots=True)
-class TracepointEvent:
-    """``SYSTEM:EVENT`` (either part may be a glob)."""
+class TracepointEvent(_Node):
+    """``SYSTEM:EVENT`` (either part may be a glob); ``name_span`` covers ``SYSTEM:EVENT``."""
 
+    __slots__ = ("system", "event", "terms", "modifiers", "span", "name_span", "system_span", "event_span")
     system: str
     event: str
     terms: Terms | None
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    name_span: Span = field(compare=False, repr=False)  # SYSTEM:EVENT
-    system_span: Span = field(compare=False, repr=False)
-    event_span: Span = field(compare=False, repr=False)
+    span: Span
+    name_span: Span
+    system_span: Span
+    event_span: Span
+
+    def __init__(self, system: str, event: str, terms: Terms | None, modifiers: Modifiers | None, span: Span,
+                 name_span: Span, system_span: Span, event_span: Span) -> None:
+        _set(self, "system", system)
+        _set(self, "event", event)
+        _set(self, "terms", terms)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "name_span", name_span)
+        _set(self, "system_span", system_span)
+        _set(self, "event_span", event_span)
 
     @property
     def name(self) -> str:
         return f"{self.system}:{self.event}"
 
 
-@dataclass(frozen=True, slots=True)
-class PmuEvent:
+class PmuEvent(_Node):
     """``NAME/terms/``: NAME is a PMU (or PMU wildcard such as ``uncore_imc``), or an alias with
     terms (``energy-psys/name=x/``); which one is decided against a system."""
 
+    __slots__ = ("pmu", "terms", "modifiers", "span", "name_span")
     pmu: str
     terms: Terms
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    name_span: Span = field(compare=False, repr=False)
+    span: Span
+    name_span: Span
+
+    def __init__(self, pmu: str, terms: Terms, modifiers: Modifiers | None, span: Span, name_span: Span) -> None:
+        _set(self, "pmu", pmu)
+        _set(self, "terms", terms)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "name_span", name_span)
 
 
-@dataclass(frozen=True, slots=True)
-class AliasEvent:
+class AliasEvent(_Node):
     """A bare word that is no built-in event name: a PMU event alias (``tsc``, ``energy-psys``),
     looked up in every PMU of a system."""
 
+    __slots__ = ("name", "modifiers", "span", "name_span")
     name: str
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    name_span: Span = field(compare=False, repr=False)
+    span: Span
+    name_span: Span
+
+    def __init__(self, name: str, modifiers: Modifiers | None, span: Span, name_span: Span) -> None:
+        _set(self, "name", name)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "name_span", name_span)
 
 
-@dataclass(frozen=True, slots=True)
-class BpfEvent:
+class BpfEvent(_Node):
     """A BPF object (``.o``, ``.obj``) or source (``.c``) path with optional terms."""
 
+    __slots__ = ("path", "is_source", "terms", "modifiers", "span", "path_span")
     path: str
     is_source: bool
     terms: Terms | None
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    path_span: Span = field(compare=False, repr=False)
+    span: Span
+    path_span: Span
+
+    def __init__(self, path: str, is_source: bool, terms: Terms | None, modifiers: Modifiers | None, span: Span,
+                 path_span: Span) -> None:
+        _set(self, "path", path)
+        _set(self, "is_source", is_source)
+        _set(self, "terms", terms)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "path_span", path_span)
 
     @property
     def object_terms(self) -> tuple[MapTerm, ...]:
@@ -259,26 +455,38 @@ Event = (
 )
 
 
-@dataclass(frozen=True, slots=True)
-class Group:
+class Group(_Node):
     """``[NAME]{event,...}[:MODIFIERS]``."""
 
+    __slots__ = ("name", "events", "modifiers", "span", "name_span")
     name: str | None
     events: tuple[Event, ...]
     modifiers: Modifiers | None
-    span: Span = field(compare=False, repr=False)
-    name_span: Span | None = field(default=None, compare=False, repr=False)
+    span: Span
+    name_span: Span | None
+
+    def __init__(self, name: str | None, events: tuple[Event, ...], modifiers: Modifiers | None, span: Span,
+                 name_span: Span | None = None) -> None:
+        _set(self, "name", name)
+        _set(self, "events", events)
+        _set(self, "modifiers", modifiers)
+        _set(self, "span", span)
+        _set(self, "name_span", name_span)
 
 
 Item = Event | Group
 
 
-@dataclass(frozen=True, slots=True)
-class EventList:
+class EventList(_Node):
     """One whole event string (one ``-e`` argument): its items in order."""
 
+    __slots__ = ("items", "source")
     items: tuple[Item, ...]
-    source: str = field(default="", compare=False, repr=False)
+    source: str
+
+    def __init__(self, items: tuple[Item, ...], source: str = "") -> None:
+        _set(self, "items", items)
+        _set(self, "source", source)
 
     def events(self) -> tuple[Event, ...]:
         """Every event in order, group members included."""

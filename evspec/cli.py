@@ -7,11 +7,13 @@ import argparse
 import os
 import sys
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, NoReturn
 
 from evspec import __version__
 
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from evspec.check import CheckedSpec
     from evspec.diagnostics import Diagnostic
     from evspec.inputs import SpecInput
@@ -44,7 +46,9 @@ def _add_system(p: argparse.ArgumentParser, default: str) -> None:
                    help="term rules of perf record or of perf stat (default: record)")
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser; given the ``command`` about to run, it leaves out the sub-commands whose
+    definitions need heavy imports (record) unless that is the one."""
     top = _Parser(prog="evspec", description="Parse, check, format, compile and load perf event strings.")
     top.add_argument("--version", action="version", version=f"evspec {__version__}")
     sub = top.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
@@ -88,9 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
     s = ssub.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
     s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
 
-    from evspec.record_cmd import add_record_parser
+    if command is None or command == "record" or command not in COMMANDS:
+        from evspec.record_cmd import add_record_parser
 
-    add_record_parser(sub)
+        add_record_parser(sub)
 
     p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
     p.add_argument("object", help="a BPF object (.o) or source (.c, compiled with clang)")
@@ -256,8 +261,13 @@ COMMANDS = {
 }
 
 
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The sub-command named on the command line (the top level has no options with values)."""
+    return next((a for a in argv if not a.startswith("-")), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(_command_word(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
     if not args.subcommand:
         parser.print_help(sys.stderr)

@@ -7,8 +7,9 @@ case-sensitively (COMPAT Decision 1); perf's cache matching is looser, ours foll
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from collections import namedtuple
 from enum import Enum
+from functools import lru_cache
 
 from evspec.ast import SymbolKind
 
@@ -125,20 +126,22 @@ CACHE_SUPPORTED_OPS: dict[CacheType, frozenset[CacheOp]] = {
     CacheType.NODE: frozenset(CacheOp),
 }
 
-# Longest spelling first, so that "L1-dcache" is preferred over a shorter type that prefixes it.
-_CACHE_TYPE_AT = re.compile(
-    "(" + "|".join(re.escape(t) for t in sorted(CACHE_TYPES, key=len, reverse=True)) + ")(?:-|$)"
-)
 _HYPHENATED_PARTS = frozenset(p for p in (*CACHE_OPS, *CACHE_RESULTS) if "-" in p)
 
 
-@dataclass(frozen=True, slots=True)
-class CacheWord:
-    """A word split into its cache type and parts; offsets are relative to the word."""
+@lru_cache(maxsize=1)
+def _cache_type_at() -> re.Pattern[str]:
+    """A cache type at the start of a word, longest spelling first (so that "L1-dcache" is
+    preferred over a shorter type that prefixes it). Compiled on first use: most words are not
+    cache words, and a cold start should not pay for it."""
+    return re.compile("(" + "|".join(re.escape(t) for t in sorted(CACHE_TYPES, key=len, reverse=True)) + ")(?:-|$)")
 
-    cache_type: str
-    parts: tuple[str, ...]
-    part_offsets: tuple[int, ...]
+
+# The records below are named tuples rather than dataclasses: creating a dataclass compiles its
+# methods at import, which a cold start of `evspec check` pays for.
+CacheWord = namedtuple("CacheWord", ("cache_type", "parts", "part_offsets"))
+CacheWord.__doc__ = """A word split into its cache type (``str``) and parts (``tuple[str, ...]``); the part
+offsets (``tuple[int, ...]``) are relative to the word."""
 
 
 def split_cache_word(word: str) -> CacheWord | None:
@@ -148,7 +151,7 @@ def split_cache_word(word: str) -> CacheWord | None:
     (COMPAT Decision 5). Parts are split at ``-`` except inside the hyphenated part names
     (``speculative-read``); whether the parts are valid is for the rules to say.
     """
-    m = _CACHE_TYPE_AT.match(word)
+    m = _cache_type_at().match(word)
     if m is None:
         return None
     spelling = m.group(1)
@@ -236,11 +239,9 @@ class ValueType(str, Enum):
     BOOL = "0 or 1"
 
 
-@dataclass(frozen=True, slots=True)
-class KeywordTerm:
-    name: str
-    value_type: ValueType
-    maximum: int | None = None  # for numbers with a narrower range than 64 bits
+KeywordTerm = namedtuple("KeywordTerm", ("name", "value_type", "maximum"), defaults=(None,))
+KeywordTerm.__doc__ = """A keyword term: its ``name``, the ``ValueType`` of its value, and the ``maximum`` of a
+number with a narrower range than 64 bits (or None)."""
 
 
 _KEYWORDS = (
