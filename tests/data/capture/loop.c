@@ -1,4 +1,5 @@
-/* loop.c - calls getppid() argv[1] times: a workload with an exact number of syscalls. */
+/* loop.c - calls getppid() argv[1] times, then sleeps argv[2] seconds (default 0): a workload
+ * with an exact number of syscalls. */
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -8,5 +9,7 @@ int main(int argc, char **argv)
 
 	for (long i = 0; i < n; i++)
 		getppid();
+	if (argc > 2)
+		sleep(atoi(argv[2]));
 	return 0;
 }
