@@ -47,59 +47,70 @@ def _add_system(p: argparse.ArgumentParser, default: str) -> None:
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser; given the ``command`` about to run, it leaves out the sub-commands whose
-    definitions need heavy imports (record) unless that is the one."""
+    """The argument parser. Given the known sub-``command`` about to run, only that sub-command's
+    parser is built: each one costs a cold start time (argparse formats and translates its help as
+    it goes) and record's needs heavy imports. Without a known command (``evspec -h``, a typo),
+    all are built."""
     top = _Parser(prog="evspec", description="Parse, check, format, compile and load perf event strings.")
     top.add_argument("--version", action="version", version=f"evspec {__version__}")
     sub = top.add_subparsers(dest="subcommand", metavar="COMMAND", parser_class=_Parser)
+    every = command not in COMMANDS
 
-    p = sub.add_parser("parse", help="print the AST of event strings")
-    _add_inputs(p, "files with one event string per line")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    if every or command == "parse":
+        p = sub.add_parser("parse", help="print the AST of event strings")
+        _add_inputs(p, "files with one event string per line")
+        p.add_argument("--format", choices=("text", "json"), default="text")
 
-    p = sub.add_parser("check", help="validate event strings (syntax; with --system also PMUs, "
-                                     "tracepoints and BPF objects)")
-    _add_inputs(p, "files with one event string per line")
-    p.add_argument("--format", choices=("text", "perf", "json", "sarif", "github"), default="text")
-    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
-                   help="colour for --format text (auto: only on a terminal and without NO_COLOR)")
-    p.add_argument("--fail-on", choices=("error", "warning"), default="warning",
-                   help="exit 1 on any warning (default) or only on errors")
-    _add_system(p, "none")
+    if every or command == "check":
+        p = sub.add_parser("check", help="validate event strings (syntax; with --system also PMUs, "
+                                         "tracepoints and BPF objects)")
+        _add_inputs(p, "files with one event string per line")
+        p.add_argument("--format", choices=("text", "perf", "json", "sarif", "github"), default="text")
+        p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                       help="colour for --format text (auto: only on a terminal and without NO_COLOR)")
+        p.add_argument("--fail-on", choices=("error", "warning"), default="warning",
+                       help="exit 1 on any warning (default) or only on errors")
+        _add_system(p, "none")
 
-    p = sub.add_parser("fmt", help="print event strings in canonical form")
-    _add_inputs(p, "event files to format")
-    mode = p.add_mutually_exclusive_group()
-    mode.add_argument("--check", action="store_true",
-                      help="print nothing but the lines that are not canonical; exit 1 if there are any")
-    mode.add_argument("--write", "-w", action="store_true", help="rewrite the files in place")
+    if every or command == "fmt":
+        p = sub.add_parser("fmt", help="print event strings in canonical form")
+        _add_inputs(p, "event files to format")
+        mode = p.add_mutually_exclusive_group()
+        mode.add_argument("--check", action="store_true",
+                          help="print nothing but the lines that are not canonical; exit 1 if there are any")
+        mode.add_argument("--write", "-w", action="store_true", help="rewrite the files in place")
 
-    p = sub.add_parser("explain", help="explain a diagnostic code")
-    p.add_argument("code", nargs="?", help="a code such as ES001 (omit to list every code)")
+    if every or command == "explain":
+        p = sub.add_parser("explain", help="explain a diagnostic code")
+        p.add_argument("code", nargs="?", help="a code such as ES001 (omit to list every code)")
 
-    p = sub.add_parser("compile", help="compile event strings to perf_event_attr plans")
-    p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC")
-    _add_system(p, "live")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    if every or command == "compile":
+        p = sub.add_parser("compile", help="compile event strings to perf_event_attr plans")
+        p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC")
+        _add_system(p, "live")
+        p.add_argument("--format", choices=("text", "json"), default="text")
 
-    p = sub.add_parser("list", help="list the events a system offers, like perf list")
-    p.add_argument("what", nargs="?", help="hw, sw, cache, tracepoint, pmu, or a glob")
-    p.add_argument("--system", default=os.environ.get("EVSPEC_SYSTEM", "live"), metavar="live|FILE")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    if every or command == "list":
+        p = sub.add_parser("list", help="list the events a system offers, like perf list")
+        p.add_argument("what", nargs="?", help="hw, sw, cache, tracepoint, pmu, or a glob")
+        p.add_argument("--system", default=os.environ.get("EVSPEC_SYSTEM", "live"), metavar="live|FILE")
+        p.add_argument("--format", choices=("text", "json"), default="text")
 
-    p = sub.add_parser("system", help="describe this machine for checks elsewhere")
-    ssub = p.add_subparsers(dest="system_command", metavar="ACTION", parser_class=_Parser, required=True)
-    s = ssub.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
-    s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    if every or command == "system":
+        p = sub.add_parser("system", help="describe this machine for checks elsewhere")
+        ssub = p.add_subparsers(dest="system_command", metavar="ACTION", parser_class=_Parser, required=True)
+        s = ssub.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
+        s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
 
-    if command is None or command == "record" or command not in COMMANDS:
+    if every or command == "record":
         from evspec.record_cmd import add_record_parser
 
         add_record_parser(sub)
 
-    p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
-    p.add_argument("object", help="a BPF object (.o) or source (.c, compiled with clang)")
-    p.add_argument("--format", choices=("text", "json"), default="text")
+    if every or command == "inspect":
+        p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
+        p.add_argument("object", help="a BPF object (.o) or source (.c, compiled with clang)")
+        p.add_argument("--format", choices=("text", "json"), default="text")
     return top
 
 
