@@ -74,7 +74,14 @@ def predict(
     last = _chars(text, errors.last)
     first = _chars(text, errors.first) if errors.count > 1 and p.error_slots == 2 else None
     stderr = perf_stderr(
-        text, last, first, nothing_found=nothing_found, one_slot=p.error_slots == 1, mode=mode, term_width=term_width
+        text,
+        last,
+        first,
+        nothing_found=nothing_found,
+        one_slot=p.error_slots == 1,
+        printed=tuple(errors.printed),
+        mode=mode,
+        term_width=term_width,
     )
     return PerfVerdict(p.version, False, last is None, last, first, stderr, quirk, lexed.echoed)
 
@@ -89,4 +96,4 @@ def _chars(text: str, err: PerfError | None) -> PerfError | None:
         if consumed + size > err.column:
             return PerfError(err.message, i, err.help)
         consumed += size
-    return PerfError(err.message, len(text), err.help)
+    return PerfError(err.message, len(text) + err.column - consumed, err.help)

@@ -30,6 +30,7 @@ class ErrorSlot:
     help: str | None = None
     first: PerfError | None = None
     history: list[PerfError] = field(default_factory=list)  # everything recorded, for explanations
+    printed: list[str] = field(default_factory=list)  # warnings perf prints to stderr while parsing
 
     def handle(self, column: int | None, message: str, help: str | None = None) -> None:
         """Record an error; ``column`` None leaves the column as it is (4.7 code paths do that)."""

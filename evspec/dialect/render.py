@@ -23,11 +23,12 @@ def perf_stderr(
     *,
     nothing_found: bool,
     one_slot: bool,
+    printed: tuple[str, ...] = (),
     mode: str,
     term_width: int,
 ) -> str:
     """Everything perf prints to stderr for a rejected ``-e text``, the option usage included."""
-    out = f"{NOTHING_FOUND}\n" if nothing_found else ""
+    out = "".join(printed) + (f"{NOTHING_FOUND}\n" if nothing_found else "")
     if last is not None:
         out += perf_error_block(text, last.column, last.message, last.help, term_width)
         if first is not None:

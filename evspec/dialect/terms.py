@@ -90,7 +90,9 @@ class TermRules:
                 return False
             if t == "branch_type":
                 assert isinstance(term.val, str)
-                if term.val != "no" and not _branch_ok(term.val):
+                unknown = _unknown_branch_filter(term.val) if term.val != "no" else None
+                if unknown is not None:
+                    err.printed.append(f"unknown branch filter {unknown}, check man page\n")
                     err.handle(term.err_val, "invalid branch sample type")
                     return False
         else:
@@ -119,6 +121,9 @@ class TermRules:
         return all(fn(t, err) for t in terms or ())
 
 
-def _branch_ok(text: str) -> bool:
-    """perf's parse_branch_str: a comma list of filter names (case-insensitive)."""
-    return all(part.lower() in BRANCH_FILTERS for part in text.split(","))
+def _unknown_branch_filter(text: str) -> str | None:
+    """perf's parse_branch_str: the first piece of the comma list that names no branch filter."""
+    for part in text.split(","):
+        if part.lower() not in BRANCH_FILTERS:
+            return part
+    return None

@@ -1,0 +1,111 @@
+"""perf dialect emulation: prediction speed, and agreement with the installed perf on mutated strings.
+
+    .venv/bin/python bench/dialect_bench.py                 # predictions per second (corpus strings)
+    .venv/bin/python bench/dialect_bench.py --agree 2000    # run perf on 2000 mutated strings, compare
+
+The agreement run mutates corpus strings (character inserts, deletions, replacements, splices of
+two strings), runs ``perf stat -e S -- true`` or ``perf record -q -o F -e S -- true`` in a
+temporary folder with COLUMNS fixed, and compares accept/reject and, for rejections, perf's whole
+stderr with ``predict(...).stderr``. Disagreements are printed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import best_rate, corpus_strings  # noqa: E402
+
+from evspec.dialect import predict  # noqa: E402
+
+ALPHABET = ",{}/:;=-_.[]@'* \tupkx0123456789abcdefrmsMt"
+
+
+def mutate(rng: random.Random, pool: list[str]) -> str:
+    text = rng.choice(pool)
+    for _ in range(rng.randint(1, 3)):
+        op = rng.randrange(4)
+        i = rng.randint(0, len(text))
+        if op == 0:
+            text = text[:i] + rng.choice(ALPHABET) + text[i:]
+        elif op == 1 and text:
+            text = text[:i] + text[i + 1 :]
+        elif op == 2 and text:
+            text = text[:i] + rng.choice(ALPHABET) + text[i + 1 :]
+        else:
+            other = rng.choice(pool)
+            text = text[:i] + other[rng.randint(0, len(other)) :]
+    return text
+
+
+def run_perf(perf: str, mode: str, text: str, cwd: str) -> tuple[bool, str]:
+    """(perf rejected the -e string, its stderr)."""
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    if mode == "stat":
+        argv = [perf, "stat", "-e", text, "--", "true"]
+    else:
+        argv = [perf, "record", "-q", "-o", os.path.join(cwd, "perf.data"), "-e", text, "--", "true"]
+    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=60)
+    stderr = proc.stderr.decode(errors="surrogateescape")
+    return proc.returncode == 129 and "Run 'perf list'" in stderr, stderr
+
+
+def agreement(n: int, seed: int) -> int:
+    from evspec.system import load_system
+
+    system = load_system("live")
+    rng = random.Random(seed)
+    pool = [s for s in corpus_strings() if ".o" not in s and ".c" not in s and "*" not in s]
+    disagree = 0
+    with tempfile.TemporaryDirectory(prefix="evspec-dialect-") as cwd:
+        for i in range(n):
+            text = mutate(rng, pool)
+            if "\0" in text or text.startswith("-"):
+                continue
+            mode = "stat" if i % 2 else "record"
+            rejected, stderr = run_perf("/usr/bin/perf", mode, text, cwd)
+            v = predict(text, "6.1", system=system, cwd=Path(cwd), mode=mode)
+            if rejected != (not v.accepted) or rejected and stderr != v.stderr:
+                disagree += 1
+                print(f"DIFF {mode} {text!r}: perf rejected={rejected} predicted accepted={v.accepted}")
+                if rejected:
+                    print("  perf:     " + stderr.split("\nRun 'perf list'")[0].replace("\n", "\n            "))
+                    print("  predicted " + v.stderr.split("\nRun 'perf list'")[0].replace("\n", "\n            "))
+    print(f"agreement: {n - disagree}/{n} strings ({100 * (n - disagree) / n:.1f}%)")
+    return disagree
+
+
+def speed() -> None:
+    from evspec.system.fixtures import corpus_system
+
+    system = corpus_system()
+    strings = [s for s in corpus_strings() if ".o" not in s and ".c" not in s]
+    rate = best_rate(lambda: sum(1 for s in strings if predict(s, system=system) is not None))
+    print(f"predict (perf 6.1, corpus strings without BPF objects): {rate:,.0f} strings/s")
+    start = time.perf_counter()
+    for version in ("4.7", "6.5", "6.6"):
+        predict("cycles", version)
+    print(f"first use of the 4.7, 6.5 and 6.6 tables: {time.perf_counter() - start:.3f} s")
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--agree", type=int, metavar="N", help="compare with /usr/bin/perf on N mutated strings")
+    ap.add_argument("--seed", type=int, default=7)
+    args = ap.parse_args()
+    if args.agree:
+        return 1 if agreement(args.agree, args.seed) else 0
+    speed()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
