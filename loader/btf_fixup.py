@@ -269,8 +269,8 @@ def probe_blobs() -> dict[str, bytes]:
         "datasec": blob(int_t, var, RawType(s_data, type_info(K.DATASEC, 1), 4,
                                              struct.pack(order + "III", 2, 0, 4))),
         "float": blob(RawType(s_f, type_info(K.FLOAT), 4)),
-        "decl_tag": blob(int_t, var, RawType(s_tag, type_info(K.DECL_TAG), 2,
-                                              struct.pack(order + "i", -1))),
+        "decl_tag": blob(int_t, RawType(s_f, type_info(K.STRUCT, 1), 4, struct.pack(order + "III", s_x, 1, 0)),
+                         RawType(s_tag, type_info(K.DECL_TAG), 2, struct.pack(order + "i", -1))),
         "type_tag": blob(int_t, RawType(s_tag, type_info(K.TYPE_TAG), 1), RawType(0, type_info(K.PTR), 2)),
         "enum64": blob(RawType(s_e, type_info(K.ENUM64, 1), 8, struct.pack(order + "III", s_v, 1, 1))),
     }

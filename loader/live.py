@@ -314,7 +314,7 @@ def _create_map(kernel: Kernel, m: MapSpec, btf_fd: int | None, cpus: int) -> Li
                 btf_value_type_id=m.value_type_id or 0,
                 **args,  # type: ignore[arg-type]
             )
-            return LiveMap(m, fd, True)
+            return LiveMap(m, fd, "btf_fd" not in kernel.left_out.get("BPF_MAP_CREATE", ()))
         except KernelError as exc:
             # Maps that hold fds, stack traces or no keys refuse BTF types (ENOTSUPP): as libbpf
             # does, such a map is created again without them.
