@@ -226,10 +226,6 @@ class NetHook:
     target: NetHookTarget
     force: bool
 
-    @property
-    def where(self) -> str:
-        return self.ifname if self.target.direction is None else f"{self.ifname} {self.target.direction.value}"
-
 
 # ---------------------------------------------------------------------- what was attached
 
@@ -403,8 +399,8 @@ class Ledger:
                 entries = [e for e in map(attached_from_json, record["entries"]) if e is not None]
             except (OSError, ValueError, KeyError, TypeError):
                 continue
-            alive = process_start(pid)
-            if pid != self.pid and (alive is None or alive != start):
+            running = process_start(pid)
+            if running is None or running != start:  # gone, or the pid is another process's now
                 yield pid, path, entries
 
 

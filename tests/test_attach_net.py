@@ -202,7 +202,7 @@ def test_plan_uses_the_sections_dev_before_the_command_line(world: World) -> Non
     assert (first.kind, first.prog_type, first.events, first.deferred) == (AttachKind.XDP, 6, (), False)
     assert isinstance(first.detail, NetHook) and (first.detail.ifname, first.detail.ifindex) == ("veth0", 7)
     assert (second.kind, second.prog_type) == (AttachKind.TC, 3)
-    assert isinstance(second.detail, NetHook) and (second.detail.ifname, second.detail.where) == ("eth0", "eth0 egress")
+    assert isinstance(second.detail, NetHook) and (second.detail.ifname, second.detail.target.hook) == ("eth0", "tc egress")
     assert a.program_fd(None, first, None) is None  # type: ignore[arg-type]
 
 
