@@ -166,12 +166,14 @@ class Capture:
             self.writer.write(records)
             self.writer.end_round()
 
-    def drain(self) -> None:
-        """One round: every ring's new bytes appended to the file."""
-        wrote = False
+    def drain(self) -> bool:
+        """One round: every ring's new bytes appended to the file. True when a ring held more than
+        1/16 of its size: the reader should come back at once."""
+        wrote = busy = False
         for ring in self.rings:
             chunk = ring.take()
             if chunk:
+                busy = busy or len(chunk) * 16 > ring.data_size
                 self.writer.write(chunk)
                 counts = count_records(chunk)
                 self.samples += counts.samples
@@ -180,6 +182,7 @@ class Capture:
                 wrote = True
         if wrote:
             self.writer.end_round()
+        return busy
 
     def finish(self) -> None:
         """Write the features and the final header, and close the file (safe to call twice)."""

@@ -511,7 +511,8 @@ class RecordSession:
         return [(ev, cpu, ring) for ev in self.events for cpu, ring in ev.rings]
 
     def run(self, drain: Callable[[], object], workload: Workload | None, stop_fd: int | None = None) -> None:
-        """Call ``drain`` whenever the rings have data (or every 200 ms) until the workload exits,
+        """Call ``drain`` whenever the rings have data (or every 200 ms; at once again while it
+        returns true, i.e. found much data) until the workload exits,
         ``stop_fd`` becomes readable or, with -p, every traced task is gone; then disable the events
         and drain once more."""
         poller = select.poll()
@@ -523,9 +524,11 @@ class RecordSession:
         if stop_fd is not None:
             poller.register(stop_fd, select.POLLIN)
         stop = False
+        busy = False
         while not stop:
-            ready = dict(poller.poll(_POLL_MS))
-            drain()
+            # while the rings keep filling, go round again at once instead of waiting for a wakeup
+            ready = dict(poller.poll(0 if busy else _POLL_MS))
+            busy = bool(drain())
             if workload is not None and workload.pidfd in ready:
                 stop = True
             if stop_fd is not None and stop_fd in ready:
