@@ -58,7 +58,7 @@ _NATIVE = "<" if sys.byteorder == "little" else ">"
 _SRC_REG_BYTES = bytes(b for b in range(256) if (b >> 4 if _NATIVE == "<" else b & 0xF) == PSEUDO_CALL)
 _PSEUDO_CALL_RE = re.compile(b"\\x85[" + re.escape(_SRC_REG_BYTES) + b"]", re.DOTALL)
 
-# What pyelftools (and slicing/decoding underneath it) raises on corrupt input.
+# What unpacking, slicing and decoding corrupt input can raise.
 _PARSE_ERRORS: tuple[type[BaseException], ...] = (
     struct.error, ValueError, IndexError, KeyError, AssertionError, UnicodeDecodeError,
     OverflowError, EOFError, TypeError, AttributeError, RecursionError, ZeroDivisionError,
@@ -85,15 +85,13 @@ def read_object(path: str | os.PathLike[str]) -> ObjectSpec:
 
 def read_object_bytes(data: bytes, path: str = "<memory>") -> ObjectSpec:
     """Read a BPF object held in memory; ``path`` names it in messages and data map names."""
-    from elftools.common.exceptions import ELFError
-
     try:
         return _Reader(path, data).read()
     except ObjectError:
         raise
     except BtfError as exc:
         raise ObjectError(codes.CORRUPT_BTF, f"{path}: corrupt BTF: {exc}") from None
-    except (ELFError, *_PARSE_ERRORS) as exc:
+    except _PARSE_ERRORS as exc:
         raise ObjectError(codes.CORRUPT_ELF, f"{path}: corrupt ELF file ({type(exc).__name__}: {exc})",
                           perf_message=f"Failed to load {path}: Something wrong in libelf") from None
 
