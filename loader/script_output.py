@@ -11,12 +11,23 @@ The text layout is perf 6.1's ``perf script`` for a sample without ip/symbol fie
 aligned to the longest name of the session, eight payload bytes per line), then an empty line.
 The header line ends in a blank after the colon, and a short last hexdump line is padded with
 blanks to full width, as perf prints them.
+
+A tracepoint sample whose fields were decoded (``SampleLine.fields``, from the event's tracefs
+format: ``loader.tracefs_format.TracepointDecoders``) is one line, as perf script prints
+tracepoints (no period column, no empty line after it), with ``name=value`` for each field::
+
+             sh  6152 [000]  3662.144282:   sched:sched_process_exec: filename=/usr/bin/sh pid=6152 old_pid=6152
+
+Strings print as they are, numbers in decimal with their sign, pointers in hex, other arrays as
+``[1, 2, 3]``; JSON lines carry ``"fields": {name: value}`` (strings, numbers, lists of numbers).
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+
+from evspec.loader.tracefs_format import FieldValue
 
 BYTES_PER_LINE = 8
 _LABEL_WIDTH = 17
@@ -34,6 +45,7 @@ class SampleLine:
     time_ns: int
     period: int
     raw: bytes | None
+    fields: tuple[tuple[str, FieldValue], ...] | None = None  # a tracepoint's decoded fields
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +86,22 @@ def hexdump_lines(raw: bytes) -> list[str]:
     return lines
 
 
+def field_text(value: FieldValue) -> str:
+    if isinstance(value, tuple):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
+
+
+def tracepoint_text(sample: SampleLine, name_width: int) -> str:
+    """A tracepoint sample on one line: the header without period, then ``name=value ...``."""
+    seconds, nanos = divmod(sample.time_ns, 1_000_000_000)
+    fields = " ".join(f"{name}={field_text(value)}" for name, value in sample.fields or ())
+    return (
+        f"{sample.comm:>16} {sample.tid:5d} [{sample.cpu:03d}] {seconds:5d}.{nanos // 1000:06d}: "
+        f"{sample.event:>{name_width}}: {fields}\n"
+    )
+
+
 def sample_header(sample: SampleLine, name_width: int) -> str:
     seconds, nanos = divmod(sample.time_ns, 1_000_000_000)
     return (
@@ -83,7 +111,10 @@ def sample_header(sample: SampleLine, name_width: int) -> str:
 
 
 def sample_text(sample: SampleLine, name_width: int) -> str:
-    """The sample as ``perf script`` prints it, ending with the empty line that follows each."""
+    """The sample as ``perf script`` prints it: a bpf-output sample ends with the empty line that
+    follows each, a decoded tracepoint sample is one line."""
+    if sample.fields is not None:
+        return tracepoint_text(sample, name_width)
     lines = [sample_header(sample, name_width)]
     if sample.raw is not None:
         lines.extend(hexdump_lines(sample.raw))
@@ -98,18 +129,19 @@ def lost_text(lost: LostLine) -> str:
 
 
 def sample_json(sample: SampleLine) -> str:
-    return json.dumps(
-        {
-            "event": sample.event,
-            "comm": sample.comm,
-            "pid": sample.pid,
-            "tid": sample.tid,
-            "cpu": sample.cpu,
-            "time_ns": sample.time_ns,
-            "raw_hex": (sample.raw or b"").hex(),
-            "string": bpf_string(sample.raw),
-        }
-    ) + "\n"
+    record: dict[str, object] = {
+        "event": sample.event,
+        "comm": sample.comm,
+        "pid": sample.pid,
+        "tid": sample.tid,
+        "cpu": sample.cpu,
+        "time_ns": sample.time_ns,
+        "raw_hex": (sample.raw or b"").hex(),
+        "string": bpf_string(sample.raw),
+    }
+    if sample.fields is not None:
+        record["fields"] = {name: int(v) if isinstance(v, int) else v for name, v in sample.fields}
+    return json.dumps(record) + "\n"
 
 
 def lost_json(lost: LostLine) -> str:
