@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
+    from evspec.diagnostics import Diagnostic
     from evspec.loader.capture import Capture
     from evspec.loader.session import RecordSession
 
@@ -96,6 +97,19 @@ def _stop_requested(stop_fd: int) -> bool:
     return bool(select.select([stop_fd], [], [], 0)[0])
 
 
+def _runnable(diag: Diagnostic) -> Diagnostic:
+    """Sections perf cannot use (libbpf-style tracepoint/kprobe/uprobe, xdp, tc) are errors for
+    `evspec check`, which checks the perf-compatible language; `evspec record` attaches them."""
+    from dataclasses import replace
+
+    from evspec.codes.bpfconfig import SECTION_NOT_FOR_PERF
+    from evspec.diagnostics import Severity
+
+    if diag.code != SECTION_NOT_FOR_PERF or not diag.is_error:
+        return diag
+    return replace(diag, severity=Severity.WARNING, notes=(*diag.notes, "evspec record attaches it; perf cannot"))
+
+
 def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object] | None:
     from evspec.check import CheckOptions, check_specs
     from evspec.diagnostics import Source
@@ -104,7 +118,7 @@ def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object
 
     inputs = [SpecInput(text, Source("arg", index=i), command=0) for i, text in enumerate(args.events)]
     checked = check_specs(inputs, CheckOptions(system=system, mode="record"))  # type: ignore[arg-type]
-    diags = [d for c in checked for d in c.diagnostics]
+    diags = [_runnable(d) for c in checked for d in c.diagnostics]
     if any(d.is_error for d in diags):
         out.write(render_text(diags))
         return None
