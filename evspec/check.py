@@ -8,14 +8,15 @@ Library code: returns diagnostics, never prints.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 
 from evspec.diagnostics import Diagnostic
 from evspec.inputs import SpecInput
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from evspec.ast import EventList
     from evspec.system.model import System
 
@@ -31,7 +32,7 @@ class CheckedSpec:
 class CheckOptions:
     system: System | None = None
     mode: str = "record"
-    cwd: Path = field(default_factory=Path.cwd)
+    cwd: Path | None = None  # BPF object paths are relative to it; None: the current directory
 
 
 def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:
@@ -64,7 +65,10 @@ def _semantic(events: EventList, options: CheckOptions, defined_facts: dict[str,
     diags = list(check_semantics(events, options.system, options.mode))
     bpf_events = [e for e in events.events() if isinstance(e, BpfEvent)]
     if bpf_events:
+        from pathlib import Path
+
         from evspec.loader.object_check import check_bpf_events
 
-        diags.extend(check_bpf_events(events, options.system, options.cwd, defined_facts))
+        cwd = options.cwd if options.cwd is not None else Path.cwd()
+        diags.extend(check_bpf_events(events, options.system, cwd, defined_facts))
     return diags

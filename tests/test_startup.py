@@ -30,6 +30,7 @@ AVOIDABLE = {
     "importlib.resources": "package data is read through the package's loader (20 ms of imports)",
     "typing": "annotations need no typing at run time (2-3 ms)",
     "hashlib": "nothing is hashed",
+    "shutil": "the CLI sizes argparse's help itself; shutil brings bz2, lzma and zlib",
 }
 
 
@@ -81,3 +82,13 @@ def test_help_still_lists_every_command(tmp_path: Path) -> None:
         assert f"\n    {name} " in out, name
     wrong = subprocess.run([sys.executable, "-m", "evspec", "chek"], cwd=tmp_path, capture_output=True, text=True)
     assert wrong.returncode == 2 and "'record'" in wrong.stderr and "'check'" in wrong.stderr
+
+
+@pytest.mark.parametrize("columns", ["50", "200", "", "junk", "-3"])
+def test_help_is_sized_as_argparse_would(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
+    import argparse
+
+    from evspec.cli import _HelpFormatter
+
+    monkeypatch.setenv("COLUMNS", columns)
+    assert _HelpFormatter("evspec")._width == argparse.HelpFormatter("evspec")._width
