@@ -93,6 +93,8 @@ KindFactory = Callable[[Kernel, AttachOptions], KindAttacher]
 # attach kind → its KindAttacher's factory, or "module:Class" imported on first use; constructed
 # as factory(kernel, options) once per session
 KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {
+    AttachKind.UPROBE: "evspec.loader.attach_probe:UprobeAttacher",
+    AttachKind.KPROBE: "evspec.loader.attach_probe:KprobeAttacher",
     AttachKind.XDP: "evspec.loader.attach_net:NetAttacher",
     AttachKind.TC: "evspec.loader.attach_net:NetAttacher",
 }
@@ -125,10 +127,7 @@ def _plan_tracepoint(spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec, 
 
 
 def _unsupported(spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ObjectError:
-    missing = {
-        AttachKind.KPROBE: "creating kprobe events (tracefs kprobe_events or the kprobe PMU)",
-        AttachKind.UPROBE: "creating uprobe events (tracefs uprobe_events or the uprobe PMU)",
-    }.get(section.attach, f"attaching {section.attach.value} programs")
+    missing = f"attaching {section.attach.value} programs"
     return ObjectError(
         CODE_ATTACH_UNSUPPORTED,
         f"{spec.path}: program '{prog.name}' (section '{prog.section}'): "

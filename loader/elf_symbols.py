@@ -1,0 +1,197 @@
+"""Function symbols of a probed ELF file and where they are in the file, for uprobes.
+
+A uprobe is placed at a *file offset* of an executable or shared library. ``read_elf_symbols``
+reads the function symbols (``.symtab``, else ``.dynsym`` for stripped files) and the ``PT_LOAD``
+segments; ``uprobe_sites`` turns a function name (or a glob, one site per matching function, as
+perf-probe makes one probe per match), an optional ``+OFF`` and a virtual address into file
+offsets: ``offset = address - p_vaddr + p_offset`` of the segment holding the address, which is
+the same rule for position-dependent executables (addresses like 0x401136) and for PIE programs and
+shared libraries (addresses from 0). pyelftools is imported when a file is read, not before.
+"""
+
+from __future__ import annotations
+
+import difflib
+import fnmatch
+import struct
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from evspec.loader.errors import ObjectError
+
+from evspec.codes import kernel as codes
+
+MAX_PROBE_POINTS = 128  # perf-probe's default limit of probe points per definition (MAX_PROBES)
+_GLOB_CHARS = frozenset("*?[")
+_FUNC_TYPES = ("STT_FUNC", "STT_GNU_IFUNC")
+_PF_X = 1
+
+
+@dataclass(frozen=True, slots=True)
+class FunctionSymbol:
+    name: str
+    address: int  # st_value: the virtual address in the file's own address space
+    size: int
+    binding: str  # STB_GLOBAL, STB_WEAK, STB_LOCAL
+    ifunc: bool  # STT_GNU_IFUNC: the symbol is the resolver, not the implementation
+
+
+@dataclass(frozen=True, slots=True)
+class LoadSegment:
+    vaddr: int
+    offset: int
+    filesz: int
+    executable: bool
+
+    def holds(self, address: int) -> bool:
+        return self.vaddr <= address < self.vaddr + self.filesz
+
+
+@dataclass(frozen=True, slots=True)
+class UprobeSite:
+    """One probe point in a file: the function (None for a bare address), its address, the file
+    offset the kernel is given."""
+
+    function: str | None
+    address: int
+    file_offset: int
+    ifunc: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class ElfSymbols:
+    path: str
+    shared: bool  # ET_DYN: a PIE program or a shared library
+    table: str  # ".symtab" or ".dynsym"
+    functions: tuple[FunctionSymbol, ...]
+    segments: tuple[LoadSegment, ...]
+
+    def lookup(self, pattern: str) -> tuple[FunctionSymbol, ...]:
+        """The functions named ``pattern`` (a glob: every match, one per address, sorted by
+        address); ObjectError naming the binary, the function and close matches if none."""
+        if any(c in _GLOB_CHARS for c in pattern):
+            found = _one_per_address(f for f in self.functions if fnmatch.fnmatchcase(f.name, pattern))
+        else:
+            found = _one_per_address(f for f in self.functions if f.name == pattern)
+        if not found:
+            raise self._not_found(pattern)
+        return found
+
+    def _not_found(self, pattern: str) -> ObjectError:
+        names = sorted({f.name for f in self.functions})
+        plain = pattern.translate({ord(c): None for c in "*?[]"})
+        close = difflib.get_close_matches(plain, names, n=5, cutoff=0.6)
+        what = "matches" if any(c in _GLOB_CHARS for c in pattern) else "named"
+        return ObjectError(
+            codes.PROBE_FUNCTION,
+            f"no function {what} '{pattern}' in '{self.path}' ({len(names)} functions in its {self.table})",
+            help=(f"close matches: {', '.join(close)}",) if close else ("list them with: nm -D --defined-only "
+                                                                         f"{self.path}",),
+        )
+
+    def file_offset(self, address: int) -> int:
+        """The file offset of a virtual address (the PT_LOAD segment holding it decides)."""
+        for seg in self.segments:
+            if seg.holds(address):
+                return address - seg.vaddr + seg.offset
+        raise ObjectError(
+            codes.PROBE_ADDRESS,
+            f"address {address:#x} is not in a loaded segment of '{self.path}'",
+            help=("probe addresses are virtual addresses as `nm` or `objdump -d` show them",),
+        )
+
+
+def _preference(sym: FunctionSymbol) -> tuple[int, int, int, str]:
+    """Which of several names of one address to show: global, few leading '_', short."""
+    rank = {"STB_GLOBAL": 0, "STB_WEAK": 1}.get(sym.binding, 2)
+    return (rank, len(sym.name) - len(sym.name.lstrip("_")), len(sym.name), sym.name)
+
+
+def _one_per_address(symbols: Iterable[FunctionSymbol]) -> tuple[FunctionSymbol, ...]:
+    best: dict[int, FunctionSymbol] = {}
+    for sym in symbols:
+        old = best.get(sym.address)
+        if old is None or _preference(sym) < _preference(old):
+            best[sym.address] = sym
+    return tuple(best[a] for a in sorted(best))
+
+
+def read_elf_symbols(path: str | Path) -> ElfSymbols:
+    """Read the function symbols and loadable segments of an executable or shared library."""
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
+
+    name = str(path)
+    try:
+        with open(path, "rb") as f:
+            elf = ELFFile(f)
+            if elf["e_type"] not in ("ET_EXEC", "ET_DYN"):
+                raise ObjectError(
+                    codes.PROBE_TARGET,
+                    f"'{name}' is not an executable or shared library (ELF type {elf['e_type']})",
+                )
+            segments = tuple(
+                LoadSegment(seg["p_vaddr"], seg["p_offset"], seg["p_filesz"], bool(seg["p_flags"] & _PF_X))
+                for seg in elf.iter_segments()
+                if seg["p_type"] == "PT_LOAD"
+            )
+            functions: tuple[FunctionSymbol, ...] = ()
+            table = ".dynsym"
+            for section_name in (".symtab", ".dynsym"):
+                section = elf.get_section_by_name(section_name)
+                if isinstance(section, SymbolTableSection):
+                    functions = _functions(section)
+                    table = section_name
+                    if functions:
+                        break
+    except OSError as exc:
+        raise ObjectError(codes.PROBE_TARGET, f"cannot read uprobe target '{name}': {exc.strerror or exc}") from None
+    except (ELFError, struct.error, ValueError, IndexError, KeyError, AssertionError, UnicodeDecodeError) as exc:
+        raise ObjectError(codes.PROBE_TARGET, f"uprobe target '{name}' is not an ELF file ({exc})") from None
+    return ElfSymbols(name, elf["e_type"] == "ET_DYN", table, functions, segments)
+
+
+def _functions(section: object) -> tuple[FunctionSymbol, ...]:
+    out: list[FunctionSymbol] = []
+    for sym in section.iter_symbols():  # type: ignore[attr-defined]
+        kind = sym["st_info"]["type"]
+        if sym.name and kind in _FUNC_TYPES and sym["st_shndx"] != "SHN_UNDEF" and sym["st_value"]:
+            out.append(
+                FunctionSymbol(
+                    sym.name, sym["st_value"], sym["st_size"], sym["st_info"]["bind"], kind == "STT_GNU_IFUNC"
+                )
+            )
+    return tuple(out)
+
+
+def uprobe_sites(
+    symbols: ElfSymbols, function: str | None, *, offset: int = 0, address: int | None = None
+) -> tuple[UprobeSite, ...]:
+    """The probe points of ``FUNC[+OFF]`` (a glob gives one per matching function) or of a bare
+    virtual ``address``; ObjectError when a function is missing, an offset lies past the end of
+    its function, or a glob matches more than MAX_PROBE_POINTS functions."""
+    if function is None:
+        if address is None:
+            raise ValueError("uprobe_sites needs a function or an address")
+        return (UprobeSite(None, address, symbols.file_offset(address)),)
+    found = symbols.lookup(function)
+    if len(found) > MAX_PROBE_POINTS:
+        raise ObjectError(
+            codes.PROBE_TOO_MANY,
+            f"'{function}' matches {len(found)} functions in '{symbols.path}'; perf-probe makes at most "
+            f"{MAX_PROBE_POINTS} probe points from one definition",
+            help=("narrow the glob",),
+        )
+    sites: list[UprobeSite] = []
+    for sym in found:
+        if offset and sym.size and offset >= sym.size:
+            raise ObjectError(
+                codes.PROBE_ADDRESS,
+                f"offset {offset:#x} is past the end of '{sym.name}' in '{symbols.path}' "
+                f"({sym.size:#x} bytes long)",
+            )
+        at = sym.address + offset
+        sites.append(UprobeSite(sym.name, at, symbols.file_offset(at), sym.ifunc))
+    return tuple(sites)

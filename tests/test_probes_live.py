@@ -1,0 +1,351 @@
+"""uprobes on the running kernel (root): a program built -O2 -g, probed perf-style and
+libbpf-style, on a glob, on return, with a fetched argument, in the C library; nothing left in
+tracefs after a normal exit, an error, SIGINT, SIGTERM, and (by the next run) SIGKILL; the missing
+kprobe support reported."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from evspec.loader.probe_events import Owner
+
+from evspec.record_cmd import add_record_parser, record_main
+
+DATA = Path(__file__).parent / "data" / "probes"
+UPROBE_EVENTS = Path("/sys/kernel/tracing/uprobe_events")
+# pt_regs offsets of the first argument and the return value
+REGS = {"x86_64": (112, 80), "aarch64": (0, 0)}
+N = 4
+
+
+@pytest.fixture
+def workdir(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, root_kernel: None) -> Path:
+    for tool in ("cc", "clang"):
+        if shutil.which(tool) is None:
+            if os.environ.get("CI") == "true":
+                raise RuntimeError(f"{tool} is required in CI")
+            pytest.skip(f"{tool} not installed")
+    for src in DATA.iterdir():
+        shutil.copy(src, tmp_path)
+    subprocess.run(["cc", "-O2", "-g", "-o", "target", "target.c"], cwd=tmp_path, check=True)
+    ldd = subprocess.run(["ldd", str(tmp_path / "target")], capture_output=True, text=True, check=True).stdout
+    libc = os.path.realpath(re.search(r"libc\.so\.6 => (\S+)", ldd).group(1))  # type: ignore[union-attr]
+    arg0, rc = REGS[platform.machine()]
+    (tmp_path / "target.h").write_text(
+        f'#define TARGET "{tmp_path / "target"}"\n#define LIBC "{libc}"\n'
+        f"#define ARG0_OFFSET {arg0}\n#define RC_OFFSET {rc}\n"
+    )
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def record(*argv: str) -> tuple[int, str, str]:
+    """``evspec record ARGV`` in this process; checks that no descriptor (event, program, map)
+    is left open and that no uprobe entry of this process is left in tracefs."""
+    parser = argparse.ArgumentParser()
+    add_record_parser(parser.add_subparsers(dest="cmd"))
+    args = parser.parse_args(["record", *argv])
+    out, err = io.StringIO(), io.StringIO()
+    before = _fds()
+    status = record_main(args, stdout=out, stderr=err)
+    assert _fds() == before, "descriptors left open"
+    assert _entries_of(os.getpid()) == [], "uprobe entries left in tracefs"
+    return status, out.getvalue(), err.getvalue()
+
+
+def _entries_of(pid: int) -> list[str]:
+    return [line for line in UPROBE_EVENTS.read_text().splitlines() if f":evspec_{pid}_" in line]
+
+
+def hits(out: str) -> list[tuple[int, int]]:
+    """(tag, value) of each record the probe programs emitted, in order."""
+    found = []
+    for line in out.splitlines():
+        raw = bytes.fromhex(json.loads(line)["raw_hex"])
+        found.append((int.from_bytes(raw[:8], "little"), int.from_bytes(raw[8:16], "little", signed=True)))
+    return found
+
+
+def test_uprobe_fires_once_per_call(workdir: Path) -> None:
+    status, out, err = record("-v", "--format", "json", "-e", "./entry.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert hits(out) == [(1, i) for i in range(1, N + 1)]
+    group = Owner.of(os.getpid()).group  # type: ignore[union-attr]
+    assert re.search(rf"perf_bpf_probe:probe: uprobe {workdir}/target:0x[0-9a-f]+ \(tracefs {group}/probe\)", err)
+
+
+def test_glob_makes_one_probe_per_function(workdir: Path) -> None:
+    status, out, err = record("-v", "--format", "json", "-e", "./glob.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert sorted(hits(out)) == sorted([(2, i) for i in range(1, N + 1)] + [(2, 1000 + i) for i in range(1, N + 1)])
+    assert err.count("perf_bpf_probe:probe: uprobe") == 2  # probed_add and probed_mul
+
+
+def test_uretprobe_delivers_return_values(workdir: Path) -> None:
+    status, out, err = record("--format", "json", "-e", "./ret.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert hits(out) == [(3, 100 + i) for i in range(1, N + 1)]
+
+
+def test_shared_library_probe(workdir: Path) -> None:
+    status, out, err = record("--format", "json", "-e", "./libc.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert hits(out) == [(6, 0)] * N
+
+
+def test_argument_prologue_shared_by_a_glob(workdir: Path) -> None:
+    status, out, err = record("-v", "--format", "json", "-e", "./args.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert sorted(hits(out)) == sorted([(7, i) for i in range(1, N + 1)] + [(7, 1000 + i) for i in range(1, N + 1)])
+    assert "evspec record: 1 program served 2 probe points (argument prologues)\n" in err
+
+
+def _session(workdir: Path, source: str, argv: list[str], options: object = None):  # type: ignore[no-untyped-def]
+    from evspec.loader.session import RecordSession, Workload
+
+    from evspec.parser import parse
+    from evspec.system import load_system
+
+    workload = Workload(argv)
+    session = RecordSession(options=options)  # type: ignore[arg-type]
+    try:
+        session.prepare([parse(source)], load_system("live"), workdir, workload)
+    except BaseException:
+        session.close()
+        workload.close()
+        raise
+    return session, workload
+
+
+def _run(session, workload) -> list[tuple[int, int]]:  # type: ignore[no-untyped-def]
+    lines: list[str] = []
+    session.start()
+    workload.start()
+    session.run(lambda: session.drain(lambda rec: lines.append(json.dumps({"raw_hex": rec.raw.hex()}))), workload)
+    assert workload.wait() == 0
+    return hits("\n".join(lines))
+
+
+def _program_ids() -> set[int]:
+    ids = set()
+    for fd in os.listdir("/proc/self/fdinfo"):
+        try:
+            text = Path(f"/proc/self/fdinfo/{fd}").read_text()
+        except OSError:
+            continue
+        m = re.search(r"^prog_id:\s+(\d+)", text, re.M)
+        if m:
+            ids.add(int(m.group(1)))
+    return ids
+
+
+def test_prologue_programs_in_the_kernel(workdir: Path) -> None:
+    """Two probe points with identical fetch code: the kernel holds one program for both."""
+    before = _program_ids()
+    session, workload = _session(workdir, "./args.c", ["./target", str(N)])
+    try:
+        assert len(_program_ids() - before) == 1
+        assert len(_run(session, workload)) == 2 * N
+    finally:
+        session.close()
+        workload.close()
+    assert _program_ids() == before
+
+
+LIBBPF_HITS = sorted([(4, 1000 + i) for i in range(1, N + 1)] + [(5, 3 * (1000 + i)) for i in range(1, N + 1)])
+
+
+def test_libbpf_style_uprobes(workdir: Path) -> None:
+    """libbpf's uprobe/PATH:FUNC and uretprobe/... (the session API: `evspec check`, which record
+    runs first, reports libbpf-style sections as sections perf cannot load)."""
+    session, workload = _session(workdir, "./libbpf.c", ["./target", str(N)])
+    try:
+        assert sorted(line.split()[0].split("/")[1] for line in _entries_of(os.getpid())) == [
+            "uprobe_probed_mul", "uretprobe_probed_mul"]
+        got = _run(session, workload)
+    finally:
+        session.close()
+        workload.close()
+    assert sorted(got) == LIBBPF_HITS
+    assert _entries_of(os.getpid()) == []
+
+
+def test_uprobe_pmu_when_tracefs_cannot_be_used(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The fallback: the uprobe PMU. A PMU event runs the program itself, so the events are opened
+    once, system-wide on CPU 0, with the workload on CPU 0 (the output event then has that one
+    slot); nothing appears in tracefs."""
+    from evspec.loader import attach
+    from evspec.loader.attach_probe import UprobeAttacher
+    from evspec.loader.section import AttachKind
+    from evspec.loader.session import RecordOptions
+
+    monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
+        kernel, options, tracefs_root=workdir / "no-tracefs"))
+    before = UPROBE_EVENTS.read_text()
+    session, workload = _session(
+        workdir,
+        "bpf-output/no-inherit,name=out/,./pmu.c/map:out.event=out/",
+        ["taskset", "-c", "0", "./target", str(N)],
+        RecordOptions(cpus=(0,)),
+    )
+    try:
+        assert UPROBE_EVENTS.read_text() == before
+        assert [e.attr.type for e in session.events if "probed_mul" in e.name] == [
+            int(Path("/sys/bus/event_source/devices/uprobe/type").read_text())] * 2
+        got = _run(session, workload)
+    finally:
+        session.close()
+        workload.close()
+    assert sorted(got) == LIBBPF_HITS
+
+
+def test_missing_kprobe_support_is_reported(workdir: Path) -> None:
+    from evspec.loader.errors import ObjectError
+
+    pmu = Path("/sys/bus/event_source/devices/kprobe")
+    events = Path("/sys/kernel/tracing/kprobe_events")
+    if pmu.exists() or events.exists():  # a kernel with kprobes: they must work instead
+        session, workload = _session(workdir, "./kprobe.c", ["true"])
+        session.close()
+        workload.close()
+        return
+    with pytest.raises(ObjectError) as exc:
+        _session(workdir, "./kprobe.c", ["true"])
+    assert exc.value.message.endswith(
+        "this kernel has no kprobe support: neither /sys/bus/event_source/devices/kprobe nor "
+        "/sys/kernel/tracing/kprobe_events exists (CONFIG_KPROBE_EVENTS)")
+
+
+def test_entries_removed_after_an_error(workdir: Path) -> None:
+    status, out, err = record("-e", "./entry.c", "--", "./no-such-command")
+    assert (status, out) == (2, "")
+    assert "cannot run './no-such-command'" in err
+
+
+SLOW_WORKLOAD = ("./target", str(N), "done")  # writes 'done' after its calls, then waits for a signal
+
+
+def _when_done(workdir: Path, action, timeout: float = 30) -> threading.Thread:  # type: ignore[no-untyped-def]
+    """Run ``action`` in a thread once the slow workload's target has run."""
+    marker = workdir / "done"
+
+    def wait() -> None:
+        deadline = time.monotonic() + timeout
+        while not (marker.exists() and marker.read_text()) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.2)  # the records of the last hits reach the rings
+        action()
+
+    thread = threading.Thread(target=wait, daemon=True)
+    thread.start()
+    return thread
+
+
+def test_entries_removed_after_sigint(workdir: Path) -> None:
+    thread = _when_done(workdir, lambda: os.kill(os.getpid(), signal.SIGINT))
+    status, out, err = record("--format", "json", "-e", "./entry.c", "--", *SLOW_WORKLOAD)
+    thread.join()
+    assert status == 128 + signal.SIGINT, err
+    assert hits(out) == [(1, i) for i in range(1, N + 1)]
+
+
+def _recorder(workdir: Path, *argv: str) -> subprocess.Popen[str]:
+    """``python -m evspec.record_cmd`` in its own session (process group), cwd outside the repo."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "evspec.record_cmd", *argv],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=workdir, start_new_session=True,
+    )
+
+
+def _wait_for_entries(pid: int, timeout: float = 30) -> list[str]:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        found = _entries_of(pid)
+        if found:
+            return found
+        time.sleep(0.05)
+    raise AssertionError(f"the recorder {pid} created no uprobe entry")
+
+
+def test_entries_removed_after_sigterm(workdir: Path) -> None:
+    proc = _recorder(workdir, "--format", "json", "-e", "./entry.c", "--", *SLOW_WORKLOAD)
+    try:
+        _when_done(workdir, lambda: proc.send_signal(signal.SIGTERM)).join()
+        out, err = proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    assert hits(out) == [(1, i) for i in range(1, N + 1)]
+    assert _entries_of(proc.pid) == []
+
+
+def test_stale_entries_of_a_killed_run_are_removed_by_the_next(workdir: Path) -> None:
+    proc = _recorder(workdir, "-e", "./glob.c", "--", "sleep", "30")
+    try:
+        stale = _wait_for_entries(proc.pid)
+        while len(stale) < 2:
+            stale = _entries_of(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert len(_entries_of(proc.pid)) == 2  # SIGKILL: nobody removed them
+    group = re.search(r":(evspec_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+    status, _, err = record("-v", "-e", "./entry.c", "--", "./target", "1")
+    assert status == 0, err
+    assert (f"evspec record: removed 2 stale uprobe event(s) of evspec runs that are gone: "
+            f"{group}/probe, {group}/probe_1\n") in err
+    assert _entries_of(proc.pid) == []
+
+
+def _perf_payloads(script: str) -> Counter[str]:
+    """The BPF output payloads (hex) of ``perf script`` text."""
+    out: Counter[str] = Counter()
+    data: bytes | None = None
+    for line in script.splitlines():
+        m = re.match(r"\s*(?:BPF output:)?\s*[0-9a-f]{4}:((?: [0-9a-f]{2})+)", line)
+        if m:
+            data = (data or b"") + bytes.fromhex(m.group(1).replace(" ", ""))
+        elif data is not None:
+            out[data.hex()] += 1
+            data = None
+    if data is not None:
+        out[data.hex()] += 1
+    return out
+
+
+def test_differential_against_perf(workdir: Path, perf_binary: str) -> None:
+    """perf 6.1 records the same payloads from the same object (a glob over two functions)."""
+    from evspec.loader.compile import compile_source
+
+    shutil.copy(compile_source(workdir / "glob.c"), workdir / "glob.o")
+    rec = subprocess.run([perf_binary, "record", "-q", "-o", "perf.data", "-e", "./glob.o", "--", "./target", str(N)],
+                         capture_output=True, text=True)
+    assert rec.returncode == 0, rec.stderr
+    script = subprocess.run([perf_binary, "script", "-i", "perf.data"], capture_output=True, text=True,
+                            errors="replace", check=True)
+    expected = _perf_payloads(script.stdout)
+    status, out, err = record("--format", "json", "-e", "./glob.o", "--", "./target", str(N))
+    assert status == 0, err
+    assert Counter(json.loads(line)["raw_hex"] for line in out.splitlines()) == expected
+    assert sum(expected.values()) == 2 * N
