@@ -71,6 +71,7 @@ _ATTR_UNIONS = {"sample_freq": "sample_period", "bp_addr": "config1", "bp_len": 
 _COMM = struct.Struct("<II")
 _LOST = struct.Struct("<QQ")
 _RECORD_HEADER = struct.Struct("<IHH")
+_U32 = struct.Struct("<I")
 _POLL_MS = 200
 DEFAULT_RING_PAGES = 128  # perf record's default for root: 512 KiB of data per ring
 
@@ -441,7 +442,7 @@ class RecordSession:
             try:
                 comm = Path(f"/proc/{tid}/comm").read_text().rstrip("\n")
             except OSError:
-                return f":{tid}"
+                comm = f":{tid}"  # gone: perf's name for an unknown task (a later COMM replaces it)
             self._comms[tid] = comm
         return comm
 
@@ -472,14 +473,39 @@ class RecordSession:
                     self._decode(ev.name, cpu, ring.layout, chunk, handler)
 
     def _decode(self, name: str, cpu: int, layout: SampleLayout, chunk: bytes, handler: RecordHandler) -> None:
-        """Samples and losses of one ring's chunk, handed on in ring order."""
+        """Samples and losses of one ring's chunk, handed on in ring order.
+
+        The hot loop of live mode: the fixed sample fields come out of one struct call and the raw
+        payload is sliced after them; anything unusual (a callchain, a record that does not fit)
+        goes through ``layout.unpack``, which checks every bound and raises.
+        """
         at = {f: layout.index(f) for f in ("pid", "tid", "time", "cpu", "period")}
         i_pid, i_tid, i_time, i_cpu, i_period = at.values()
-        unpack, comms, samples = layout.unpack, self._comms, 0
-        for rtype, _misc, pos, size in walk_records(chunk):
-            if rtype == RecordType.SAMPLE:
+        comms, samples = self._comms, 0
+        unpack_fixed, fixed_size = layout.fixed.unpack_from, layout.fixed.size
+        fast = layout.raw and not layout.callchain
+        header, u32 = _RECORD_HEADER.unpack_from, _U32.unpack_from
+        sample_type, lost_type = int(RecordType.SAMPLE), int(RecordType.LOST)
+        pos, end = 0, len(chunk)
+        while pos < end:
+            if pos + 8 > end:
+                raise KernelError(RING_BUFFER, f"corrupt perf ring buffer record: {end - pos} bytes left at {pos}")
+            rtype, _misc, size = header(chunk, pos)
+            stop = pos + size
+            if size < 8 or stop > end:
+                raise KernelError(
+                    RING_BUFFER,
+                    f"corrupt perf ring buffer record: header at position {pos} says {size} bytes, "
+                    f"{end - pos} are available",
+                )
+            if rtype == sample_type:
                 samples += 1
-                values, _chain, raw = unpack(chunk, pos + 8, pos + size)
+                raw_at = pos + 8 + fixed_size
+                if fast and raw_at + 4 <= stop and raw_at + 4 + u32(chunk, raw_at)[0] <= stop:
+                    values = unpack_fixed(chunk, pos + 8)
+                    raw: bytes | None = chunk[raw_at + 4 : raw_at + 4 + u32(chunk, raw_at)[0]]
+                else:
+                    values, _chain, raw = layout.unpack(chunk, pos + 8, stop)
                 pid = values[i_pid] if i_pid is not None else 0
                 tid = values[i_tid] if i_tid is not None else 0
                 comm = comms.get(tid)
@@ -498,12 +524,13 @@ class RecordSession:
                         raw,
                     )
                 )
-            elif rtype == RecordType.LOST:
+            elif rtype == lost_type:
                 if size < 8 + _LOST.size:
                     raise KernelError(RING_BUFFER, f"corrupt perf ring buffer record: PERF_RECORD_LOST of {size} bytes")
                 _id, lost = _LOST.unpack_from(chunk, pos + 8)
                 self.lost += lost
                 handler(LostLine(name, cpu, lost))
+            pos = stop
         self.samples += samples
 
     def rings(self) -> list[tuple[OpenedEvent, int, PerfRing]]:
