@@ -240,7 +240,7 @@ class _ProbeAttacher:
                 name = f"{target.group or PERF_BPF_PROBE_GROUP}:{first}"
             else:
                 name = self._libbpf_name(point)
-                event = self._claim(_NOT_IDENT.sub("_", name), allow_suffix=True)
+                event = self._claim(_NOT_IDENT.sub("_", name)[: MAX_EVENT_NAME - 5], allow_suffix=True)
             if use_tracefs:
                 events.append(self.maker.via_tracefs(point.location, event, name))
                 how = f"tracefs {self.maker.owner.group}/{event}"

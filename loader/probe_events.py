@@ -2,24 +2,26 @@
 
 Two ways, as the kernel offers them:
 
+* **tracefs** ``uprobe_events`` / ``kprobe_events`` (the way perf 4.5-6.5 created the probes of BPF
+  programs, and evspec's first choice): a line ``p:GROUP/EVENT PATH:0xOFF`` (``r:`` for a return
+  probe; kprobes take ``[MOD:]SYM[+OFF]`` or ``0xADDR``) creates the event; its id in
+  ``events/GROUP/EVENT/id`` makes it a PERF_TYPE_TRACEPOINT event; ``-:GROUP/EVENT`` removes it.
+  All perf events opened on it share one kernel probe and one program array. The group evspec
+  writes is ``evspec_<pid>_<start>`` (the process id and its start time in clock ticks since boot,
+  from ``/proc/PID/stat``), so that a later run can tell whether the process that created an entry
+  still lives: ``sweep_stale`` removes the entries of dead owners (a run killed with SIGKILL).
 * **the probe PMUs** (``/sys/bus/event_source/devices/uprobe`` and ``.../kprobe``, Linux 4.17+):
   ``perf_event_open`` with ``type`` = the PMU's type, the PMU's ``format/retprobe`` bit in
   ``config`` for a return probe, ``config1`` = a pointer to the NUL-terminated binary path (uprobe)
   or symbol name (kprobe), ``config2`` = the file offset (uprobe), the offset from the symbol, or
-  with no symbol the kernel address (kprobe). Nothing appears in tracefs and the kernel removes the
-  probe when the last event is closed, so nothing can be left behind. The string buffers must stay
-  alive until the events are open: ``ProbeEventMaker`` keeps them until ``close()``.
-* **tracefs** ``uprobe_events`` / ``kprobe_events`` (the way perf 4.5-6.5 created the probes of BPF
-  programs): a line ``p:GROUP/EVENT PATH:0xOFF`` (``r:`` for a return probe; kprobes take
-  ``[MOD:]SYM[+OFF]`` or ``0xADDR``) creates the event; its id in ``events/GROUP/EVENT/id`` makes it
-  a PERF_TYPE_TRACEPOINT event; ``-:GROUP/EVENT`` removes it. The group evspec writes is
-  ``evspec_<pid>_<start>`` (the process id and its start time in clock ticks since boot, from
-  ``/proc/PID/stat``), so that a later run can tell whether the process that created an entry
-  still lives: ``sweep_stale`` removes the entries of dead owners (a run killed with SIGKILL).
+  with no symbol the kernel address (kprobe). Each such perf event is a kernel probe of its own
+  (running the program attached to it), invisible in tracefs and removed by the kernel when the
+  event is closed, so nothing can be left behind. The string buffers must stay alive until the
+  events are open: ``ProbeEventMaker`` keeps them until ``close()``.
 
 The files are written through a ``TracefsWriter`` (one ``write(2)`` per line, ``O_APPEND``: opening
 the file truncating would delete every probe on the system); tests give a fake one that simulates
-what the kernel does on a temporary directory.
+what the kernel does on a temporary directory (``probe_fake``).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from typing import Protocol
 
 from evspec.loader.attach import ProbeEvent
 from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import KernelError
 from evspec.loader.perf_abi import PerfType
 
 from evspec.codes import kernel as codes
@@ -43,7 +46,6 @@ from evspec.codes import kernel as codes
 DEFAULT_SYSFS_PMUS = Path("/sys/bus/event_source/devices")
 DEFAULT_TRACEFS = Path("/sys/kernel/tracing")
 OWNER_PREFIX = "evspec_"
-MAX_EVENT_NAME = 64  # the kernel's MAX_EVENT_NAME_LEN, for groups and events
 PROBE_EXISTS_MESSAGE = "Probe point exist. Try 'perf probe -d \"*\"' and set 'force=yes'"
 PROBE_CHECK_MESSAGE = "You need to check probing points in BPF file"
 
@@ -353,6 +355,12 @@ class ProbeEventMaker:
         returns the tracepoint event carrying it, called ``name``."""
         assert self.tracefs is not None and location.kind is self.kind
         group = self.owner.group
+        if location.path is not None and any(c.isspace() for c in location.path):
+            raise ObjectError(
+                codes.PROBE_CREATE,
+                f"tracefs {self.kind.events_file} cannot take the path '{location.path}': it has blanks",
+                help=("probe a path without blanks (a symbolic link to the binary will do)",),
+            )
         try:
             self.tracefs.add(location, group, event)
         except OSError as exc:
@@ -391,8 +399,8 @@ class ProbeEventMaker:
 
     def close(self) -> None:
         """Remove every tracefs entry made (newest first) and drop the PMU buffers; the first
-        failure is raised after all were tried."""
-        first: ObjectError | None = None
+        failure (a KernelError: the kernel refused the write) is raised after all were tried."""
+        first: KernelError | None = None
         while self._created:
             entry = self._created.pop()
             assert self.tracefs is not None
@@ -400,10 +408,12 @@ class ProbeEventMaker:
                 self.tracefs.remove(entry.kind, entry.group, entry.event)
             except OSError as exc:
                 if exc.errno != E.ENOENT:  # someone removed it already, or tracefs is gone
-                    first = first or ObjectError(
+                    first = first or KernelError(
                         codes.PROBE_REMOVE,
                         f"cannot remove {entry.kind.value} event {entry.group}/{entry.event}: "
                         f"{os.strerror(exc.errno or 0)}",
+                        errno=exc.errno,
+                        operation=f"write {entry.kind.events_file}",
                         help=(f"remove it by hand: echo '-:{entry.group}/{entry.event}' >> "
                               f"{self.tracefs.root / entry.kind.events_file}",),
                     )

@@ -15,7 +15,7 @@ from evspec.loader.attach import AttachOptions, ProgramAttach
 from evspec.loader.attach_probe import KprobeAttacher, ProbeDetail, UprobeAttacher, kernel_functions
 from evspec.loader.errors import ObjectError
 from evspec.loader.fake_kernel import FakeKernel
-from evspec.loader.kernel import Kernel
+from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.perf_abi import PerfType
 from evspec.loader.probe_events import (
     Owner,
@@ -341,6 +341,7 @@ def test_close_tries_everything_and_reports_the_first_failure(tmp_path: Path, ta
     with pytest.raises(ObjectError) as exc:
         attacher.close()
     assert exc.value.code == codes.PROBE_REMOVE
+    assert isinstance(exc.value, KernelError) and exc.value.errno == errno.EBUSY  # what the session reports
     assert exc.value.message == f"cannot remove uprobe event {GROUP}/probe_1: Device or resource busy"
     assert exc.value.help == (f"remove it by hand: echo '-:{GROUP}/probe_1' >> {fake.root}/uprobe_events",)
     assert [e.event for e in fake.tracefs.entries(ProbeKind.UPROBE)] == ["probe_1"]  # probe was removed
@@ -528,3 +529,13 @@ def test_session_opens_and_attaches_kprobes_on_the_fake_kernel(
         session.close()
     assert fake.lines(ProbeKind.KPROBE) == [] if way == "tracefs" else fake.writes == []
     assert funnel.open_fds == {}
+
+
+def test_tracefs_cannot_take_a_path_with_blanks(tmp_path: Path, target: Path) -> None:
+    spaced = tmp_path / "my target"
+    shutil.copy(target, spaced)
+    fake = FakeTracefs.create(tmp_path / "tracefs")
+    attacher = _attacher(UprobeAttacher, tmp_path, fake)
+    with pytest.raises(ObjectError, match="uprobe_events cannot take the path '.*/my target': it has blanks") as exc:
+        _plan(attacher, f"exec={spaced};probe=probed_add")
+    assert exc.value.code == codes.PROBE_CREATE and fake.writes == []
