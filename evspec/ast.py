@@ -27,26 +27,20 @@ def _is_position(field_name: str) -> bool:
     return field_name in ("span", "source") or field_name.endswith(("_span", "_spans"))
 
 
-class _Node:
-    """Base of the AST nodes. A node class lists its fields in ``__slots__`` (in constructor order,
-    annotated alike) and sets them in ``__init__`` with ``object.__setattr__``."""
+class _DataclassFields:
+    """``__dataclass_fields__`` of a node class, made the first time something asks (the
+    ``dataclasses`` functions, ``astdump``) and then kept on the class: parsing never asks."""
 
-    __slots__ = ()
-    _compared: tuple[str, ...] = ()
-
-    def __init_subclass__(cls) -> None:
-        super().__init_subclass__()
-        names: tuple[str, ...] = cls.__slots__  # type: ignore[assignment]
-        if tuple(cls.__annotations__) != names:
-            raise TypeError(f"{cls.__name__}: annotate exactly the fields of __slots__, in order")
-        cls._compared = tuple(n for n in names if not _is_position(n))
-        cls.__match_args__ = names  # type: ignore[attr-defined]
-        defaults = cls.__init__.__defaults__ or ()
+    def __get__(self, node: object, cls: type) -> dict[str, dataclasses.Field[object]]:
+        if cls is _Node:
+            return {}  # the base has no fields; keep the descriptor for the node classes
+        names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
+        defaults = cls.__init__.__defaults__ or ()  # type: ignore[misc]
         first_default = len(names) - len(defaults)
         fields = {}
         for i, name in enumerate(names):
-            compared = name in cls._compared
-            f = dataclasses.field(
+            compared = name in cls._compared  # type: ignore[attr-defined]
+            f: dataclasses.Field[object] = dataclasses.field(  # type: ignore[assignment]
                 default=defaults[i - first_default] if i >= first_default else dataclasses.MISSING,
                 compare=compared, repr=compared,
             )
@@ -55,6 +49,24 @@ class _Node:
             f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # what fields() lists
             fields[name] = f
         cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
+        return fields
+
+
+class _Node:
+    """Base of the AST nodes. A node class lists its fields in ``__slots__`` (in constructor order,
+    annotated alike) and sets them in ``__init__`` with ``object.__setattr__``."""
+
+    __slots__ = ()
+    _compared: tuple[str, ...] = ()
+    __dataclass_fields__ = _DataclassFields()
+
+    def __init_subclass__(cls) -> None:
+        super().__init_subclass__()
+        names: tuple[str, ...] = cls.__slots__  # type: ignore[assignment]
+        if tuple(cls.__annotations__) != names:
+            raise TypeError(f"{cls.__name__}: annotate exactly the fields of __slots__, in order")
+        cls._compared = tuple(n for n in names if not _is_position(n))
+        cls.__match_args__ = names  # type: ignore[attr-defined]
 
     def _values(self) -> tuple[object, ...]:
         return tuple([getattr(self, name) for name in self._compared])

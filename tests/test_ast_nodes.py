@@ -117,3 +117,19 @@ def test_a_node_class_must_annotate_its_slots() -> None:
         class Broken(ast._Node):
             __slots__ = ("a", "span")
             a: int
+
+
+def test_fields_are_made_per_class_on_first_use() -> None:
+    class Probe(ast._Node):
+        __slots__ = ("x", "span")
+        x: int
+        span: Span
+
+        def __init__(self, x: int, span: Span = Span(0, 0)) -> None:  # noqa: B008
+            ast._set(self, "x", x)
+            ast._set(self, "span", span)
+
+    assert dataclasses.fields(ast._Node) == ()  # asking the base first must not hide a node's fields
+    assert [(f.name, f.compare, f.default) for f in dataclasses.fields(Probe)] == [
+        ("x", True, dataclasses.MISSING), ("span", False, Span(0, 0))]
+    assert "__dataclass_fields__" in vars(Probe) and dataclasses.replace(Probe(1), x=2) == Probe(2)
