@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from evspec.inputs import SpecInput
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
+PERF_VERSIONS = ("4.7", "6.1", "6.5", "6.6")  # evspec.dialect.VERSIONS, without importing it
 
 
 class UsageError(Exception):
@@ -96,6 +97,10 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="colour for --format text (auto: only on a terminal and without NO_COLOR)")
         p.add_argument("--fail-on", choices=("error", "warning"), default="warning",
                        help="exit 1 on any warning (default) or only on errors")
+        p.add_argument("--perf", choices=PERF_VERSIONS, metavar="VERSION",
+                       help="also predict what perf VERSION (" + ", ".join(PERF_VERSIONS) + ") does with "
+                            "each string: its verdict, message and caret, quirks explained; "
+                            "--format perf then prints exactly what that perf prints")
         _add_system(p, "none")
 
     if every or command == "fmt":
@@ -132,6 +137,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from evspec.record_cmd import add_record_parser
 
         add_record_parser(sub)
+
+    if every or command == "script":
+        from evspec.script_cmd import add_script_parser
+
+        add_script_parser(sub)
 
     if every or command == "inspect":
         p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
@@ -214,6 +224,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     inputs = _inputs(args)
     system = _load_system(args.system)
     checked = _run_checks(inputs, system, args.mode)
+    if args.perf:
+        return _check_with_perf(args, checked, system)
     diags = [d for c in checked for d in c.diagnostics]
     fmt = args.format
     if fmt == "text":
@@ -225,7 +237,50 @@ def cmd_check(args: argparse.Namespace) -> int:
         for c in checked:
             if c.diagnostics:
                 sys.stderr.write(render_perf(c.diagnostics))
+    else:
+        _write_machine_format(fmt, diags)
+    return _exit_status(args, diags)
+
+
+def _exit_status(args: argparse.Namespace, diags: Sequence[Diagnostic]) -> int:
+    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> int:  # type: ignore[no-untyped-def]
+    """``check --perf VERSION``: findings with that perf's disagreements; ``--format perf`` prints
+    what that perf prints (its stdout echo included), ``json`` adds each string's ``"perf"`` verdict."""
+    from pathlib import Path
+
+    from evspec.perf_check import check_with_perf, perf_json
+
+    results = check_with_perf(checked, args.perf, system=system, cwd=Path.cwd(), mode=args.mode,
+                              term_width=_columns())
+    diags = [d for r in results for d in r.diagnostics]
+    fmt = args.format
+    if fmt == "text":
+        if diags:
+            _print_text(diags, _use_color(args.color))
+    elif fmt == "perf":
+        for r in results:
+            sys.stdout.write(r.verdict.stdout)
+            sys.stderr.write(r.verdict.stderr)
     elif fmt == "json":
+        from evspec.render.jsonfmt import render_json
+
+        owners = [r for r in results for _ in r.diagnostics]
+        per_diag = {i: {"perf": perf_json(owner.verdict)} for i, owner in enumerate(owners)}
+        verdicts = [{"event": r.spec.input.text, "source": r.spec.input.source.to_json(), **perf_json(r.verdict)}
+                    for r in results]
+        extra = {"summary": {"perf_accepts": all(r.verdict.accepted for r in results)}, "perf": verdicts}
+        sys.stdout.write(render_json(diags, extra=extra, diagnostic_extra=per_diag) + "\n")
+    else:
+        _write_machine_format(fmt, diags)
+    return _exit_status(args, diags)
+
+
+def _write_machine_format(fmt: str, diags: Sequence[Diagnostic]) -> None:
+    if fmt == "json":
         from evspec.render.jsonfmt import render_json
 
         sys.stdout.write(render_json(diags) + "\n")
@@ -237,8 +292,6 @@ def cmd_check(args: argparse.Namespace) -> int:
         from evspec.render.github import render_github
 
         sys.stdout.write(render_github(diags))
-    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
-    return EXIT_FINDINGS if failing else EXIT_CLEAN
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
@@ -285,6 +338,12 @@ def cmd_record(args: argparse.Namespace) -> int:
     return record_main(args)
 
 
+def cmd_script(args: argparse.Namespace) -> int:
+    from evspec.script_cmd import script_main
+
+    return script_main(args)  # type: ignore[no-any-return]
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from evspec.inspect_cmd import inspect_main
 
@@ -294,7 +353,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 COMMANDS = {
     "parse": cmd_parse, "check": cmd_check, "fmt": cmd_fmt, "explain": cmd_explain,
     "compile": cmd_compile, "list": cmd_list, "system": cmd_system, "inspect": cmd_inspect,
-    "record": cmd_record,
+    "record": cmd_record, "script": cmd_script,
 }
 
 

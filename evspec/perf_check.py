@@ -1,0 +1,135 @@
+"""``evspec check --perf VERSION``: what a given perf release does with each string, next to
+evspec's own findings.
+
+Each checked string gets that perf's verdict (``evspec.dialect.predict``). Where the two disagree
+the findings say so: a string evspec accepts and that perf rejects gets an ``EP001``/``EP002``
+error quoting perf's message and caret; a string evspec rejects and that perf accepts, or rejects
+differently, gets a note on evspec's first finding. Library code: returns data, never prints.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evspec.diagnostics import Diagnostic, error
+from evspec.span import Span
+
+if TYPE_CHECKING:
+    from evspec.check import CheckedSpec
+    from evspec.dialect import PerfError, PerfVerdict
+    from evspec.system.model import System
+
+CODE_PERF_REJECTS = "EP001"
+CODE_PERF_SILENT = "EP002"
+
+
+@dataclass(frozen=True, slots=True)
+class DialectChecked:
+    """A checked string, its findings with perf's disagreement added, and that perf's verdict."""
+
+    spec: CheckedSpec
+    diagnostics: tuple[Diagnostic, ...]
+    verdict: PerfVerdict
+
+
+def _caret_span(text: str, column: int) -> Span:
+    """The character perf's caret points at; the whole string for column -1 (the opening quote)."""
+    if not text:
+        return Span(0, 0)
+    if column < 0:
+        return Span(0, len(text))
+    start = min(column, len(text) - 1)
+    return Span(start, start + 1)
+
+
+def _perf_said(err: PerfError) -> str:
+    where = "under the opening quote" if err.column < 0 else f"at column {err.column}"
+    return f"'{err.message}' {where}"
+
+
+def _verdict_notes(verdict: PerfVerdict) -> tuple[str, ...]:
+    notes: list[str] = []
+    if verdict.initial_error is not None:
+        notes.append(f"perf {verdict.version} also prints 'Initial error:' {_perf_said(verdict.initial_error)}")
+    if verdict.quirk:
+        notes.append(f"why: {verdict.quirk}")
+    return tuple(notes)
+
+
+def _rejection(spec: CheckedSpec, verdict: PerfVerdict) -> Diagnostic:
+    text = spec.input.text
+    if verdict.silent or verdict.error is None:
+        diag = error(
+            CODE_PERF_SILENT,
+            f"perf {verdict.version} rejects this string without saying why (evspec accepts it)",
+            Span(0, len(text)),
+            notes=_verdict_notes(verdict),
+        )
+    else:
+        err = verdict.error
+        diag = error(
+            CODE_PERF_REJECTS,
+            f"perf {verdict.version} rejects this string (evspec accepts it): {_perf_said(err)}",
+            _caret_span(text, err.column),
+            notes=_verdict_notes(verdict),
+            perf_message=err.message,
+            perf_help=err.help,
+        )
+    return diag.located(text, spec.input.source)
+
+
+def _annotated(first: Diagnostic, verdict: PerfVerdict) -> Diagnostic:
+    if verdict.accepted:
+        said = f"perf {verdict.version} accepts this string"
+    elif verdict.silent or verdict.error is None:
+        said = f"perf {verdict.version} rejects it too, without saying why"
+    else:
+        said = f"perf {verdict.version} rejects it too: {_perf_said(verdict.error)}"
+    return replace(first, notes=(*first.notes, said, *_verdict_notes(verdict)))
+
+
+def merge_verdict(spec: CheckedSpec, verdict: PerfVerdict) -> tuple[Diagnostic, ...]:
+    """evspec's findings for ``spec`` with ``verdict``'s disagreement folded in."""
+    diags = spec.diagnostics
+    errors = [i for i, d in enumerate(diags) if d.is_error]
+    if not errors:
+        if verdict.accepted:
+            return diags
+        return tuple(sorted((*diags, _rejection(spec, verdict)), key=lambda d: d.span.start))
+    first = errors[0]
+    return (*diags[:first], _annotated(diags[first], verdict), *diags[first + 1 :])
+
+
+def check_with_perf(
+    checked: Sequence[CheckedSpec],
+    version: str,
+    *,
+    system: System | None,
+    cwd: Path,
+    mode: str,
+    term_width: int = 80,
+) -> list[DialectChecked]:
+    """Predict ``version``'s verdict for every string and merge it into the findings."""
+    from evspec.dialect import predict
+
+    out: list[DialectChecked] = []
+    for spec in checked:
+        verdict = predict(spec.input.text, version, system=system, cwd=cwd, mode=mode,  # type: ignore[arg-type]
+                          term_width=term_width)
+        out.append(DialectChecked(spec, merge_verdict(spec, verdict), verdict))
+    return out
+
+
+def perf_json(verdict: PerfVerdict) -> dict[str, object]:
+    """The ``"perf"`` object each JSON diagnostic carries under ``--perf``."""
+    err = verdict.error
+    return {
+        "version": verdict.version,
+        "verdict": "ok" if verdict.accepted else "error",
+        "message": err.message if err is not None else None,
+        "column": err.column if err is not None else None,
+        "silent": verdict.silent,
+    }
