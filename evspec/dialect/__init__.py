@@ -51,7 +51,7 @@ def predict(
     from evspec.dialect.lexer import lex, stat_in
     from evspec.dialect.pmu_symbols import PmuSymbols
     from evspec.dialect.quirks import explain
-    from evspec.dialect.render import perf_stderr
+    from evspec.dialect.render import perf_stderr, unterminated_window
     from evspec.dialect.terms import TermRules
 
     if mode not in ("record", "stat"):
@@ -83,6 +83,12 @@ def predict(
         mode=mode,
         term_width=term_width,
     )
+    if any(e is not None and unterminated_window(text, e.column, term_width) for e in (last, first)):
+        garbage = (
+            "the quoted string fills perf's buffer exactly, and perf leaves it unterminated: it prints whatever "
+            "follows in memory after it"
+        )
+        quirk = f"{quirk}; {garbage}" if quirk else garbage
     return PerfVerdict(p.version, False, last is None, last, first, stderr, quirk, lexed.echoed)
 
 

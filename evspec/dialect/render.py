@@ -3,7 +3,14 @@
 from __future__ import annotations
 
 from evspec.dialect.errors import PerfError
-from evspec.render.perf import INITIAL_ERROR, RUN_PERF_LIST, perf_error_block
+from evspec.render.perf import (
+    CONTEXT_BEFORE,
+    INITIAL_ERROR,
+    MAX_TERMINAL_WIDTH,
+    PREFIX,
+    RUN_PERF_LIST,
+    perf_error_block,
+)
 
 NOTHING_FOUND = "WARNING: event parser found nothing"
 UNSUPPORTED = "invalid or unsupported event: "
@@ -36,3 +43,12 @@ def perf_stderr(
     elif one_slot:
         out += f"{UNSUPPORTED}'{text}'\n"
     return out + RUN_PERF_LIST + "\n" + USAGE[mode]
+
+
+def unterminated_window(text: str, column: int, term_width: int) -> bool:
+    """perf copies the shown part with strncpy and terminates it only when it cuts the end: when
+    the rest of the string fills the window exactly, perf prints whatever follows in memory."""
+    max_len = min(term_width, MAX_TERMINAL_WIDTH) - 2 - len(PREFIX)
+    size = len(text.encode(errors="surrogateescape"))
+    cut = column - CONTEXT_BEFORE if column > CONTEXT_BEFORE else 0
+    return size - cut == max_len
