@@ -17,14 +17,18 @@ import struct
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from evspec.loader.errors import ObjectError
+
+if TYPE_CHECKING:
+    from elftools.elf.elffile import ELFFile
+    from elftools.elf.sections import SymbolTableSection
 
 from evspec.codes import kernel as codes
 
 MAX_PROBE_POINTS = 128  # perf-probe's default limit of probe points per definition (MAX_PROBES)
 _GLOB_CHARS = frozenset("*?[")
-_FUNC_TYPES = ("STT_FUNC", "STT_GNU_IFUNC")
 _PF_X = 1
 
 
@@ -142,7 +146,7 @@ def read_elf_symbols(path: str | Path) -> ElfSymbols:
             for section_name in (".symtab", ".dynsym"):
                 section = elf.get_section_by_name(section_name)
                 if isinstance(section, SymbolTableSection):
-                    functions = _functions(section)
+                    functions = _functions(elf, section)
                     table = section_name
                     if functions:
                         break
@@ -153,16 +157,29 @@ def read_elf_symbols(path: str | Path) -> ElfSymbols:
     return ElfSymbols(name, elf["e_type"] == "ET_DYN", table, functions, segments)
 
 
-def _functions(section: object) -> tuple[FunctionSymbol, ...]:
+_STT_FUNC = 2
+_STT_GNU_IFUNC = 10
+_BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
+
+
+def _functions(elf: ELFFile, section: SymbolTableSection) -> tuple[FunctionSymbol, ...]:
+    """The defined function symbols of a symbol table, unpacked in one pass (pyelftools' per-symbol
+    objects take ~0.2 s for the C library's 3,000 symbols; this takes a tenth of that)."""
+    order = "<" if elf.little_endian else ">"
+    if elf.elfclass == 64:  # Elf64_Sym: name, info, other, shndx, value, size
+        layout, fields = struct.Struct(order + "IBBHQQ"), (0, 1, 3, 4, 5)
+    else:  # Elf32_Sym: name, value, size, info, other, shndx
+        layout, fields = struct.Struct(order + "IIIBBH"), (0, 3, 5, 1, 2)
+    strings = elf.get_section(section["sh_link"]).data()
+    data = section.data()
     out: list[FunctionSymbol] = []
-    for sym in section.iter_symbols():  # type: ignore[attr-defined]
-        kind = sym["st_info"]["type"]
-        if sym.name and kind in _FUNC_TYPES and sym["st_shndx"] != "SHN_UNDEF" and sym["st_value"]:
-            out.append(
-                FunctionSymbol(
-                    sym.name, sym["st_value"], sym["st_size"], sym["st_info"]["bind"], kind == "STT_GNU_IFUNC"
-                )
-            )
+    for raw in layout.iter_unpack(data[: len(data) - len(data) % layout.size]):
+        name_at, info, shndx, value, size = (raw[i] for i in fields)
+        kind = info & 0xF
+        if kind not in (_STT_FUNC, _STT_GNU_IFUNC) or shndx == 0 or not value or not name_at:
+            continue
+        name = strings[name_at : strings.index(b"\0", name_at)].decode("utf-8", "replace")
+        out.append(FunctionSymbol(name, value, size, _BINDINGS.get(info >> 4, "STB_OTHER"), kind == _STT_GNU_IFUNC))
     return tuple(out)
 
 

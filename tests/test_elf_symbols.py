@@ -162,3 +162,10 @@ def test_unreadable_targets(tmp_path: Path, content: bytes | None) -> None:
 def test_relocatable_object_is_not_a_target(built: Path) -> None:
     with pytest.raises(ObjectError, match="is not an executable or shared library .ELF type ET_REL."):
         read_elf_symbols(built / "obj.o")
+
+
+def test_ifunc_symbols_are_functions_marked_as_resolvers(built: Path) -> None:
+    for name in ("pie", "stripped.so"):
+        (site,) = uprobe_sites(read_elf_symbols(built / name), "chosen")
+        assert site.ifunc and site.function == "chosen"
+    assert not uprobe_sites(read_elf_symbols(built / "pie"), "probed_add")[0].ifunc

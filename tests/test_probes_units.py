@@ -539,3 +539,12 @@ def test_tracefs_cannot_take_a_path_with_blanks(tmp_path: Path, target: Path) ->
     with pytest.raises(ObjectError, match="uprobe_events cannot take the path '.*/my target': it has blanks") as exc:
         _plan(attacher, f"exec={spaced};probe=probed_add")
     assert exc.value.code == codes.PROBE_CREATE and fake.writes == []
+
+
+def test_probing_an_ifunc_says_what_is_probed(tmp_path: Path, target: Path) -> None:
+    fake = FakeTracefs.create(tmp_path / "tracefs")
+    attacher = _attacher(UprobeAttacher, tmp_path, fake)
+    _plan(attacher, f"exec={target};probe=chosen")
+    assert attacher.notes[0] == (f"'chosen' in {target} is an IFUNC: the probe is on its resolver, which runs "
+                                 "when the function is bound, not on every call")
+    attacher.close()

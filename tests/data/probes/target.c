@@ -22,6 +22,19 @@ PROBED int probed_mul(int a, int b)
 	return a * b;
 }
 
+/* an IFUNC: the symbol is the resolver choosing the implementation when the call is bound */
+static int picked(void)
+{
+	return 1;
+}
+
+static int (*pick(void))(void)
+{
+	return picked;
+}
+
+int chosen(void) __attribute__((ifunc("pick")));
+
 int main(int argc, char **argv)
 {
 	int n = argc > 1 ? atoi(argv[1]) : 3;
@@ -31,6 +44,7 @@ int main(int argc, char **argv)
 		sum += probed_add(i, 100);
 		sum += probed_mul(1000 + i, 3);
 		sum += getpid() > 0;
+		sum += chosen() - 1;
 	}
 	printf("%ld\n", sum);
 	if (argc > 2) {
