@@ -179,10 +179,11 @@ def test_unknown_tracepoint_is_an_object_error() -> None:
         plan_attachments(spec, lambda s, e: None)
 
 
-def test_kprobe_is_refused_naming_what_is_missing() -> None:
-    spec = _obj("k.o", programs=(_prog("f", "func=do_sys_openat2"),))
-    with pytest.raises(ObjectError, match="kprobe programs are not supported yet.*kprobe events"):
+def test_a_kind_without_attacher_is_refused_naming_it() -> None:
+    spec = _obj("s.o", programs=(_prog("f", "socket"),))
+    with pytest.raises(ObjectError, match="socket programs are not supported yet.*attaching socket programs") as info:
         plan_attachments(spec, lambda s, e: 1)
+    assert info.value.code == "EK103"
 
 
 def test_perf_attr_maps_names_to_the_abi() -> None:
