@@ -828,6 +828,57 @@ class Kernel:
         self._ioctl(fd, Ioctl.ID, ctypes.addressof(value), f"perf event fd {fd}")
         return value.value
 
+    # PERF_FORMAT_LOST (Linux 6.0): read() of an event gives {u64 value; u64 lost;}, ``lost`` being
+    # every sample the event's ring had no room for, including those no PERF_RECORD_LOST reported.
+    PERF_FORMAT_LOST = 1 << 4
+    _VALUE_AND_LOST = struct.Struct("=QQ")
+
+    def lost_count_readable(self) -> bool:
+        """Whether this kernel counts an event's lost samples for ``read_lost`` (asks it once per
+        call: a disabled dummy event is opened with PERF_FORMAT_LOST, read and closed)."""
+        from evspec.loader.perf_abi import AttrFlag, PerfType, SwConfig
+
+        if self._reader() is None:
+            return False
+        attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=self.PERF_FORMAT_LOST)
+        attr.size = ctypes.sizeof(PerfEventAttr)
+        attr.flags = AttrFlag.DISABLED
+        try:
+            fd = self.perf_event_open(attr, pid=0, cpu=-1)
+        except KernelError:
+            return False
+        try:
+            self.read_lost(fd)
+            return True
+        except KernelError:
+            return False
+        finally:
+            self.close(fd)
+
+    def read_lost(self, fd: int) -> int:
+        """The samples perf event ``fd`` (opened with read_format PERF_FORMAT_LOST alone) dropped."""
+        reader = self._reader()
+        if reader is None:
+            raise KernelError(codes.SYSCALL_FAILED, f"read of perf event fd {fd}: this funnel cannot read")
+        try:
+            data = reader(fd, self._VALUE_AND_LOST.size)
+        except OSError as exc:
+            raise self._error(SyscallError(exc.errno or 0, "read"), f"perf event fd {fd}", perf=True) from None
+        if len(data) != self._VALUE_AND_LOST.size:
+            raise KernelError(
+                codes.SYSCALL_FAILED,
+                f"read of perf event fd {fd}: {len(data)} bytes, not the {self._VALUE_AND_LOST.size} of "
+                "value and lost count",
+            )
+        return int(self._VALUE_AND_LOST.unpack(data)[1])
+
+    def _reader(self) -> Callable[[int, int], bytes] | None:
+        """read(2) of the funnel: its own ``read`` (a fake's), or os.read for the real kernel."""
+        reader = getattr(self.funnel, "read", None)
+        if reader is None and isinstance(self.funnel, LinuxFunnel):
+            return os.read
+        return reader
+
     def mmap_ring(self, fd: int, data_pages: int) -> RingMapping:
         """Map the ring buffer of a perf event: one control page plus ``data_pages`` (a power of 2)."""
         if data_pages <= 0 or data_pages & (data_pages - 1):
