@@ -163,33 +163,16 @@ def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
 
 
 def elf_function_symbols(path: Path) -> frozenset[str]:
-    """Defined function symbols (``.symtab`` and ``.dynsym``) of an ELF file; ObjectError if the
-    file cannot be read as ELF."""
-    import struct
+    """The function symbols a uprobe can name in an executable or shared library: the same table
+    the uprobe attacher resolves against (``elf_symbols``: IFUNC resolvers included); ObjectError if
+    the file cannot be read as one."""
+    from evspec.loader.elf_symbols import read_elf_symbols
 
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
-
-    names: set[str] = set()
     try:
-        with path.open("rb") as f:
-            elf = ELFFile(f)
-            for section in elf.iter_sections():
-                if not isinstance(section, SymbolTableSection):
-                    continue
-                for sym in section.iter_symbols():
-                    if (
-                        sym.name
-                        and sym["st_info"]["type"] in ("STT_FUNC", "STT_GNU_IFUNC")
-                        and sym["st_shndx"] != "SHN_UNDEF"
-                    ):
-                        names.add(sym.name)
-    except OSError as exc:
-        raise ObjectError(codes.UPROBE_TARGET, f"cannot read '{path}': {exc.strerror or exc}") from None
-    except (ELFError, struct.error, ValueError, IndexError, KeyError, AssertionError, UnicodeDecodeError) as exc:
-        raise ObjectError(codes.UPROBE_TARGET, f"'{path}' is not an ELF file ({exc})") from None
-    return frozenset(names)
+        symbols = read_elf_symbols(path)
+    except ObjectError as exc:
+        raise ObjectError(codes.UPROBE_TARGET, exc.message) from None
+    return frozenset(f.name for f in symbols.functions)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -570,3 +570,17 @@ def test_group_members_are_checked(files: Files) -> None:
     bpf = [e for e in events.events() if isinstance(e, BpfEvent)]
     d = only(check_bpf_event(bpf[0], files.env(), {}))
     assert (d.code, d.span) == ("EB100", Span(11, 21))
+
+
+def test_uprobe_targets_include_ifunc_resolvers() -> None:
+    """libc's strlen is an STT_GNU_IFUNC symbol: a uprobe may name it (check and attach agree)."""
+    import ctypes.util
+
+    from evspec.loader.object_check import elf_function_symbols
+
+    libc = next((p for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"), Path("/lib/aarch64-linux-gnu/libc.so.6"))
+                 if p.exists()), None)
+    if libc is None:
+        pytest.skip(f"no glibc at the Debian multiarch paths (ctypes finds {ctypes.util.find_library('c')})")
+    names = elf_function_symbols(libc)
+    assert {"strlen", "getpid", "malloc"} <= names
