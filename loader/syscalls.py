@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import errno as errno_mod
 import os
-import platform
 import resource
 from dataclasses import dataclass
 from typing import Protocol
@@ -56,7 +55,7 @@ class UnsupportedArchitecture(RuntimeError):
 
 
 def syscall_numbers(machine: str | None = None) -> SyscallNumbers:
-    machine = machine or platform.machine()
+    machine = machine or os.uname().machine  # what platform.machine() says, without importing it
     aliases = {"amd64": "x86_64", "arm64": "aarch64"}
     machine = aliases.get(machine, machine)
     try:
