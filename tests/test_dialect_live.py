@@ -62,11 +62,12 @@ def structured(draw: st.DrawFn) -> str:
 
 def run_perf(perf: str, mode: str, text: str, cwd: str) -> tuple[bool, str]:
     env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
-    if mode == "stat":
-        argv = [perf, "stat", "-e", text, "--", "true"]
-    else:
-        argv = [perf, "record", "-q", "-o", os.path.join(cwd, "perf.data"), "-e", text, "--", "true"]
-    proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=60)
+    with tempfile.TemporaryDirectory(prefix="evspec-perfdata-") as out:
+        if mode == "stat":
+            argv = [perf, "stat", "-e", text, "--", "true"]
+        else:
+            argv = [perf, "record", "-q", "-o", os.path.join(out, "perf.data"), "-e", text, "--", "true"]
+        proc = subprocess.run(argv, cwd=cwd, env=env, capture_output=True, timeout=60)
     stderr = proc.stderr.decode(errors="surrogateescape")
     return proc.returncode == 129 and "Run 'perf list' for a list of valid events" in stderr, stderr
 
@@ -105,3 +106,29 @@ def assert_same_stderr(predicted: str, actual: str, quirk: str | None) -> None:
     for a, b in zip(want, got, strict=True):
         if a != b:
             assert a.startswith("event syntax error: '") and b.startswith(a[:-1]) and b.endswith("'"), (a, b)
+
+
+@pytest.mark.parametrize("mode", ["stat", "record"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "./maps.o",
+        "./maps.o/map:arr.value[ 9]=1/",
+        "./maps.o/no-inherit/",
+        "./badtp.o",
+        "./grp.o",
+        "./legacy_maps.o",
+        "./noprog.o",
+        "./kp.o",
+        "./up1.o,./up1.o",
+        "./a.c",
+    ],
+)
+def test_bpf_objects_agree_with_installed_perf(text, mode, perf_binary, live_system, bpf_fixtures):
+    """perf loads these for real (probes included; it removes them at exit): its whole stderr,
+    the messages of its probe and compile helpers included, must be predicted."""
+    rejected, stderr = run_perf(perf_binary, mode, text, str(bpf_fixtures))
+    v = predict(text, "6.1", system=live_system, cwd=bpf_fixtures, mode=mode)
+    assert v.accepted == (not rejected), stderr
+    if rejected:
+        assert_same_stderr(v.stderr, stderr, v.quirk)

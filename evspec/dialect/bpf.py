@@ -43,6 +43,27 @@ MAP_HINT_47 = (
 )
 PROBE_CHECK = "You need to check probing points in BPF file"
 PROBE_EXISTS = "Probe point exist. Try 'perf probe -d \"*\"' and set 'force=yes'"
+# what perf's probe and llvm helpers print to stderr before the error block
+NO_PROBE_EVENTS = "/sys/kernel/tracing//{kind}_events does not exist.\nPlease rebuild kernel with CONFIG_{KIND}_EVENTS=y.\n"
+EVENT_EXISTS = (
+    "Error: event \"{event}\" already exists.\n"
+    " Hint: Remove existing event by 'perf probe -d'\n"
+    "       or force duplicates by 'perf probe -f'\n"
+    "       or set 'force=yes' in BPF source.\n"
+)
+NO_KBUILD = (
+    "WARNING:\tunable to get correct kernel building directory.\n"
+    "Hint:\tSet correct kbuild directory using 'kbuild-dir' option in [llvm]\n"
+    "     \tsection of ~/.perfconfig or set it to \"\" to suppress kbuild\n"
+    "     \tdetection.\n\n"
+)
+COMPILE_FAILED = (
+    "ERROR:\tunable to compile {path}\n"
+    "Hint:\tCheck error message shown above.\n"
+    "Hint:\tYou can also pre-compile it into .o using:\n"
+    "     \t\tclang -target bpf -O2 -c {path}\n"
+    "     \twith proper -I and -D options.\n"
+)
 BPF_MAP_TYPE_ARRAY = 2
 BPF_MAP_TYPE_PERF_EVENT_ARRAY = 4
 
@@ -120,6 +141,7 @@ def _open(state: PerfState, path: str, source: bool) -> ObjectSpec | None:
     if source:
         obj = _compile_like_perf(state, full)
         if obj is None:
+            state.errors.printed.append(COMPILE_FAILED.format(path=shown))
             raise _Error(f"Failed to load {shown} from source: Error when compiling BPF scriptlet")
         try:
             spec = read_object_bytes(obj, str(full))
@@ -150,14 +172,19 @@ def _compile_like_perf(state: PerfState, source: Path) -> bytes | None:
     cpus = len(state.system.possible_cpus()) if state.system is not None else os.cpu_count() or 1
     args = [clang, "-D__KERNEL__", f"-D__NR_CPUS__={cpus}", f"-DLINUX_VERSION_CODE={_version_code(release)}"]
     kbuild = Path("/lib/modules") / release / "build"
-    if kbuild.is_dir():
+    if not kbuild.is_dir():
+        state.errors.printed.append(NO_KBUILD)
+    else:
         args += [f"-I{kbuild}/arch/x86/include", f"-I{kbuild}/arch/x86/include/generated", f"-I{kbuild}/include",
                  f"-I{kbuild}/arch/x86/include/uapi", f"-I{kbuild}/include/uapi"]  # fmt: skip
     with tempfile.TemporaryDirectory(prefix="evspec-perfcc-") as tmp:
         out = Path(tmp) / "out.o"
-        args += ["-Wno-unused-value", "-Wno-pointer-sign", "-working-directory", str(source.parent),
-                 "-c", str(source), "-target", "bpf", "-g", "-O2", "-o", str(out)]  # fmt: skip
+        path = os.path.abspath(source)
+        args += ["-Wno-unused-value", "-Wno-pointer-sign", "-working-directory", os.path.dirname(path),
+                 "-c", path, "-target", "bpf", "-g", "-O2", "-o", str(out)]  # fmt: skip
         proc = subprocess.run(args, capture_output=True, timeout=120)
+        if proc.stderr:
+            state.errors.printed.append(proc.stderr.decode(errors="replace"))
         if proc.returncode != 0 or not out.exists():
             return None
         return out.read_bytes()
@@ -197,6 +224,7 @@ def _probe(state: PerfState, spec: ObjectSpec) -> list[_Program]:
         if target.is_uprobe:
             points = _uprobe_points(state, target, features is not None and features.uprobe_events)
         elif features is None or not features.kprobe_events:
+            state.errors.printed.append(NO_PROBE_EVENTS.format(kind="kprobe", KIND="KPROBE"))
             raise _Error(PROBE_CHECK)
         else:
             points = 1
@@ -208,6 +236,7 @@ def _probe(state: PerfState, spec: ObjectSpec) -> list[_Program]:
             key = f"{group}:{name}"
             if key in state.probes:
                 if not section.force:
+                    state.errors.printed.append(EVENT_EXISTS.format(event=name))
                     raise _Error(PROBE_EXISTS)
                 name = f"{name}_{state.probes[key]}"
                 state.probes[key] += 1
@@ -231,6 +260,7 @@ def _uprobe_points(state: PerfState, target, uprobe_events: bool) -> int:  # tar
     from evspec.loader.object_check import elf_function_symbols
 
     if not uprobe_events:
+        state.errors.printed.append(NO_PROBE_EVENTS.format(kind="uprobe", KIND="UPROBE"))
         raise _Error(PROBE_CHECK)
     binary = _full_path(state, target.binary.encode().decode("latin-1"))
     if not binary.is_file():
