@@ -9,7 +9,8 @@ ctx back into R1, and falls through into the program. The prologue is prepended 
 program (map fds and bpf-to-bpf calls already patched; jumps inside the program are relative, so
 they stay valid).
 
-``PrologueCache`` loads prologue + program once per distinct prologue: probe points whose fetch
+``PrologueCache`` loads prologue + program once per distinct prologue (through ``live.load_linked``,
+so that it gets the object's BTF func/line info shifted past the prologue, like any program): probe points whose fetch
 code is identical (the same arguments at the same places, e.g. two functions with the same
 signature matched by one glob) share one loaded program — what perf 4.7 did and perf 6.1 fails at
 ("Failed to generate prologue").
@@ -24,7 +25,7 @@ from dataclasses import dataclass, replace
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
-from evspec.loader.live import LiveObject, link_program
+from evspec.loader.live import LiveObject, link_program, load_linked
 from evspec.loader.probe_args import MAX_ARGS, POINTER_SIZE, FetchPlace, ValueType, resolve_args
 from evspec.loader.section import ProbeArg
 
@@ -246,16 +247,13 @@ class PrologueCache:
             raise KeyError(f"object {spec.path!r} has no program {program!r}")
         linked = link_program(prog, spec, {name: m.fd for name, m in live.maps.items()})
         shift = len(prologue) // INSN_SIZE
-        line_info = tuple(replace(e, insn_offset=e.insn_offset + shift) for e in linked.line_info)
+        with_prologue = replace(
+            linked,
+            insns=prologue + linked.insns,
+            line_info=tuple(replace(e, insn_offset=e.insn_offset + shift) for e in linked.line_info),
+        )
         try:
-            return self.kernel.load_program(
-                prog_type,
-                prologue + linked.insns,
-                spec.license,
-                name=program,
-                kern_version=spec.kernel_version or 0,
-                line_info=line_info,
-            )
+            return load_linked(live, prog, with_prologue, prog_type, prologue=shift)
         except VerifierError as exc:
             raise _prologue_error(program, exc, prologue) from exc
 
