@@ -112,13 +112,17 @@ def check_with_perf(
     mode: str,
     term_width: int = 80,
 ) -> list[DialectChecked]:
-    """Predict ``version``'s verdict for every string and merge it into the findings."""
+    """Predict ``version``'s verdict for every string and merge it into the findings. Strings of
+    one command are one perf command line: a map's ``event=`` finds the events of earlier ones."""
     from evspec.dialect import predict
 
     out: list[DialectChecked] = []
+    earlier: dict[int, list[str]] = {}  # per command: the events its earlier -e options added
     for spec in checked:
+        names = earlier.setdefault(spec.input.command, [])
         verdict = predict(spec.input.text, version, system=system, cwd=cwd, mode=mode,  # type: ignore[arg-type]
-                          term_width=term_width)
+                          term_width=term_width, earlier_events=names)
+        names.extend(verdict.evsels)
         out.append(DialectChecked(spec, merge_verdict(spec, verdict), verdict))
     return out
 

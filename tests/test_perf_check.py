@@ -145,3 +145,38 @@ def test_cli_perf_format_matches_the_installed_perf(
         ours = subprocess.run([sys.executable, "-m", "evspec", "check", "--system", "live", "--perf", "6.1",
                                "--format", "perf", "-e", text], capture_output=True, text=True, env=env)
         assert (ours.stderr, ours.stdout) == (perf.stderr, perf.stdout), text
+
+
+def test_map_event_finds_events_of_earlier_options(bpf_fixtures: Path) -> None:
+    system = corpus_system()
+    texts = ["bpf-output/no-inherit,name=evt/", "./maps.o/map:channel.event=evt/", "./maps.o/map:arr.event=evt/"]
+    specs = check_specs([SpecInput(t, Source("arg", index=i), 0) for i, t in enumerate(texts)],
+                        CheckOptions(system=system, cwd=bpf_fixtures))
+    results = check_with_perf(specs, "6.1", system=system, cwd=bpf_fixtures, mode="record")
+    assert [r.verdict.accepted for r in results] == [True, True, False]
+    assert results[0].verdict.evsels == ("evt",)
+    assert results[2].verdict.error is not None
+    assert results[2].verdict.error.message == "Can't use this config term with this map type"
+    # a file line is a command of its own: nothing earlier
+    alone = check_specs([SpecInput(texts[1], Source("file", path="f", line=2), 1)],
+                        CheckOptions(system=system, cwd=bpf_fixtures))
+    [lone] = check_with_perf(alone, "6.1", system=system, cwd=bpf_fixtures, mode="record")
+    assert lone.verdict.error is not None and lone.verdict.error.message == "Event not found for map setting"
+
+
+def test_map_event_differential(bpf_fixtures: Path, perf_binary: str, monkeypatch: pytest.MonkeyPatch,
+                                tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    monkeypatch.chdir(bpf_fixtures)
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "80", "HOME": str(tmp_path)}
+    for first in ("bpf-output/no-inherit,name=evt/", "bpf-output/no-inherit/", "cpu-clock/name=evt/"):
+        for second in ("./maps.o/map:channel.event=evt/", "./maps.o/map:arr.event=evt/"):
+            argv = ["-e", first, "-e", second]
+            perf = subprocess.run([perf_binary, "record", "-q", "-o", str(tmp_path / "p.data"), *argv, "--", "true"],
+                                  capture_output=True, text=True, env=env)
+            ours = subprocess.run([sys.executable, "-m", "evspec", "check", "--system", "live", "--perf", "6.1",
+                                   "--format", "perf", *argv], capture_output=True, text=True, env=env)
+            perf_err = perf.stderr if "event syntax error" in perf.stderr else ""
+            assert ours.stderr == perf_err, (first, second)

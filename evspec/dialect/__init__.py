@@ -10,6 +10,7 @@ is imported until a BPF object has to be read.
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Literal
@@ -33,6 +34,7 @@ class PerfVerdict:
     stderr: str  # what that perf prints to stderr, '' if accepted
     quirk: str | None  # why this perf's verdict differs from a sane reading, when it's a quirk
     stdout: str = ""  # characters perf's lexer echoed to stdout
+    evsels: tuple[str, ...] = ()  # names of the events an accepted string adds, in order
 
 
 def predict(
@@ -43,8 +45,10 @@ def predict(
     cwd: Path | None = None,
     mode: Literal["record", "stat"] = "record",
     term_width: int = 80,
+    earlier_events: Sequence[str] = (),
 ) -> PerfVerdict:
-    """What perf ``version`` does with ``perf MODE -e TEXT`` on ``system`` in ``cwd``."""
+    """What perf ``version`` does with ``perf MODE -e TEXT`` on ``system`` in ``cwd``, after
+    earlier ``-e`` options that added the events named ``earlier_events`` (see ``evsels``)."""
     from evspec.dialect.events import PerfState
     from evspec.dialect.grammar import tables
     from evspec.dialect.lalr import parse
@@ -62,7 +66,8 @@ def predict(
     symbols = PmuSymbols.of(system, second_suffix=p.pmu_symbols == "pre_suf_suf2")
     lexed = lex(raw, p, symbols, stat_in(where))
     errors = ErrorSlot(p.error_slots)
-    state = PerfState(p, system, mode == "stat", errors, TermRules(p, mode == "stat"), stat_in(where), where, raw)
+    state = PerfState(p, system, mode == "stat", errors, TermRules(p, mode == "stat"), stat_in(where), where, raw,
+                      earlier=tuple(earlier_events))
     outcome = parse(tables(p), iter(lexed.tokens), state)
     if outcome.syntax_error_at is not None:
         errors.handle(outcome.syntax_error_at.loc.last, "parser error")
@@ -70,7 +75,8 @@ def predict(
     accepted = outcome.ok and not nothing_found
     quirk = explain(text, raw, p, lexed, state, outcome, accepted)
     if accepted:
-        return PerfVerdict(p.version, True, False, None, None, "", quirk, lexed.echoed)
+        names = tuple(e.name for e in state.evsels)
+        return PerfVerdict(p.version, True, False, None, None, "", quirk, lexed.echoed, names)
     last = _chars(text, errors.last)
     first = _chars(text, errors.first) if errors.count > 1 and p.error_slots == 2 else None
     stderr = perf_stderr(

@@ -337,12 +337,15 @@ def _config_map_term(state: PerfState, spec: ObjectSpec, term: Term) -> tuple[st
         return None
     if term.type_val != STR:
         return ("Incorrect value type for map", term.err_val)
-    # events of earlier -e options only; predict sees one option, so there are none
-    state.quirks.append(
-        "perf looks the event up among the events of earlier -e options only (by their full name), never in "
-        "the same string"
-    )
-    return ("Event not found for map setting", at)
+    if term.val not in state.earlier:
+        state.quirks.append(
+            "perf looks the event up among the events of earlier -e options only (by their full name), never "
+            "in the same string"
+        )
+        return ("Event not found for map setting", at)
+    if found.type != BPF_MAP_TYPE_PERF_EVENT_ARRAY:
+        return ("Can't use this config term with this map type", at)
+    return None
 
 
 def _find_map(spec: ObjectSpec, name: str) -> MapSpec | None:

@@ -66,6 +66,7 @@ class PerfState:
     evsels: list[Evsel] = field(default_factory=list)  # every evsel added, in order
     probes: dict[str, int] = field(default_factory=dict)  # probe events created by BPF objects
     quirks: list[str] = field(default_factory=list)
+    earlier: tuple[str, ...] = ()  # evsel names of the earlier -e options (map:M.event= looks there)
 
     # ---- helpers
 
@@ -79,7 +80,7 @@ class PerfState:
     def add_numeric(self, kind: str, name: str, terms: list[Term] | None) -> list[Evsel]:
         if terms and not self.rules.config_attr(terms, self.errors, "common"):
             raise Failed
-        return self.add(kind, name)
+        return self.add(kind, _named(terms, name))
 
     # ---- legacy cache
 
@@ -104,7 +105,7 @@ class PerfState:
                 result = _alias_index(word, CACHE_RESULTS)
         if terms and not self.rules.config_attr(terms, self.errors, "common"):
             raise Failed
-        return self.add("cache", "-".join(words))
+        return self.add("cache", _named(terms, "-".join(words)))
 
     # ---- breakpoints
 
@@ -196,8 +197,7 @@ class PerfState:
             raise Failed
         if not self._config_formats(pmu, terms):
             raise Failed
-        name_terms = [t.val for t in terms if t.type_term == "name" and t.type_val == STR]
-        return self.add("pmu", str(name_terms[0]) if name_terms else name)
+        return self.add("pmu", _named(terms, name))
 
     def _expand_aliases(self, pmu: Pmu, terms: list[Term]) -> bool:
         """perf_pmu__check_alias: replace alias terms by their definitions; two aliases in one
@@ -409,3 +409,11 @@ def _number(text: str) -> int | None:
     except ValueError:
         return None
     return None
+
+
+def _named(terms: list[Term] | None, default: str) -> str:
+    """The evsel's name: its first ``name=`` term, else ``default``."""
+    for t in terms or ():
+        if t.type_term == "name" and t.type_val == STR:
+            return str(t.val)
+    return default
