@@ -30,6 +30,7 @@ PROBE_CREATE = "EK116"
 PROBE_REMOVE = "EK117"
 PROBE_SETTING = "EK118"
 PROBE_TOO_MANY = "EK120"
+PROBE_NAME_TOO_LONG = "EK121"
 
 # Argument prologues of probes (H6b, EK130-EK139).
 PROBE_ARG_SYNTAX = "EK130"
@@ -457,5 +458,15 @@ CODES: tuple[CodeInfo, ...] = (
         "perf-probe makes at most 128 probe points from one definition (its default --max-probes);\n"
         "evspec keeps that limit so that a glob such as '*' does not create thousands of probes.",
         fix="narrow the glob",
+    ),
+    CodeInfo(
+        PROBE_NAME_TOO_LONG,
+        "a probe event name is longer than tracefs takes",
+        "Probe event names are at most 63 characters (perf-probe's 64-byte buffer with its NUL;\n"
+        "perf 6.1 fails with 'Argument list too long'). The section's own event name is checked\n"
+        "when the section is read (EB101); this code is for the names made from it: the second and\n"
+        "further matches of a glob are called EVENT_1, EVENT_2 ..., and force=yes names a repeated\n"
+        "event the same way, which can push a name that fits past the limit.",
+        fix="shorten the event name in the section (EVENT=FUNC) by the length of the suffix",
     ),
 )
