@@ -38,10 +38,17 @@ TracepointIds = Callable[[str, str], int | None]
 
 @dataclass(frozen=True, slots=True)
 class ProbeEvent:
-    """A perf event that carries a program: the evsel name perf would show, and its attr fields."""
+    """A perf event that carries a program: the evsel name perf would show, and its attr fields.
+
+    ``one_per_task``: every perf event opened with these values is a kernel probe of its own that
+    runs the program on each hit, whatever CPU it is on (a probe PMU event), so the event must be
+    opened once per task with cpu=-1 (system-wide: on one CPU only), not once per CPU, or the
+    program runs once per CPU event for each hit.
+    """
 
     name: str
     values: Mapping[str, int] = field(hash=False)
+    one_per_task: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -36,6 +36,7 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
+from abc import ABC, abstractmethod
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -65,6 +66,8 @@ from evspec.loader.probe_events import (
     sweep_stale,
 )
 from evspec.loader.section import (
+    EVENT_NAME_TOO_LONG_MESSAGE,
+    MAX_EVENT_NAME,
     PERF_BPF_PROBE_GROUP,
     ProbeArg,
     ProbeTarget,
@@ -80,7 +83,7 @@ if TYPE_CHECKING:
     from evspec.loader.prologue import PrologueCache
 
 PROBE_SETTINGS = ("exec", "module", "inlines", "force")
-MAX_EVENT_NAME = 63  # the kernel's MAX_EVENT_NAME_LEN less its NUL
+MAX_SUFFIX = 1023  # _1 ... _1023: the names one definition may take after its first
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 
@@ -119,8 +122,10 @@ def _setting_error(message: str, setting: Setting | None = None) -> ObjectError:
     return ObjectError(codes.PROBE_SETTING, message + where, perf_message="Invalid config string")
 
 
-class _ProbeAttacher:
-    """What uprobes and kprobes share: settings, event names, the tracefs/PMU choice, prologues."""
+class ProbeAttacher(ABC):
+    """What uprobes and kprobes share: settings, event names, the tracefs/PMU choice, prologues.
+    A subclass says which kind of probe it makes and how a section's probe point becomes probe
+    points (``_points``)."""
 
     kind: ProbeKind
 
@@ -214,8 +219,9 @@ class _ProbeAttacher:
                 f"not read: probe a function (FUNC, FUNC+OFF, FUNC%return) or an address (0xADDR)"
             )
 
+    @abstractmethod
     def _points(self, section: SectionSpec, target: ProbeTarget) -> tuple[ProbePoint, ...]:
-        raise NotImplementedError
+        """The probe points of the section's probe point (one per function a glob matches)."""
 
     def _events(
         self, section: SectionSpec, target: ProbeTarget, points: tuple[ProbePoint, ...], program: str
@@ -240,7 +246,7 @@ class _ProbeAttacher:
                 name = f"{target.group or PERF_BPF_PROBE_GROUP}:{first}"
             else:
                 name = self._libbpf_name(point)
-                event = self._claim(_NOT_IDENT.sub("_", name)[: MAX_EVENT_NAME - 5], allow_suffix=True)
+                event = self._claim(_tracefs_name(name), allow_suffix=True)
             if use_tracefs:
                 events.append(self.maker.via_tracefs(point.location, event, name))
                 how = f"tracefs {self.maker.owner.group}/{event}"
@@ -308,7 +314,8 @@ class _ProbeAttacher:
         return self._prologues.program_fd(live, attach.program, attach.prog_type, detail.prologues[index])
 
     def attach_hooks(self, live: LiveObject, attach: ProgramAttach) -> None:
-        """Probe programs are attached through their perf events only."""
+        """Nothing: probe programs are attached through their perf events only."""
+        return None
 
     def close(self) -> None:
         """Close the prologue programs, remove the tracefs entries; the first failure last."""
@@ -327,18 +334,33 @@ class _ProbeAttacher:
             raise first
 
 
+def _tracefs_name(name: str) -> str:
+    """The tracefs event name of a libbpf-style probe called ``name`` (``uprobe:FUNC+0x4``):
+    ``uprobe_FUNC_0x4``, cut so that a ``_N`` suffix still fits (equal cuts get ``_1``, ``_2`` ...)."""
+    return _NOT_IDENT.sub("_", name)[: MAX_EVENT_NAME - len(f"_{MAX_SUFFIX}")]
+
+
 def _suffixed(base: str, taken: set[str]) -> str:
     """perf-probe's next free name: ``BASE_1``, ``BASE_2`` ..."""
-    for i in range(1, 1024):
+    for i in range(1, MAX_SUFFIX + 1):
         name = f"{base}_{i}"
+        if len(name) > MAX_EVENT_NAME:
+            raise ObjectError(
+                codes.PROBE_NAME_TOO_LONG,
+                f"event '{base}' needs a further name '{name}' (for another match of its glob, or "
+                f"force=yes), which is {len(name)} characters long; a probe event name has at most "
+                f"{MAX_EVENT_NAME}",
+                perf_message=EVENT_NAME_TOO_LONG_MESSAGE,
+                help=(f"shorten the event name to {MAX_EVENT_NAME - len(name) + len(base)} characters or fewer",),
+            )
         if name not in taken:
-            if len(name) > MAX_EVENT_NAME:
-                break
             return name
-    raise ObjectError(codes.PROBE_TOO_MANY, f"no free event name for '{base}' (tried {base}_1 ... {base}_1023)")
+    raise ObjectError(
+        codes.PROBE_TOO_MANY, f"no free event name for '{base}' (tried {base}_1 ... {base}_{MAX_SUFFIX})"
+    )
 
 
-class UprobeAttacher(_ProbeAttacher):
+class UprobeAttacher(ProbeAttacher):
     """uprobes and uretprobes on functions (or addresses) of executables and shared libraries."""
 
     kind = ProbeKind.UPROBE
@@ -375,7 +397,7 @@ class UprobeAttacher(_ProbeAttacher):
         return tuple(out)
 
 
-class KprobeAttacher(_ProbeAttacher):
+class KprobeAttacher(ProbeAttacher):
     """kprobes and kretprobes on kernel functions (``module=``: in a module), or addresses."""
 
     kind = ProbeKind.KPROBE
@@ -439,7 +461,8 @@ def kernel_functions(kallsyms: Path, pattern: str, module: str | None) -> tuple[
         )
     if len(names) > MAX_PROBE_POINTS:
         raise ObjectError(
-                    f"'{pattern}' matches {len(names)} kernel functions; perf-probe makes at most "
+            codes.PROBE_TOO_MANY,
+            f"'{pattern}' matches {len(names)} kernel functions; perf-probe makes at most "
             f"{MAX_PROBE_POINTS} probe points from one definition",
             help=("narrow the glob",),
         )

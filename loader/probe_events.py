@@ -348,7 +348,7 @@ class ProbeEventMaker:
             self._buffers.append(buf)
             values["config1"] = ctypes.addressof(buf)
             values["config2"] = location.offset
-        return ProbeEvent(name, values)
+        return ProbeEvent(name, values, one_per_task=True)
 
     def via_tracefs(self, location: ProbeLocation, event: str, name: str) -> ProbeEvent:
         """Create the tracefs entry ``OWNER_GROUP/event`` (the tracefs must support the kind);

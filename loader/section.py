@@ -41,6 +41,10 @@ if TYPE_CHECKING:
     from lark import Lark, Token, Tree
 
 PERF_BPF_PROBE_GROUP = "perf_bpf_probe"
+# perf-probe writes event names into a 64-byte buffer (MAX_EVENT_NAME_LEN) with their NUL, so at
+# most 63 characters; a longer one fails in perf 6.1 with E2BIG's text
+MAX_EVENT_NAME = 63
+EVENT_NAME_TOO_LONG_MESSAGE = "Argument list too long"
 ADD_V_HELP = "(add -v to see detail)"
 
 # perf's table of program settings: key -> usage and description (printed by perf with -v)
@@ -861,6 +865,22 @@ def _parse_probe(
                 help=(f"name the event before '=': e.g. 'probe={point_text}' (the event is then "
                       f"{PERF_BPF_PROBE_GROUP}:probe)",),
                 perf_message="No event name found in config string",
+                perf_help=ADD_V_HELP,
+            )
+        )
+    event_name = f"{event}__return" if point.retprobe else event
+    if len(event_name) > MAX_EVENT_NAME:
+        assert event_span is not None
+        raise EvspecError(
+            error(
+                codes.BAD_PROBE_DEFINITION,
+                f"event name '{event_name}' is {len(event_name)} characters long; a probe event name "
+                f"has at most {MAX_EVENT_NAME}"
+                + (" (a return probe's name ends in '__return')" if point.retprobe else ""),
+                event_span,
+                help=(f"shorten the event name to {MAX_EVENT_NAME - len(event_name) + len(event)} "
+                      "characters or fewer",),
+                perf_message=EVENT_NAME_TOO_LONG_MESSAGE,
                 perf_help=ADD_V_HELP,
             )
         )

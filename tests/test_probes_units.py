@@ -186,6 +186,7 @@ def test_perf_style_uprobe_goes_through_tracefs(tmp_path: Path, target: Path) ->
     (event,) = plan.events
     assert event.name == "perf_bpf_probe:probe"
     assert dict(event.values) == {"type": int(PerfType.TRACEPOINT), "config": 2000}
+    assert not event.one_per_task  # one tracefs probe, whose program array all its events share
     assert (plan.prog_type, plan.deferred, plan.program) == (2, False, "prog")
     assert isinstance(plan.detail, ProbeDetail) and plan.detail.points[0].function == "probed_add"
     assert attacher.notes == [f"perf_bpf_probe:probe: uprobe {target}:{_offset(target, 'probed_add'):#x} "
@@ -255,6 +256,8 @@ def test_without_uprobe_events_the_pmu_is_used(tmp_path: Path, target: Path) -> 
     assert [ctypes.string_at(v["config1"]).decode() for v in values] == [str(target)] * 3
     assert [p.events[0].name for p in (entry, ret, perf_style)] == [
         "uprobe:probed_mul", "uretprobe:probed_mul+0x2", "perf_bpf_probe:probe"]
+    # every PMU event is a probe of its own: to be opened once per task, not once per CPU
+    assert [p.events[0].one_per_task for p in (entry, ret, perf_style)] == [True] * 3
     assert attacher.notes[0] == ("uprobe_events cannot be used: probes are made with the uprobe PMU, one kernel "
                                  "probe per perf event (the program runs once for each CPU event of a task)")
     attacher.close()
@@ -548,3 +551,66 @@ def test_probing_an_ifunc_says_what_is_probed(tmp_path: Path, target: Path) -> N
     assert attacher.notes[0] == (f"'chosen' in {target} is an IFUNC: the probe is on its resolver, which runs "
                                  "when the function is bound, not on every call")
     attacher.close()
+
+
+# ------------------------------------------------------------------------- names and limits
+
+
+def test_a_kprobe_glob_over_too_many_functions_is_refused(tmp_path: Path) -> None:
+    kallsyms = tmp_path / "kallsyms"
+    kallsyms.write_text("".join(f"ffffffff8110{i:04x} T fn_{i}\n" for i in range(129)))
+    assert len(kernel_functions(kallsyms, "fn_1*", None)) == 40  # fn_1, fn_10-19, fn_100-128
+    with pytest.raises(ObjectError) as exc:
+        kernel_functions(kallsyms, "fn_*", None)
+    assert exc.value.code == codes.PROBE_TOO_MANY
+    assert exc.value.message == ("'fn_*' matches 129 kernel functions; perf-probe makes at most 128 probe "
+                                 "points from one definition")
+
+
+def test_glob_suffixes_that_do_not_fit_tracefs_are_named(tmp_path: Path, target: Path) -> None:
+    """A 62-character event fits, its second match's name EVENT_1 does not: refused before
+    anything of the definition is left in tracefs, naming the name, the program and the section."""
+    fake = FakeTracefs.create(tmp_path / "tracefs")
+    attacher = _attacher(UprobeAttacher, tmp_path, fake, "uprobe")
+    fits = "e" * 61
+    plan = _plan(attacher, f"exec={target};{fits}=probed_*")
+    assert [w.split()[0] for w in fake.writes] == [f"p:{GROUP}/{fits}", f"p:{GROUP}/{fits}_1"]
+    long = "e" * 62
+    with pytest.raises(ObjectError) as exc:
+        _plan(attacher, f"exec={target};{long}=probed_*", name="two")
+    assert exc.value.code == codes.PROBE_NAME_TOO_LONG
+    assert exc.value.perf_message == "Argument list too long"
+    assert exc.value.message.startswith(f"t.o: program 'two' (section 'exec={target};{long}=probed_*'): event "
+                                        f"'{long}' needs a further name '{long}_1' (for another match")
+    assert exc.value.help == ("shorten the event name to 61 characters or fewer",)
+    assert len(plan.events) == 2
+    attacher.close()  # the first match's entry of the refused definition goes too
+    assert fake.lines(ProbeKind.UPROBE) == []
+
+
+def test_long_libbpf_names_are_cut_the_same_way_every_time(tmp_path: Path, target: Path) -> None:
+    """libbpf-style sections name no event: the tracefs name comes from the function and is cut
+    to leave room for a _N suffix; names that are equal after the cut get _1, _2 in order."""
+    fake = FakeTracefs.create(tmp_path / "tracefs")
+    attacher = _attacher(UprobeAttacher, tmp_path, fake, "uprobe")
+    for offset in ("0x1", "0x2"):
+        _plan(attacher, f"uprobe/{target}:probed_add+{offset}")
+    created = [w.split()[0].split("/")[1] for w in fake.writes]
+    assert created == ["uprobe_probed_add_0x1", "uprobe_probed_add_0x2"]
+    from evspec.loader.attach_probe import _tracefs_name
+
+    name = "uprobe:" + "f" * 80
+    cut = _tracefs_name(name)
+    assert cut == "uprobe_" + "f" * 51 and len(cut) + len("_1023") == 63
+    assert _tracefs_name(name) == cut
+    attacher.close()
+
+
+def test_a_probe_attacher_must_say_how_points_are_found() -> None:
+    from evspec.loader.attach_probe import ProbeAttacher
+
+    class NoPoints(ProbeAttacher):
+        kind = ProbeKind.UPROBE
+
+    with pytest.raises(TypeError, match="_points"):
+        NoPoints(Kernel(FakeKernel()), AttachOptions(lambda s, e: None))  # type: ignore[abstract]

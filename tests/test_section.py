@@ -139,6 +139,28 @@ def test_grp_group_other_than_perf_bpf_probe() -> None:
     assert (code, text, perf) == ("EB102", "mygroup", "Invalid group name")
 
 
+@pytest.mark.parametrize(("event", "point", "fits"), [
+    ("e" * 63, "myfn1", True),
+    ("e" * 64, "myfn1", False),  # perf 6.1: "Argument list too long"
+    ("e" * 55, "myfn1%return", True),  # e...__return: 63
+    ("e" * 56, "myfn1%return", False),
+])
+def test_event_names_longer_than_tracefs_takes(event: str, point: str, fits: bool) -> None:
+    name = f"exec=/bin/x;{event}={point}"
+    if fits:
+        assert len(probe(parse_section(name)).event_name or "") <= 63
+        return
+    code, text, perf, _ = fails(name)
+    assert (code, text, perf) == ("EB101", event, "Argument list too long")
+    with pytest.raises(EvspecError) as info:
+        parse_section(name)
+    d = info.value.diagnostics[0]
+    assert d.message.startswith(f"event name '{event}")
+    assert d.message.endswith("characters long; a probe event name has at most 63"
+                              + (" (a return probe's name ends in '__return')" if "%return" in point else ""))
+    assert d.help == ((f"shorten the event name to {63 - 8 if '%return' in point else 63} characters or fewer"),)
+
+
 def test_explicit_perf_bpf_probe_group_is_fine() -> None:
     name = "perf_bpf_probe:probe8=myfn1"
     p = probe(parse_section(name))
