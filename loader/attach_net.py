@@ -41,6 +41,7 @@ from evspec.loader.attach import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.live import LiveObject
+from evspec.loader.probe_events import process_start
 from evspec.loader.section import AttachKind, NetHookTarget, SectionSpec, TcDirection, XdpMode
 from evspec.loader.spec import ObjectSpec, ProgramSpec
 
@@ -313,15 +314,6 @@ def remove(netlink: Netlink, item: Attached) -> str | None:
 
 
 # --------------------------------------------------------------------------------- ledger
-
-
-def process_start(pid: int) -> int | None:
-    """The start time of ``pid`` (clock ticks after boot), None if there is no such process."""
-    try:
-        text = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    return int(text.rpartition(")")[2].split()[19])
 
 
 class Ledger:

@@ -1,8 +1,9 @@
-"""Function symbols of a probed ELF file and where they are in the file, for uprobes.
+"""Symbols of a probed ELF file and where they are in the file, for uprobes and their arguments.
 
 A uprobe is placed at a *file offset* of an executable or shared library. ``read_elf_symbols``
-reads the function symbols (``.symtab``, else ``.dynsym`` for stripped files) and the ``PT_LOAD``
-segments; ``uprobe_sites`` turns a function name (or a glob, one site per matching function, as
+reads the function and data symbols (``.symtab``, else ``.dynsym`` for stripped files) and the
+``PT_LOAD`` segments (the one place evspec reads a probed binary's symbols: the uprobe attacher,
+the object check and ``@SYM`` probe arguments all use it); ``uprobe_sites`` turns a function name (or a glob, one site per matching function, as
 perf-probe makes one probe per match), an optional ``+OFF`` and a virtual address into file
 offsets: ``offset = address - p_vaddr + p_offset`` of the segment holding the address, which is
 the same rule for position-dependent executables (addresses like 0x401136) and for PIE programs and
@@ -30,6 +31,7 @@ from evspec.codes import kernel as codes
 MAX_PROBE_POINTS = 128  # perf-probe's default limit of probe points per definition (MAX_PROBES)
 _GLOB_CHARS = frozenset("*?[")
 _PF_X = 1
+_SHN_LORESERVE = 0xFF00  # SHN_ABS, SHN_COMMON ...: not a section of the file
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,6 +41,13 @@ class FunctionSymbol:
     size: int
     binding: str  # STB_GLOBAL, STB_WEAK, STB_LOCAL
     ifunc: bool  # STT_GNU_IFUNC: the symbol is the resolver, not the implementation
+
+
+@dataclass(frozen=True, slots=True)
+class DataSymbol:
+    name: str
+    address: int
+    size: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,14 @@ class ElfSymbols:
     table: str  # ".symtab" or ".dynsym"
     functions: tuple[FunctionSymbol, ...]
     segments: tuple[LoadSegment, ...]
+    data: tuple[DataSymbol, ...] = ()  # defined STT_OBJECT and STT_NOTYPE symbols
+
+    def address_of(self, name: str) -> int | None:
+        """The address of the function or data symbol ``name`` (None: the file defines none)."""
+        for sym in (*self.functions, *self.data):
+            if sym.name == name:
+                return sym.address
+        return None
 
     def lookup(self, pattern: str) -> tuple[FunctionSymbol, ...]:
         """The functions named ``pattern`` (a glob: every match, one per address, sorted by
@@ -95,9 +112,17 @@ class ElfSymbols:
         )
 
     def file_offset(self, address: int) -> int:
-        """The file offset of a virtual address (the PT_LOAD segment holding it decides)."""
+        """The file offset of a virtual address of code (the PT_LOAD segment holding it decides;
+        a uprobe in a segment that is not executable would never fire)."""
         for seg in self.segments:
             if seg.holds(address):
+                if not seg.executable:
+                    raise ObjectError(
+                        codes.PROBE_ADDRESS,
+                        f"address {address:#x} of '{self.path}' is data, not code (its segment at "
+                        f"{seg.vaddr:#x} is not executable): a uprobe there never fires",
+                        help=("probe a function, or an address `objdump -d` shows",),
+                    )
                 return address - seg.vaddr + seg.offset
         raise ObjectError(
             codes.PROBE_ADDRESS,
@@ -142,11 +167,12 @@ def read_elf_symbols(path: str | Path) -> ElfSymbols:
                 if seg["p_type"] == "PT_LOAD"
             )
             functions: tuple[FunctionSymbol, ...] = ()
+            data: tuple[DataSymbol, ...] = ()
             table = ".dynsym"
             for section_name in (".symtab", ".dynsym"):
                 section = elf.get_section_by_name(section_name)
                 if isinstance(section, SymbolTableSection):
-                    functions = _functions(elf, section)
+                    functions, data = _symbols(elf, section)
                     table = section_name
                     if functions:
                         break
@@ -154,17 +180,19 @@ def read_elf_symbols(path: str | Path) -> ElfSymbols:
         raise ObjectError(codes.PROBE_TARGET, f"cannot read uprobe target '{name}': {exc.strerror or exc}") from None
     except (ELFError, struct.error, ValueError, IndexError, KeyError, AssertionError, UnicodeDecodeError) as exc:
         raise ObjectError(codes.PROBE_TARGET, f"uprobe target '{name}' is not an ELF file ({exc})") from None
-    return ElfSymbols(name, elf["e_type"] == "ET_DYN", table, functions, segments)
+    return ElfSymbols(name, elf["e_type"] == "ET_DYN", table, functions, segments, data)
 
 
+_STT_NOTYPE = 0
+_STT_OBJECT = 1
 _STT_FUNC = 2
 _STT_GNU_IFUNC = 10
 _BINDINGS = {0: "STB_LOCAL", 1: "STB_GLOBAL", 2: "STB_WEAK"}
 
 
-def _functions(elf: ELFFile, section: SymbolTableSection) -> tuple[FunctionSymbol, ...]:
-    """The defined function symbols of a symbol table, unpacked in one pass (pyelftools' per-symbol
-    objects take ~0.2 s for the C library's 3,000 symbols; this takes a tenth of that)."""
+def _symbols(elf: ELFFile, section: SymbolTableSection) -> tuple[tuple[FunctionSymbol, ...], tuple[DataSymbol, ...]]:
+    """The defined function and data symbols of a symbol table, unpacked in one pass (pyelftools'
+    per-symbol objects take ~0.2 s for the C library's 3,000 symbols; this takes a tenth of that)."""
     order = "<" if elf.little_endian else ">"
     if elf.elfclass == 64:  # Elf64_Sym: name, info, other, shndx, value, size
         layout, fields = struct.Struct(order + "IBBHQQ"), (0, 1, 3, 4, 5)
@@ -172,15 +200,22 @@ def _functions(elf: ELFFile, section: SymbolTableSection) -> tuple[FunctionSymbo
         layout, fields = struct.Struct(order + "IIIBBH"), (0, 3, 5, 1, 2)
     strings = elf.get_section(section["sh_link"]).data()
     data = section.data()
-    out: list[FunctionSymbol] = []
+    functions: list[FunctionSymbol] = []
+    objects: list[DataSymbol] = []
     for raw in layout.iter_unpack(data[: len(data) - len(data) % layout.size]):
         name_at, info, shndx, value, size = (raw[i] for i in fields)
         kind = info & 0xF
-        if kind not in (_STT_FUNC, _STT_GNU_IFUNC) or shndx == 0 or not value or not name_at:
-            continue
-        name = strings[name_at : strings.index(b"\0", name_at)].decode("utf-8", "replace")
-        out.append(FunctionSymbol(name, value, size, _BINDINGS.get(info >> 4, "STB_OTHER"), kind == _STT_GNU_IFUNC))
-    return tuple(out)
+        if shndx == 0 or shndx >= _SHN_LORESERVE or not value or not name_at:
+            continue  # undefined, absolute or common: no address in this file
+        if kind in (_STT_FUNC, _STT_GNU_IFUNC):
+            name = strings[name_at : strings.index(b"\0", name_at)].decode("utf-8", "replace")
+            functions.append(
+                FunctionSymbol(name, value, size, _BINDINGS.get(info >> 4, "STB_OTHER"), kind == _STT_GNU_IFUNC)
+            )
+        elif kind in (_STT_OBJECT, _STT_NOTYPE):
+            name = strings[name_at : strings.index(b"\0", name_at)].decode("utf-8", "replace")
+            objects.append(DataSymbol(name, value, size))
+    return tuple(functions), tuple(objects)
 
 
 def uprobe_sites(

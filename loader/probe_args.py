@@ -399,34 +399,19 @@ def _symbol_place(label: str, ref: SymbolRef, site: ProbeSite) -> FetchPlace:
 
 
 def _elf_symbol(label: str, binary: str, name: str) -> int:
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-    from elftools.elf.sections import SymbolTableSection
+    from evspec.loader.elf_symbols import read_elf_symbols
 
     try:
-        with open(binary, "rb") as f:
-            elf = ELFFile(f)
-            for section in elf.iter_sections():
-                if isinstance(section, SymbolTableSection):
-                    for sym in section.get_symbol_by_name(name) or ():
-                        if sym["st_shndx"] != "SHN_UNDEF" and sym["st_info"]["type"] in (
-                            "STT_OBJECT",
-                            "STT_FUNC",
-                            "STT_TLS",
-                            "STT_NOTYPE",
-                        ):
-                            if sym["st_info"]["type"] == "STT_TLS":
-                                break
-                            return int(sym["st_value"])
-    except (OSError, ELFError) as exc:
+        address = read_elf_symbols(binary).address_of(name)
+    except ObjectError as exc:
+        raise ObjectError(codes.PROBE_ARG_SYMBOL, f"probe argument '{label}': {exc.message}") from None
+    if address is None:
         raise ObjectError(
-            codes.PROBE_ARG_SYMBOL, f"probe argument '{label}': cannot read {binary}: {exc}"
-        ) from None
-    raise ObjectError(
-        codes.PROBE_ARG_SYMBOL,
-        f"probe argument '{label}': {binary} defines no data or function symbol '{name}'",
-        help=(f"list its symbols with `nm -D {binary}` or `nm {binary}`",),
-    )
+            codes.PROBE_ARG_SYMBOL,
+            f"probe argument '{label}': {binary} defines no data or function symbol '{name}'",
+            help=(f"list its symbols with `nm -D {binary}` or `nm {binary}`",),
+        )
+    return address
 
 
 def _kallsyms_address(label: str, name: str, path: str) -> int:

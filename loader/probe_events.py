@@ -248,11 +248,19 @@ class Owner:
         return process_start(self.pid, proc) == self.start
 
 
+def errno_text(err: int | None) -> str:
+    """``No such file or directory (ENOENT)``: what a refused tracefs write says in messages."""
+    err = err or 0
+    return f"{os.strerror(err)} ({E.errorcode.get(err, str(err))})"
+
+
 def process_start(pid: int, proc: Path = Path("/proc")) -> int | None:
-    """Field 22 (starttime) of ``/proc/PID/stat``; None if there is no such process."""
+    """Field 22 (starttime) of ``/proc/PID/stat``: with the pid, what tells a process from a later
+    one that got its pid (the owners of tracefs entries here, of network-hook ledgers in
+    ``attach_net``); None if there is no such process."""
     try:
         stat = (proc / str(pid) / "stat").read_text()
-    except (FileNotFoundError, ProcessLookupError, NotADirectoryError):
+    except OSError:
         return None
     # the command name (field 2) is in parentheses and may hold spaces and ')'
     rest = stat[stat.rindex(")") + 2 :].split()
@@ -275,9 +283,11 @@ def sweep_stale(
             try:
                 tracefs.remove(kind, entry.group, entry.event)
             except OSError as exc:
+                if exc.errno == E.ENOENT:
+                    continue  # another evspec starting at the same time swept it first
                 problems.append(
                     f"could not remove the stale {kind.value} event {entry.group}/{entry.event} of "
-                    f"process {owner.pid}: {os.strerror(exc.errno or 0)}"
+                    f"process {owner.pid}: {errno_text(exc.errno)}"
                 )
             else:
                 removed.append(f"{entry.group}/{entry.event}")
@@ -389,8 +399,7 @@ class ProbeEventMaker:
         }.get(err, "the kernel refused it")
         return ObjectError(
             codes.PROBE_EXISTS if err == E.EEXIST else codes.PROBE_CREATE,
-            f"cannot create {self.kind.value} event '{line}' in {where}: {why} "
-            f"({E.errorcode.get(err, str(err))})",
+            f"cannot create {self.kind.value} event '{line}' in {where}: {why} ({E.errorcode.get(err, str(err))})",
             perf_message=PROBE_EXISTS_MESSAGE if err == E.EEXIST else PROBE_CHECK_MESSAGE,
             help=("see the kernel's reason in " + str(self.tracefs.root / "error_log"),)
             if (self.tracefs.root / "error_log").exists()
@@ -411,7 +420,7 @@ class ProbeEventMaker:
                     first = first or KernelError(
                         codes.PROBE_REMOVE,
                         f"cannot remove {entry.kind.value} event {entry.group}/{entry.event}: "
-                        f"{os.strerror(exc.errno or 0)}",
+                        f"{errno_text(exc.errno)}",
                         errno=exc.errno,
                         operation=f"write {entry.kind.events_file}",
                         help=(f"remove it by hand: echo '-:{entry.group}/{entry.event}' >> "

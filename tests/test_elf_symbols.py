@@ -169,3 +169,19 @@ def test_ifunc_symbols_are_functions_marked_as_resolvers(built: Path) -> None:
         (site,) = uprobe_sites(read_elf_symbols(built / name), "chosen")
         assert site.ifunc and site.function == "chosen"
     assert not uprobe_sites(read_elf_symbols(built / "pie"), "probed_add")[0].ifunc
+
+
+@pytest.mark.parametrize("name", ["pie", "nopie", "lib.so"])
+def test_data_symbols_have_addresses_but_are_not_probe_points(built: Path, name: str) -> None:
+    """``@SYM`` probe arguments read data symbols from the same table; an address in a segment
+    that is not executable is refused as a probe point (a uprobe there would never fire)."""
+    path = built / name
+    symbols = read_elf_symbols(path)
+    data = _nm(path, "__dso_handle")  # crtbegin's STT_OBJECT in .data, in every kind of binary
+    assert symbols.address_of("__dso_handle") == data
+    assert symbols.address_of("probed_add") == _nm(path, "probed_add")
+    assert symbols.address_of("no_such_symbol") is None
+    with pytest.raises(ObjectError) as exc:
+        uprobe_sites(symbols, None, address=data)
+    assert exc.value.code == codes.PROBE_ADDRESS
+    assert f"address {data:#x} of '{path}' is data, not code" in exc.value.message

@@ -159,10 +159,27 @@ def test_sweep_removes_entries_of_gone_owners_only(tmp_path: Path) -> None:
     removed, problems = sweep_stale(tracefs, proc=proc)
     assert removed == ["evspec_50_6/reused", "evspec_51_7/gone", "evspec_53_1/kgone"]
     assert problems == ["could not remove the stale uprobe event evspec_52_7/busy of process 52: "
-                        "Device or resource busy"]
+                        "Device or resource busy (EBUSY)"]
     assert [e.group for e in tracefs.entries(ProbeKind.UPROBE)] == ["evspec_50_7", "evspec_52_7", "perf_bpf_probe"]
     assert tracefs.entries(ProbeKind.KPROBE) == ()
     assert not (fake.root / "events" / "evspec_51_7").exists()
+
+
+def test_two_runs_sweeping_at_once(tmp_path: Path) -> None:
+    """Two evspec runs starting together both list a dead run's entries; when the other one
+    removes an entry between our listing and our removal, the kernel answers ENOENT: not a
+    problem to report, and the sweep goes on."""
+    fake = FakeTracefs.create(tmp_path / "tracefs")
+    proc = _fake_proc(tmp_path / "proc", {})
+    uprobe = ProbeLocation(ProbeKind.UPROBE, False, path=str(TARGET_C), offset=0x10)
+    for event in ("a", "b"):
+        fake.tracefs.add(uprobe, "evspec_51_7", event)
+    fake.fail("-:evspec_51_7/a", errno.ENOENT)  # the other run removed it first
+    removed, problems = sweep_stale(fake.tracefs, (ProbeKind.UPROBE,), proc)
+    assert (removed, problems) == (["evspec_51_7/b"], [])
+    fake.fail("-:evspec_51_7/a", errno.EBUSY)  # anything else is reported
+    assert sweep_stale(fake.tracefs, (ProbeKind.UPROBE,), proc) == (
+        [], ["could not remove the stale uprobe event evspec_51_7/a of process 51: Device or resource busy (EBUSY)"])
 
 
 def test_tracefs_entries_parse_the_kernels_listing(tmp_path: Path) -> None:
@@ -345,7 +362,7 @@ def test_close_tries_everything_and_reports_the_first_failure(tmp_path: Path, ta
         attacher.close()
     assert exc.value.code == codes.PROBE_REMOVE
     assert isinstance(exc.value, KernelError) and exc.value.errno == errno.EBUSY  # what the session reports
-    assert exc.value.message == f"cannot remove uprobe event {GROUP}/probe_1: Device or resource busy"
+    assert exc.value.message == f"cannot remove uprobe event {GROUP}/probe_1: Device or resource busy (EBUSY)"
     assert exc.value.help == (f"remove it by hand: echo '-:{GROUP}/probe_1' >> {fake.root}/uprobe_events",)
     assert [e.event for e in fake.tracefs.entries(ProbeKind.UPROBE)] == ["probe_1"]  # probe was removed
 
