@@ -10,7 +10,10 @@
     and from the medians of the CPU times (user + system, from wait4) of the same runs: the fill
     is CPU work in both tools (perf: one BPF_MAP_UPDATE_ELEM a key; evspec: one fill program
     run), and CPU time does not count the waits (RCU grace periods at teardown, a busy machine)
-    that make a few-millisecond difference of wall times noise. Target: >= 10x.
+    that make a few-millisecond difference of wall times noise. Both still carry the noise of a
+    whole process start (tens of ms on a busy machine), so a third line takes the CPU time of
+    evspec's `record_main` run inside this process (imports done, interleaved, medians) against
+    perf's CPU cost. Target: >= 10x.
 (b) `evspec record -e ./stdout1.o -- true` against `perf record -q -o FILE -e ./stdout1.o -- true`
     (the corpus fixture), interleaved medians. Printed: evspec / perf wall time. Target: <= 0.5x.
 (c) capture mode does not exist yet; a line says so.
@@ -101,8 +104,41 @@ def interleaved_costs(commands: Sequence[Sequence[str]], runs: int, cwd: Path) -
 
 def _ratio(perf_cost: float, ev_cost: float) -> str:
     if ev_cost <= 0:
-        return f"not meaningful: evspec's cost {ev_cost * 1000:.1f} ms is below the noise"
+        return f"not meaningful: evspec's cost ({ev_cost:.1f} ms) is below the noise"
     return f"{perf_cost / ev_cost:.1f}x"
+
+
+def in_process_costs(specs: Sequence[str], runs: int, folder: Path) -> list[float]:
+    """Median CPU time (s, user + system of this process) of `evspec record -e SPEC -- true` run
+    by record_main inside this process, for each spec, interleaved after one warm-up run each."""
+    import argparse
+    import io
+
+    from evspec.record_cmd import add_record_parser, record_main
+
+    def once(spec: str) -> float:
+        parser = argparse.ArgumentParser()
+        add_record_parser(parser.add_subparsers(dest="cmd"))
+        args = parser.parse_args(["record", "-e", spec, "--", "true"])
+        start = time.process_time()
+        status = record_main(args, stdout=io.StringIO(), stderr=io.StringIO())
+        elapsed = time.process_time() - start
+        if status != 0:
+            sys.exit(f"record_bench: in-process record -e {spec!r} failed ({status})")
+        return elapsed
+
+    cwd = os.getcwd()
+    os.chdir(folder)
+    try:
+        for spec in specs:
+            once(spec)
+        times: list[list[float]] = [[] for _ in specs]
+        for _ in range(runs):
+            for i, spec in enumerate(specs):
+                times[i].append(once(spec))
+    finally:
+        os.chdir(cwd)
+    return [statistics.median(t) for t in times]
 
 
 def fill(evspec: str, folder: Path, runs: int) -> None:
@@ -121,6 +157,10 @@ def fill(evspec: str, folder: Path, runs: int) -> None:
         ef, ep, pf, pp = (getattr(c, what) * 1000 for c in (ev_fill, ev_plain, perf_fill, perf_plain))
         print(f"    {what:>4}: evspec {ef:.0f} - {ep:.0f} = {ef - ep:.1f} ms, perf {pf:.0f} - {pp:.0f} = "
               f"{pf - pp:.1f} ms, perf_cost / evspec_cost = {_ratio(pf - pp, ef - ep)}")
+    ef, ep = (t * 1000 for t in in_process_costs([commands[0][3], commands[1][3]], runs, folder))
+    pf, pp = perf_fill.cpu * 1000, perf_plain.cpu * 1000
+    print(f"    cpu in-process: evspec {ef:.1f} - {ep:.1f} = {ef - ep:.1f} ms, perf (above) {pf - pp:.1f} ms, "
+          f"perf_cost / evspec_cost = {_ratio(pf - pp, ef - ep)}")
 
 
 def plain_record(evspec: str, folder: Path, runs: int) -> None:
