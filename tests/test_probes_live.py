@@ -1,7 +1,8 @@
-"""uprobes on the running kernel (root): a program built -O2 -g, probed perf-style and
-libbpf-style, on a glob, on return, with a fetched argument, in the C library; nothing left in
-tracefs after a normal exit, an error, SIGINT, SIGTERM, and (by the next run) SIGKILL; the missing
-kprobe support reported."""
+"""uprobes on the running kernel (root), through `evspec record` as a user runs it: a program
+built -O2 -g (PIE, and non-PIE), probed perf-style and libbpf-style, on a glob, on return, with a
+fetched argument, in the C library; globs matching nothing and names too long for tracefs refused;
+nothing left in tracefs after a normal exit, an error, SIGINT, SIGTERM, and (by the next run)
+SIGKILL; the missing kprobe support reported with its exit status."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
+from evspec.loader.elf_symbols import read_elf_symbols, uprobe_sites
 from evspec.loader.probe_events import Owner
 
 from evspec.record_cmd import add_record_parser, record_main
@@ -116,6 +118,86 @@ def test_argument_prologue_shared_by_a_glob(workdir: Path) -> None:
     assert status == 0, err
     assert sorted(hits(out)) == sorted([(7, i) for i in range(1, N + 1)] + [(7, 1000 + i) for i in range(1, N + 1)])
     assert "evspec record: 1 program served 2 probe points (argument prologues)\n" in err
+
+
+def test_libbpf_style_uprobes_through_the_command_line(workdir: Path) -> None:
+    """uprobe/PATH:FUNC and uretprobe/PATH:FUNC: `evspec record` warns that perf cannot use the
+    sections (EB108) and attaches them."""
+    status, out, err = record("-v", "--format", "json", "-e", "./libbpf.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert sorted(hits(out)) == LIBBPF_HITS
+    assert err.count("warning[EB108]: section 'uprobe") == 1 and err.count("warning[EB108]: section 'uretprobe") == 1
+    assert err.count("= note: evspec record attaches it; perf cannot") == 2
+    group = Owner.of(os.getpid()).group  # type: ignore[union-attr]
+    (site,) = uprobe_sites(read_elf_symbols(workdir / "target"), "probed_mul")
+    where = f"{workdir}/target:{site.file_offset:#x}"
+    assert (f"evspec record: uprobe:probed_mul: uprobe {where} (tracefs {group}/uprobe_probed_mul) "
+            f"for program 'on_mul'\n") in err
+    assert (f"evspec record: uretprobe:probed_mul: uretprobe {where} (tracefs {group}/uretprobe_probed_mul) "
+            f"for program 'on_mul_return'\n") in err
+
+
+def test_non_pie_target(workdir: Path) -> None:
+    """A position-dependent executable: its functions' link-time addresses (0x40....) are not
+    the file offsets the kernel wants; the probes go at the file offsets and fire."""
+    subprocess.run(["cc", "-O2", "-g", "-fno-PIE", "-no-pie", "-o", "target", "target.c"], check=True)
+    symbols = read_elf_symbols(workdir / "target")
+    assert not symbols.shared
+    status, out, err = record("-v", "--format", "json", "-e", "./glob.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert sorted(hits(out)) == sorted([(2, i) for i in range(1, N + 1)] + [(2, 1000 + i) for i in range(1, N + 1)])
+    for site in uprobe_sites(symbols, "probed_*"):
+        assert site.address != site.file_offset
+        assert f": uprobe {workdir}/target:{site.file_offset:#x} (tracefs " in err
+    status, out, err = record("--format", "json", "-e", "./ret.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert hits(out) == [(3, 100 + i) for i in range(1, N + 1)]
+
+
+def test_a_glob_matching_nothing(workdir: Path) -> None:
+    status, out, err = record("-e", "./nomatch.c", "--", "./target", str(N))
+    assert (status, out) == (1, ""), err
+    assert (f"error[EB146]: section 'exec={workdir}/target;probe=nothing_*': no function matches "
+            f"'nothing_*' in '{workdir}/target'\n") in err
+    assert f"= note: program on_nothing: SEC(\"exec={workdir}/target;probe=nothing_*\")" in err
+
+
+def test_an_event_name_too_long_for_tracefs(workdir: Path) -> None:
+    """perf 6.1 fails on it with "Argument list too long"; evspec names the event and the limit."""
+    event = "e" * 64
+    (workdir / "long.c").write_text(
+        f'#include "probes.h"\nSEC("exec=" TARGET ";{event}=probed_add")\n'
+        "int on_long(void *ctx) { return emit(ctx, 8, 0); }\n"
+    )
+    status, out, err = record("-e", "./long.c", "--", "./target", str(N))
+    assert (status, out) == (1, ""), err
+    assert (f"error[EB101]: section 'exec={workdir}/target;{event}=probed_add': event name '{event}' is 64 "
+            "characters long; a probe event name has at most 63\n") in err
+    assert f"= note: program on_long: SEC(\"exec={workdir}/target;{event}=probed_add\")\n" in err
+    assert "= help: shorten the event name to 63 characters or fewer" in err
+
+
+def _has_kprobes() -> bool:
+    return Path("/sys/bus/event_source/devices/kprobe").exists() or Path("/sys/kernel/tracing/kprobe_events").exists()
+
+
+def test_missing_kprobe_support_through_the_command_line(workdir: Path) -> None:
+    """A perf-style kprobe is refused by the check stage (exit 1, as perf would refuse it); a
+    libbpf-style one passes the check with a warning and is refused by the attacher (exit 2)."""
+    status, out, err = record("-e", "./kprobe.c", "--", "true")
+    if _has_kprobes():  # a kernel with kprobes: they must work instead
+        assert status == 0, err
+        return
+    assert (status, out) == (1, ""), err
+    assert "error[EB144]: section 'func=do_sys_openat2' is a kprobe, but this system has no kprobe_events\n" in err
+    assert "= help: the kernel needs CONFIG_KPROBE_EVENTS=y (tracefs kprobe_events)\n" in err
+    status, out, err = record("-e", "./kretprobe.c", "--", "true")
+    assert (status, out) == (2, ""), err
+    assert re.search(
+        r"^evspec record: error: \S+/kretprobe\.o: program 'on_read_return' \(section 'kretprobe/vfs_read'\): "
+        r"this kernel has no kprobe support: neither /sys/bus/event_source/devices/kprobe nor "
+        r"/sys/kernel/tracing/kprobe_events exists \(CONFIG_KPROBE_EVENTS\)\n"
+        r"  help: a kernel built with CONFIG_KPROBE_EVENTS=y has both \(Linux 4\.17\+ for the PMU\)\n", err, re.M)
 
 
 def _session(workdir: Path, source: str, argv: list[str], options: object = None):  # type: ignore[no-untyped-def]
