@@ -106,8 +106,8 @@ class ObjectEnvironment:
 
     cwd: Path
     tracepoint_exists: Callable[[str, str], bool | None]  # None: cannot tell (no tracefs)
-    kprobe_events: bool
-    uprobe_events: bool
+    kprobe_events: bool | None  # None: cannot tell (no readable tracefs: not root, not mounted)
+    uprobe_events: bool | None
     read_object: Callable[[Path], ObjectSpec] | None = None
     compile_source: Callable[[Path], Path] | None = None
     read_symbols: Callable[[Path], frozenset[str]] | None = None
@@ -153,12 +153,22 @@ def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
         except TracefsUnavailable:
             return None
 
+    def readable_tracefs() -> bool:
+        try:
+            system.tracepoint_systems()
+        except TracefsUnavailable:
+            return False
+        return True
+
     features = system.features()
+    # a machine whose tracefs cannot be read (e.g. `evspec check` without root) reports no probe
+    # events: that says nothing about the kernel
+    known = (features.kprobe_events and features.uprobe_events) or readable_tracefs()
     return ObjectEnvironment(
         cwd=cwd,
         tracepoint_exists=tracepoint_exists,
-        kprobe_events=features.kprobe_events,
-        uprobe_events=features.uprobe_events,
+        kprobe_events=features.kprobe_events if known else (features.kprobe_events or None),
+        uprobe_events=features.uprobe_events if known else (features.uprobe_events or None),
     )
 
 
@@ -331,7 +341,7 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
     for p in usable:
         _check_tracepoint(check, p)
     for p in usable:
-        if p.section.attach is AttachKind.KPROBE and not check.env.kprobe_events:
+        if p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False:
             check.fail(
                 codes.NO_PROBE_SUPPORT,
                 f"section '{p.section.name}' is a kprobe, but this system has no kprobe_events",
@@ -439,7 +449,7 @@ def _check_tracepoint(check: _ObjectCheck, p: _Program) -> None:
 def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
     target = p.section.target
     assert isinstance(target, ProbeTarget) and target.binary is not None
-    if not check.env.uprobe_events:
+    if check.env.uprobe_events is False:
         check.fail(
             codes.NO_PROBE_SUPPORT,
             f"section '{p.section.name}' is a uprobe, but this system has no uprobe_events",

@@ -407,9 +407,21 @@ def test_environment_from_a_system_without_tracefs() -> None:
         def features(self) -> object:
             return model.Features(kprobe_events=True, uprobe_events=False)
 
+        def tracepoint_systems(self) -> tuple[str, ...]:
+            raise model.TracefsUnavailable("tracefs is not mounted")
+
     env = environment_from_system(NoTracefs(), Path("/work"))  # type: ignore[arg-type]
     assert env.tracepoint_exists("sched", "sched_switch") is None
-    assert (env.kprobe_events, env.uprobe_events) == (True, False)
+    # no tracefs to read: a missing uprobe_events says nothing about the kernel (evspec check
+    # without root on a machine with uprobes must not call its uprobe sections unusable)
+    assert (env.kprobe_events, env.uprobe_events) == (True, None)
+
+
+def test_probe_support_that_cannot_be_told_is_not_an_error(files: Files) -> None:
+    files.add("kp.o", spec("func=do_sys_openat2"))
+    assert check_bpf_event(event("./kp.o"), files.env(kprobe_events=None), {}) == []
+    d = only(check_bpf_event(event("./kp.o"), files.env(kprobe_events=False), {}))
+    assert d.code == "EB144"
 
 
 def test_elf_function_symbols_of_a_built_binary(tmp_path: Path) -> None:
