@@ -4,7 +4,7 @@ Plan: the section's probe point is resolved into probe points (a uprobe's functi
 target ELF, one point per function a glob matches; a kprobe glob expanded against
 ``/proc/kallsyms``), and each point gets a perf event the session opens per CPU/task and sets the
 program on. The event is made the way perf 4.5-6.5 made the probes of BPF programs: an entry in
-tracefs ``uprobe_events``/``kprobe_events``, under evspec's own group ``evspec_<pid>_<start>`` (see
+tracefs ``uprobe_events``/``kprobe_events``, under evspec's own group ``evspec_<pid>_<start>_<pidns>`` (see
 ``probe_events``), opened as a tracepoint. One tracefs event is one kernel probe whose program array
 all its perf events share, so the program runs once per hit however many CPUs the session opens
 the event on. The probe PMUs are the fallback when tracefs cannot be used: every PMU event is a

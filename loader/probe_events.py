@@ -7,9 +7,9 @@ Two ways, as the kernel offers them:
   probe; kprobes take ``[MOD:]SYM[+OFF]`` or ``0xADDR``) creates the event; its id in
   ``events/GROUP/EVENT/id`` makes it a PERF_TYPE_TRACEPOINT event; ``-:GROUP/EVENT`` removes it.
   All perf events opened on it share one kernel probe and one program array. The group evspec
-  writes is ``evspec_<pid>_<start>`` (the process id and its start time in clock ticks since boot,
-  from ``/proc/PID/stat``), so that a later run can tell whether the process that created an entry
-  still lives: ``sweep_stale`` removes the entries of dead owners (a run killed with SIGKILL).
+  writes is ``evspec_<pid>_<start>_<pidns>`` (the process id, its start time in clock ticks since
+  boot from ``/proc/PID/stat``, its pid namespace), so that a later run can tell whether the process
+  that created an entry still lives (one in another pid namespace is left alone): ``sweep_stale`` removes the entries of dead owners (a run killed with SIGKILL).
 * **the probe PMUs** (``/sys/bus/event_source/devices/uprobe`` and ``.../kprobe``, Linux 4.17+):
   ``perf_event_open`` with ``type`` = the PMU's type, the PMU's ``format/retprobe`` bit in
   ``config`` for a return probe, ``config1`` = a pointer to the NUL-terminated binary path (uprobe)
@@ -50,7 +50,7 @@ PROBE_EXISTS_MESSAGE = "Probe point exist. Try 'perf probe -d \"*\"' and set 'fo
 PROBE_CHECK_MESSAGE = "You need to check probing points in BPF file"
 
 _ENTRY = re.compile(r"([pr])(?:\d*):([^/\s]+)/(\S+)\s+(\S+)")
-_OWNER = re.compile(re.escape(OWNER_PREFIX) + r"(\d+)_(\d+)\Z")
+_OWNER = re.compile(re.escape(OWNER_PREFIX) + r"(\d+)_(\d+)(?:_(\d+))?\Z")
 _FORMAT = re.compile(r"config(\d?):(\d+)(?:-(\d+))?\Z")
 
 
@@ -224,28 +224,48 @@ def open_tracefs(
 
 @dataclass(frozen=True, slots=True)
 class Owner:
-    """The process that created a tracefs entry: its pid and start time (clock ticks since boot)."""
+    """The process that created a tracefs entry: its pid, start time (clock ticks since boot) and
+    pid namespace (the inode of ``/proc/PID/ns/pid``; None in groups that do not name one).
+
+    tracefs is one for the whole machine, while pids are per pid namespace: an evspec in a
+    container may own entries whose pid means nothing (or another process) here, so entries of
+    another pid namespace are never taken for stale."""
 
     pid: int
     start: int
+    pidns: int | None = None
 
     @property
     def group(self) -> str:
-        return f"{OWNER_PREFIX}{self.pid}_{self.start}"
+        ns = f"_{self.pidns}" if self.pidns is not None else ""
+        return f"{OWNER_PREFIX}{self.pid}_{self.start}{ns}"
 
     @staticmethod
     def parse(group: str) -> Owner | None:
         m = _OWNER.match(group)
-        return Owner(int(m.group(1)), int(m.group(2))) if m else None
+        if m is None:
+            return None
+        return Owner(int(m.group(1)), int(m.group(2)), int(m.group(3)) if m.group(3) else None)
 
     @staticmethod
     def of(pid: int, proc: Path = Path("/proc")) -> Owner | None:
         start = process_start(pid, proc)
-        return None if start is None else Owner(pid, start)
+        return None if start is None else Owner(pid, start, pid_namespace(str(pid), proc))
 
     def alive(self, proc: Path = Path("/proc")) -> bool:
-        """Whether this very process still runs (a reused pid has another start time)."""
+        """Whether this very process may still run: it does (a reused pid has another start
+        time), or it is in another pid namespace, where this one cannot look."""
+        if self.pidns is not None and pid_namespace("self", proc) != self.pidns:
+            return True
         return process_start(self.pid, proc) == self.start
+
+
+def pid_namespace(pid: str, proc: Path = Path("/proc")) -> int | None:
+    """The inode of ``/proc/PID/ns/pid`` (``self``: this process's); None when it cannot be read."""
+    try:
+        return (proc / pid / "ns" / "pid").stat().st_ino
+    except OSError:
+        return None
 
 
 def errno_text(err: int | None) -> str:

@@ -392,7 +392,7 @@ def test_stale_entries_of_a_killed_run_are_removed_by_the_next(workdir: Path) ->
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
     assert len(_entries_of(proc.pid)) == 2  # SIGKILL: nobody removed them
-    group = re.search(r":(evspec_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+    group = re.search(r":(evspec_\d+_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
     status, _, err = record("-v", "-e", "./entry.c", "--", "./target", "1")
     assert status == 0, err
     assert (f"evspec record: removed 2 stale uprobe event(s) of evspec runs that are gone: "

@@ -143,6 +143,25 @@ def test_owner_group_round_trip_and_liveness(tmp_path: Path) -> None:
     assert Owner.of(os.getpid()) == ME and ME.alive()
 
 
+def test_entries_of_another_pid_namespace_are_never_stale(tmp_path: Path) -> None:
+    """pids are per pid namespace, tracefs is one per machine: an owner of another pid namespace
+    (an evspec in a container) is alive as far as this run can tell, whatever its pid is here."""
+    proc = _fake_proc(tmp_path / "proc", {50: 7})
+    (proc / "self" / "ns").mkdir(parents=True)
+    (proc / "self" / "ns" / "pid").touch()
+    ours = (proc / "self" / "ns" / "pid").stat().st_ino
+    assert Owner.parse(f"evspec_50_7_{ours}") == Owner(50, 7, ours)
+    assert Owner(50, 7, ours).group == f"evspec_50_7_{ours}"
+    assert Owner(50, 7, ours).alive(proc) and not Owner(51, 7, ours).alive(proc)
+    assert Owner(51, 7, ours + 1).alive(proc)  # gone here, but it is not ours to judge
+    fake = FakeTracefs.create(tmp_path / "tracefs")
+    uprobe = ProbeLocation(ProbeKind.UPROBE, False, path=str(TARGET_C), offset=0x10)
+    fake.tracefs.add(uprobe, f"evspec_51_7_{ours + 1}", "theirs")
+    fake.tracefs.add(uprobe, f"evspec_51_7_{ours}", "gone")
+    assert sweep_stale(fake.tracefs, (ProbeKind.UPROBE,), proc) == ([f"evspec_51_7_{ours}/gone"], [])
+    assert [e.event for e in fake.tracefs.entries(ProbeKind.UPROBE)] == ["theirs"]
+
+
 def test_sweep_removes_entries_of_gone_owners_only(tmp_path: Path) -> None:
     fake = FakeTracefs.create(tmp_path / "tracefs")
     tracefs = fake.tracefs
