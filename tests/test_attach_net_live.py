@@ -312,7 +312,8 @@ def test_evspec_record_xdp_and_tc(sources: Path, veth: Veth, monkeypatch: pytest
                                    "--", *sender)
     assert status == 0, err
     assert set(os.listdir("/proc/self/fd")) == before
-    hooks = sorted(bytes.fromhex(r["raw_hex"])[:3].decode() for r in map(json.loads, out.splitlines()))
+    samples = [r for r in map(json.loads, out.splitlines()) if "raw_hex" in r]  # not the summary line
+    hooks = sorted(bytes.fromhex(r["raw_hex"])[:3].decode() for r in samples)
     assert hooks == ["tci", "xdp"]
     _assert_nothing_attached(veth)
 
