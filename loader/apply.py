@@ -13,6 +13,7 @@ its events (perf's ``bpf__apply_obj_config``).
 
 from __future__ import annotations
 
+import contextlib
 import struct
 import sys
 from array import array
@@ -296,6 +297,7 @@ class KernelFill:
         if first is not None:
             raise first
 
+
 def check_event_update(update: MapUpdate, event: EventInstances, keys: Iterable[int]) -> None:
     """perf's apply-time checks of ``map:NAME.event=EVT``; raises ApplyError."""
     where = f"map '{update.map_name}', event '{event.name}'"
@@ -398,6 +400,9 @@ def apply_updates(
             else:
                 assert update.value is not None
                 written += _write_value(kernel, filler, lm, update.value, ranges)
-    finally:
-        filler.close()
+    except BaseException:
+        with contextlib.suppress(KernelError):  # the first failure is the one to report
+            filler.close()
+        raise
+    filler.close()
     return written

@@ -38,7 +38,7 @@ from evspec.loader.apply import (
 )
 from evspec.loader.btf import Btf, BtfKind
 from evspec.loader.fake_kernel import Call, FakeKernel
-from evspec.loader.kernel import Kernel, ProgTestRunAttr
+from evspec.loader.kernel import Kernel, KernelError, ProgTestRunAttr
 from evspec.loader.live import LiveObject, load_object
 from evspec.loader.map_terms import MapUpdate, plan_map_updates
 from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgType
@@ -311,8 +311,20 @@ def test_program_and_btf_are_closed_when_a_batch_fails() -> None:
     kernel, live = _loaded(fake, _array("a", 10_000), _array("b", 10_000))
     fake.script("BPF_MAP_UPDATE_BATCH", errno=E.ENOMEM)
     updates = [MapUpdate("a", ((0, 9999),), _value(3, 4), None), MapUpdate("b", ((0, 3),), _value(3, 4), None)]
-    with pytest.raises(Exception, match="ENOMEM"):
+    with pytest.raises(KernelError, match="ENOMEM"):
         apply_updates(kernel, live, updates, {})
+    assert fake.calls_of("BPF_PROG_TEST_RUN") and _only_maps_open(fake, live)
+    live.close()
+
+
+def test_an_apply_error_after_a_fill_is_reported_and_the_program_closed() -> None:
+    fake = FillingFake()
+    channel = MapSpec("channel", MapType.PERF_EVENT_ARRAY, 4, 4, 2)
+    kernel, live = _loaded(fake, _array("a", 10_000), channel)
+    inheriting = EventInstances("evt", 1, 10, True, 1, (41, 42))
+    updates = [MapUpdate("a", ((0, 9999),), _value(3, 4), None), MapUpdate("channel", (), None, "evt")]
+    with pytest.raises(ApplyError, match="inherits"):
+        apply_updates(kernel, live, updates, {"evt": inheriting})
     assert fake.calls_of("BPF_PROG_TEST_RUN") and _only_maps_open(fake, live)
     live.close()
 
