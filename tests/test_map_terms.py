@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+import sys
 
 import pytest
 from evspec.loader.map_terms import (
@@ -459,3 +460,13 @@ def test_plan_refuses_invalid_terms() -> None:
 def test_plan_without_terms() -> None:
     assert plan("./maps.o") == []
     assert plan("./maps.o/call-graph=fp/") == []
+
+
+def test_plan_keeps_a_huge_range_a_range() -> None:
+    big = obj("big.o", ("arr", MapType.ARRAY, 4, 4, 1 << 20))
+    event = bpf_event("./big.o/map:arr.value[0...1048575]=7/")
+    (u,) = plan_map_updates(event, big)
+    assert u.keys == ((0, (1 << 20) - 1),) and u.key_count == 1 << 20
+    assert u.value == (7).to_bytes(4, sys.byteorder)  # host order: as the programs read it
+    (whole,) = plan_map_updates(bpf_event("./big.o/map:arr.value=7/"), big)
+    assert whole.keys == u.keys
