@@ -20,10 +20,12 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from evspec.diagnostics import Diagnostic
     from evspec.loader.capture import Capture
+    from evspec.loader.script_output import JsonRenderer, TextRenderer
     from evspec.loader.session import RecordSession
 
 EXIT_FINDINGS = 1
 EXIT_SETUP = 2
+LIVE_BATCH = 512  # records decoded and printed between two takes of the rings (~1 ms)
 
 
 def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -131,7 +133,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     from evspec.diagnostics import EvspecError
     from evspec.loader.apply import APPLY_PREFIX, ApplyError
     from evspec.loader.errors import ObjectError
-    from evspec.loader.script_output import LostLine, lost_json, lost_text, sample_json, sample_text
+    from evspec.loader.script_output import JsonRenderer, TextRenderer, paused_gc, summary_json
     from evspec.loader.session import DEFAULT_RING_PAGES, RecordOptions, RecordSession, Workload
     from evspec.render.text import render_text
     from evspec.system import load_system
@@ -165,22 +167,18 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
         session = RecordSession(options=options)
         capture: Capture | None = None
         fmt_json = args.format == "json"
-        pending: list[str] = []
+        renderers: list[TextRenderer | JsonRenderer] = []
 
-        def handle(record: object) -> None:
-            if isinstance(record, LostLine):
-                pending.append(lost_json(record) if fmt_json else lost_text(record))
-            else:
-                pending.append(sample_json(record) if fmt_json else sample_text(record, session.name_width))  # type: ignore[arg-type]
-
-        def drain_live() -> None:
-            try:
-                session.drain(handle)
-            finally:
-                if pending:
-                    out.write("".join(pending))
-                    out.flush()
-                    pending.clear()
+        def drain_live() -> bool:
+            """Take the rings' new bytes, decode and print a batch; true while more is waiting."""
+            busy = session.take()
+            lines = session.decode(LIVE_BATCH)
+            if lines:
+                if not renderers:
+                    renderers.append(JsonRenderer() if fmt_json else TextRenderer(session.name_width))
+                out.write(renderers[0].render(lines))
+                out.flush()
+            return busy or session.backlog > 0
 
         status = 0
         try:
@@ -189,7 +187,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 forward.append(workload.pid)
             session.prepare(lists, system, Path.cwd(), workload)  # type: ignore[arg-type]
             if args.verbose:
-                for note in session.notes:
+                for note in session.all_notes():
                     err.write(f"evspec record: {note}\n")
             if args.output:
                 capture = _open_capture(args, session)
@@ -199,7 +197,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 session.start()
                 if workload is not None:
                     workload.start()
-                session.run(capture.drain if capture is not None else drain_live, workload, stop_fd)
+                with paused_gc():
+                    session.run(capture.drain if capture is not None else drain_live, workload, stop_fd)
                 if workload is not None:
                     status = workload.wait()
         except ApplyError as exc:
@@ -225,14 +224,27 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 session.close()
                 if workload is not None:
                     workload.close()
+    if args.verbose:
+        for note in session.closing_notes:
+            err.write(f"evspec record: {note}\n")
     if capture is not None:
+        lost = capture.lost if session.lost_counted is None else session.lost_counted
         err.write(
             f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} "
-            f"({capture.samples} samples, {capture.lost} lost) ]\n"
+            f"({capture.samples} samples, {lost} lost{_reported(lost, capture.lost)}) ]\n"
         )
     else:
-        err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost ]\n")
+        err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost"
+                  f"{_reported(session.lost, session.lost_reported)} ]\n")
+        if fmt_json:
+            out.write(summary_json(session.summary()))
+            out.flush()
     return status
+
+
+def _reported(lost: int, reported: int) -> str:
+    """Where the events' own loss counts exceed what PERF_RECORD_LOST records said."""
+    return "" if lost == reported else f", {reported} reported by PERF_RECORD_LOST"
 
 
 def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from evspec.loader.perfdata import FileAttr, PerfData
     from evspec.loader.script_output import LostLine, SampleLine
+    from evspec.loader.tracefs_format import TraceFormat
 
 EXIT_ERROR = 2
 _U64 = struct.Struct("<Q")
@@ -90,6 +91,21 @@ def name_width(data: PerfData) -> int:
     return max((len(a.name) for a in data.attrs if not _is_tracking(a)), default=0)
 
 
+def tracepoint_formats(data: PerfData) -> dict[int, TraceFormat]:
+    """The format of each tracepoint event of the file (by ``id()`` of its attr), parsed from
+    the file's HEADER_TRACING_DATA; events whose format the file lacks print undecoded."""
+    from evspec.loader.perf_abi import PerfType
+    from evspec.loader.tracefs_format import parse_format
+
+    out: dict[int, TraceFormat] = {}
+    for attr in data.attrs:
+        parsed = attr.parsed()
+        saved = data.tracepoints.get(parsed.config) if parsed.type == PerfType.TRACEPOINT else None
+        if saved is not None:
+            out[id(attr)] = parse_format(saved.text, saved.system, saved.name)
+    return out
+
+
 def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
     """The file's samples and losses in time order, with task names from its COMM/FORK records."""
     from evspec.loader.perf_abi import AttrFlag, RecordType
@@ -99,6 +115,7 @@ def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
     id_pos, by_id = _event_of(data)
     first = data.attrs[0]
     layouts = {id(a): SampleLayout(a.sample_type) for a in data.attrs}
+    formats = tracepoint_formats(data)
     trailer = _Trailer(first.sample_type if first.parsed().flags & AttrFlag.SAMPLE_ID_ALL else 0)
     buf = data.buf
     # (time, file order, kind, values...) sorted before anything is printed
@@ -110,7 +127,7 @@ def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
             layout = layouts[id(attr)]
             values, _chain, raw = layout.unpack(buf, start, end)
             fields = dict(zip(layout.names, values, strict=True))
-            queue.append((fields.get("time", 0), seq, RecordType.SAMPLE, (attr.name, fields, raw)))
+            queue.append((fields.get("time", 0), seq, RecordType.SAMPLE, (attr, fields, raw)))
         elif rec.type == RecordType.COMM:
             pid, tid = _COMM.unpack_from(buf, start)
             name_at = start + _COMM.size
@@ -138,34 +155,33 @@ def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
             name, cpu, lost = values
             yield LostLine(name, cpu, lost)  # type: ignore[arg-type]
         else:
-            name, fields, raw = values
+            attr, fields, raw = values
             f: dict[str, int] = fields  # type: ignore[assignment]
             pid, tid = f.get("pid", 0), f.get("tid", 0)
             comm = comms.get(tid) or comms.get(pid) or f":{tid}"
-            yield SampleLine(name, comm, pid, tid, f.get("cpu", 0), time, f.get("period", 0), raw)  # type: ignore[arg-type]
+            fmt = formats.get(id(attr))
+            decoded = tuple(fmt.decode(raw).items()) if fmt is not None and raw is not None else None  # type: ignore[arg-type]
+            yield SampleLine(attr.name, comm, pid, tid, f.get("cpu", 0), time, f.get("period", 0), raw, decoded)  # type: ignore[arg-type, union-attr]
 
 
 def script_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     from evspec.loader.errors import ObjectError
     from evspec.loader.perfdata import read_perf_data
-    from evspec.loader.script_output import LostLine, lost_json, lost_text, sample_json, sample_text
+    from evspec.loader.script_output import JsonRenderer, TextRenderer, paused_gc
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
     try:
         data = read_perf_data(args.input)
-        width = name_width(data)
-        fmt_json = args.format == "json"
-        batch: list[str] = []
-        for line in script_lines(data):
-            if isinstance(line, LostLine):
-                batch.append(lost_json(line) if fmt_json else lost_text(line))
-            else:
-                batch.append(sample_json(line) if fmt_json else sample_text(line, width))
-            if len(batch) >= 4096:
-                out.write("".join(batch))
-                batch.clear()
-        out.write("".join(batch))
+        renderer = JsonRenderer() if args.format == "json" else TextRenderer(name_width(data))
+        batch: list[SampleLine | LostLine] = []
+        with paused_gc():
+            for line in script_lines(data):
+                batch.append(line)
+                if len(batch) >= 4096:
+                    out.write(renderer.render(batch))
+                    batch.clear()
+            out.write(renderer.render(batch))
         out.flush()
     except ObjectError as exc:
         err.write(f"evspec script: error: {exc.message}\n")

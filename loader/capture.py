@@ -19,7 +19,7 @@ from pathlib import Path
 from evspec.loader.errors import ObjectError
 from evspec.loader.perf_abi import PerfType, RecordType
 from evspec.loader.perfdata import Feature, FileAttr, HostInfo, PerfDataWriter, build_tracing_data
-from evspec.loader.ringbuf import PerfRing
+from evspec.loader.ringbuf import PerfRing, run_length
 
 from evspec.codes import kernel as codes
 
@@ -37,17 +37,6 @@ class RecordCounts:
     samples: int
     lost: int  # samples the kernel dropped (the sum of PERF_RECORD_LOST counts)
     lost_records: int  # how many PERF_RECORD_LOST records said so
-
-
-def _run_length(chunk: bytes, pos: int, size: int, count: int) -> int:
-    """How many records from ``pos`` (at most ``count``, all ``size`` bytes apart) have the header
-    type and size of the one at ``pos``: bytes 0 (type; kernel types are < 256), 6 and 7 (size)."""
-    stop = pos + count * size
-    run = count
-    for byte in (0, 6, 7):
-        column = chunk[pos + byte : stop : size]
-        run = min(run, len(column) - len(column.lstrip(column[:1])))
-    return run
 
 
 def count_records(chunk: bytes) -> RecordCounts:
@@ -72,7 +61,7 @@ def count_records(chunk: bytes) -> RecordCounts:
             pos += size
             continue
         fits = min(window, (end - pos) // size)
-        run = _run_length(chunk, pos, size, fits)
+        run = run_length(chunk, pos, size, fits)
         window = min(window * 4, _MAX_WINDOW) if run == fits else _FIRST_WINDOW
         if rtype == RecordType.SAMPLE:
             samples += run

@@ -13,6 +13,7 @@ import os
 import select
 import signal
 import struct
+from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,9 +43,10 @@ from evspec.loader.perf_abi import (
     SwConfig,
 )
 from evspec.loader.perfdata import FileAttr
-from evspec.loader.ringbuf import PerfRing, SampleLayout, walk_records
+from evspec.loader.ringbuf import PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.script_output import LostLine, SampleLine
 from evspec.loader.spec import ObjectSpec
+from evspec.loader.tracefs_format import TracepointDecoders
 
 from evspec.ast import EventList
 from evspec.codes.kernel import RING_BUFFER
@@ -71,9 +73,10 @@ _ATTR_UNIONS = {"sample_freq": "sample_period", "bp_addr": "config1", "bp_len": 
 _COMM = struct.Struct("<II")
 _LOST = struct.Struct("<QQ")
 _RECORD_HEADER = struct.Struct("<IHH")
-_U32 = struct.Struct("<I")
 _POLL_MS = 200
+_FIRST_RUN, _MAX_RUN = 16, 4096  # samples the decoder looks ahead for a run of equal ones
 DEFAULT_RING_PAGES = 128  # perf record's default for root: 512 KiB of data per ring
+DEFAULT_BACKLOG_BYTES = 256 << 20  # ring bytes taken and not yet decoded, at most
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +90,7 @@ class RecordOptions:
     ring_pages: int = DEFAULT_RING_PAGES
     dev: str | None = None  # network interface for xdp/tc programs that name none
     wakeup_fraction: int = 4  # the reader is woken when 1/N of a ring is full (0: every sample)
+    backlog_bytes: int = DEFAULT_BACKLOG_BYTES  # live mode: taken ring bytes waiting to be decoded
 
 
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
@@ -130,6 +134,11 @@ class Target:
     pids: tuple[int, ...]
     on_exec: bool
 
+    def inherits(self, options: RecordOptions) -> bool:
+        """Whether events follow new children: not with -i, not system-wide (pid -1), and not per
+        task on any CPU (-p), whose rings the kernel refuses to map for inherited events."""
+        return not options.no_inherit and -1 not in self.pids and -1 not in self.cpus
+
     @staticmethod
     def of(options: RecordOptions, workload_pid: int | None) -> Target:
         if options.pid is not None:
@@ -165,6 +174,26 @@ class OpenedEvent:
             len(self.fds),
             tuple(self.fds[0]) if self.fds else (),
         )
+
+
+@dataclass(slots=True)
+class _Pending:
+    """Bytes taken from one ring, decoded up to ``pos``."""
+
+    event: OpenedEvent
+    cpu: int
+    layout: SampleLayout
+    chunk: bytes
+    pos: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeSharing:
+    """Probe programs with argument prologues: how many programs served how many probe points
+    (points with equal prologues share one program)."""
+
+    programs: int
+    points: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,12 +298,46 @@ class RecordSession:
         self.objects: list[LoadedObject] = []
         self.events: list[OpenedEvent] = []
         self.notes: list[str] = []
+        self.closing_notes: list[str] = []  # the attachers' notes about detaching, after close()
+        self.decoders = TracepointDecoders()
         self.samples = 0
-        self.lost = 0
+        self.lost_reported = 0  # the sum of the PERF_RECORD_LOST counts read
+        self.lost_counted: int | None = None  # the events' own counts (PERF_FORMAT_LOST), after run()
+        self.probe_sharing: ProbeSharing | None = None
+        self._lost_readable = False
+        self._backlog: deque[_Pending] = deque()
+        self._backlog_size = 0
         self._comms: dict[int, str] = {}
         self._closed = False
         self._attacher: Attacher | None = None
         self._carriers: list[tuple[LoadedObject, ProgramAttach, ProbeEvent, OpenedEvent]] = []
+
+    @property
+    def lost(self) -> int:
+        """Samples lost: the events' own counts when the kernel keeps them (exact), else the sum
+        of the PERF_RECORD_LOST records (which miss drops after the last record that fitted)."""
+        return self.lost_reported if self.lost_counted is None else self.lost_counted
+
+    def summary(self) -> dict[str, int]:
+        """Samples and losses (both counts of losses where they differ), and the probe programs'
+        sharing, for ``record``'s last words."""
+        out = {"samples": self.samples, "lost": self.lost}
+        if self.lost_counted is not None and self.lost_counted != self.lost_reported:
+            out["lost_reported"] = self.lost_reported
+        if self.probe_sharing is not None:
+            out["probe_programs"] = self.probe_sharing.programs
+            out["probe_points"] = self.probe_sharing.points
+        return out
+
+    def all_notes(self) -> list[str]:
+        """What ``record -v`` says: the system's and attachers' notes from setup, each object's
+        (BTF, func/line info), the kernel's (fields it lacks) and the tracepoint decoders'."""
+        notes = list(self.notes)
+        for obj in self.objects:
+            notes.extend(obj.live.notes)
+        notes.extend(self.kernel.notes)
+        notes.extend(self.decoders.notes)
+        return notes
 
     # ------------------------------------------------------------------ setup
 
@@ -303,6 +366,7 @@ class RecordSession:
                 self.notes.extend(system.notes)
             auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
             target = Target.of(self.options, workload.pid if workload else None)
+            self._lost_readable = self.kernel.lost_count_readable()
             self._open_all(plan.events, auto, target)
             self._attach()
             self.notes.extend(self._attacher.notes)
@@ -318,14 +382,14 @@ class RecordSession:
             values.pop(bit, None)
         values.pop("freq", None)
         values.pop("sample_freq", None)
-        values["read_format"] = 0
+        values["read_format"] = self.kernel.PERF_FORMAT_LOST if sampling and self._lost_readable else 0
         values["sample_type"] = int(SAMPLE_TYPE) if sampling else 0
         values["sample_period"] = 1 if sampling else 0
         values.update(self._wakeup(sampling))
         values["sample_id_all"] = 1
         values["disabled"] = 1
         values["enable_on_exec"] = int(target.on_exec)
-        if self.options.no_inherit or -1 in target.pids:
+        if not target.inherits(self.options):
             values["inherit"] = 0
         return OpenedEvent(name, perf_attr(values), sampling)
 
@@ -350,7 +414,7 @@ class RecordSession:
             **self._wakeup(True),
             "disabled": 1,
             "enable_on_exec": int(target.on_exec),
-            "inherit": int(not self.options.no_inherit and -1 not in target.pids),
+            "inherit": int(target.inherits(self.options)),
         }
         return OpenedEvent("dummy:tracking", perf_attr(values), True, tracking=True)
 
@@ -390,8 +454,16 @@ class RecordSession:
 
     def _attach(self) -> None:
         assert self._attacher is not None
+        prologue_programs: set[int] = set()
+        points = 0
         for obj, a, probe, opened in self._carriers:
-            attach_program(self.kernel, opened.all_fds(), self._attacher.program_fd(obj.live, a, probe))
+            prog_fd = self._attacher.program_fd(obj.live, a, probe)
+            attach_program(self.kernel, opened.all_fds(), prog_fd)
+            if a.deferred:
+                prologue_programs.add(prog_fd)
+                points += 1
+        if points:
+            self.probe_sharing = ProbeSharing(len(prologue_programs), points)
         for obj in self.objects:
             self._attacher.attach_hooks(obj.live, obj.attachments)
 
@@ -461,76 +533,135 @@ class RecordSession:
                     if chunk:
                         self._note_comms(chunk)
 
-    def drain(self, handler: RecordHandler) -> None:
-        """Hand every record available now to ``handler``."""
+    def take(self) -> bool:
+        """Copy every ring's new bytes into the backlog (the space goes back to the kernel at
+        once; the tracking rings' COMM records are noted now). True when a ring was more than
+        1/16 full or the backlog is at its limit: the reader should come back at once.
+
+        Taking is a copy; decoding is what costs. While a fast workload fills the rings, the reader
+        alternates ``take`` with ``decode`` of a bounded batch, so that no ring overflows while a
+        batch is decoded; the backlog absorbs the difference up to ``options.backlog_bytes``,
+        beyond which the rings are left to fill (the kernel then drops and counts)."""
         self._drain_tracking()
+        if self._backlog_size >= self.options.backlog_bytes:
+            return True
+        busy = False
         for ev in self.events:
             if ev.tracking:
                 continue
             for cpu, ring in ev.rings:
                 chunk = ring.take()
                 if chunk:
-                    self._decode(ev.name, cpu, ring.layout, chunk, handler)
+                    busy = busy or len(chunk) * 16 > ring.data_size
+                    self._backlog.append(_Pending(ev, cpu, ring.layout, chunk))
+                    self._backlog_size += len(chunk)
+        return busy
 
-    def _decode(self, name: str, cpu: int, layout: SampleLayout, chunk: bytes, handler: RecordHandler) -> None:
-        """Samples and losses of one ring's chunk, handed on in ring order.
+    def feed(self, event: OpenedEvent, cpu: int, chunk: bytes) -> None:
+        """Queue ring bytes for ``decode`` as if taken from ``event``'s ring on ``cpu`` (records
+        replayed from elsewhere: a capture's data section, a test's)."""
+        self._backlog.append(_Pending(event, cpu, SampleLayout(int(event.attr.sample_type)), chunk))
+        self._backlog_size += len(chunk)
 
-        The hot loop of live mode: the fixed sample fields come out of one struct call and the raw
-        payload is sliced after them; anything unusual (a callchain, a record that does not fit)
-        goes through ``layout.unpack``, which checks every bound and raises.
+    @property
+    def backlog(self) -> int:
+        """Bytes taken from the rings and not decoded yet."""
+        return self._backlog_size
+
+    def decode(self, budget: int | None = None) -> list[SampleLine | LostLine]:
+        """The backlog's samples and losses, in ring order: all of them, or about ``budget``
+        (whole runs of equal samples are not split beyond it)."""
+        out: list[SampleLine | LostLine] = []
+        backlog = self._backlog
+        while backlog and (budget is None or len(out) < budget):
+            pending = backlog[0]
+            left = None if budget is None else budget - len(out)
+            self._decode(pending, out, left)
+            if pending.pos >= len(pending.chunk):
+                backlog.popleft()
+                self._backlog_size -= len(pending.chunk)
+        return out
+
+    def drain(self, handler: RecordHandler) -> None:
+        """Hand every record available now to ``handler``."""
+        self.take()
+        for line in self.decode():
+            handler(line)
+
+    def _decode(self, pending: _Pending, out: list[SampleLine | LostLine], budget: int | None) -> None:
+        """Decode ``pending`` from its position into ``out``, about ``budget`` records at most.
+
+        The hot loop of live mode. Samples come in runs of equal type and size (one program, one
+        payload size); a run is unpacked by one ``struct.iter_unpack`` over the chunk and its
+        lines built in one comprehension. Anything else (a lone record, a callchain, a raw size
+        word that does not fill the record) goes through ``layout.unpack``, which checks every
+        bound and raises on a corrupt record.
         """
-        at = {f: layout.index(f) for f in ("pid", "tid", "time", "cpu", "period")}
-        i_pid, i_tid, i_time, i_cpu, i_period = at.values()
-        comms, samples = self._comms, 0
-        unpack_fixed, fixed_size = layout.fixed.unpack_from, layout.fixed.size
-        fast = layout.raw and not layout.callchain
-        header, u32 = _RECORD_HEADER.unpack_from, _U32.unpack_from
+        ev, layout, chunk = pending.event, pending.layout, pending.chunk
+        name, cpu = ev.name, pending.cpu
+        decoders = self.decoders if ev.attr.type == PerfType.TRACEPOINT else None
+        comms = self._comms
+        new_line = tuple.__new__
+        header = _RECORD_HEADER.unpack_from
         sample_type, lost_type = int(RecordType.SAMPLE), int(RecordType.LOST)
-        pos, end = 0, len(chunk)
-        while pos < end:
+        bulk = layout.bulk_ready
+        pos, end, samples = pending.pos, len(chunk), 0
+        left = end if budget is None else budget
+        window = _FIRST_RUN  # how far the next run is looked for: grows while runs fill it
+        while pos < end and left > 0:
             if pos + 8 > end:
                 raise KernelError(RING_BUFFER, f"corrupt perf ring buffer record: {end - pos} bytes left at {pos}")
             rtype, _misc, size = header(chunk, pos)
-            stop = pos + size
-            if size < 8 or stop > end:
+            if size < 8 or pos + size > end:
                 raise KernelError(
                     RING_BUFFER,
                     f"corrupt perf ring buffer record: header at position {pos} says {size} bytes, "
                     f"{end - pos} are available",
                 )
-            if rtype == sample_type:
-                samples += 1
-                raw_at = pos + 8 + fixed_size
-                if fast and raw_at + 4 <= stop and raw_at + 4 + u32(chunk, raw_at)[0] <= stop:
-                    values = unpack_fixed(chunk, pos + 8)
-                    raw: bytes | None = chunk[raw_at + 4 : raw_at + 4 + u32(chunk, raw_at)[0]]
-                else:
-                    values, _chain, raw = layout.unpack(chunk, pos + 8, stop)
-                pid = values[i_pid] if i_pid is not None else 0
-                tid = values[i_tid] if i_tid is not None else 0
-                comm = comms.get(tid)
-                if comm is None:
-                    self._drain_tracking()
-                    comm = self._comm(pid, tid)
-                handler(
-                    SampleLine(
-                        name,
-                        comm,
-                        pid,
-                        tid,
-                        values[i_cpu] if i_cpu is not None else cpu,
-                        values[i_time] if i_time is not None else 0,
-                        values[i_period] if i_period is not None else 0,
-                        raw,
-                    )
-                )
-            elif rtype == lost_type:
+            if rtype == lost_type:
                 if size < 8 + _LOST.size:
                     raise KernelError(RING_BUFFER, f"corrupt perf ring buffer record: PERF_RECORD_LOST of {size} bytes")
                 _id, lost = _LOST.unpack_from(chunk, pos + 8)
-                self.lost += lost
-                handler(LostLine(name, cpu, lost))
-            pos = stop
+                self.lost_reported += lost
+                out.append(LostLine(name, cpu, lost))
+                pos += size
+                left -= 1
+                continue
+            if rtype != sample_type:
+                pos += size
+                continue
+            fits = min(window, left, (end - pos) // size)
+            run = run_length(chunk, pos, size, fits) if bulk else 1
+            window = min(window * 4, _MAX_RUN) if run == fits else _FIRST_RUN
+            rows = layout.unpack_run(chunk, pos, size, run) if run > 1 else None
+            if rows is None:
+                run = 1
+                values, _chain, raw = layout.unpack(chunk, pos + 8, pos + size)
+                fields = dict(zip(layout.names, values, strict=False))
+                pid, tid = fields.get("pid", 0), fields.get("tid", 0)
+                comm = comms.get(tid) or self._comm(pid, tid)
+                out.append(SampleLine(name, comm, pid, tid, fields.get("cpu", cpu), fields.get("time", 0),
+                                      fields.get("period", 0), raw,
+                                      None if decoders is None else decoders.fields(name, raw)))
+            else:
+                for tid in {row[1] for row in rows}.difference(comms):
+                    pid = next(row[0] for row in rows if row[1] == tid)
+                    self._comm(pid, tid)  # type: ignore[arg-type]
+                if decoders is None:
+                    out.extend([
+                        new_line(SampleLine, (name, comms[tid], pid, tid, cpu_, time, period, raw, None))
+                        for pid, tid, time, cpu_, period, raw in rows
+                    ])
+                else:
+                    fields_of = decoders.fields
+                    out.extend([
+                        SampleLine(name, comms[tid], pid, tid, cpu_, time, period, raw, fields_of(name, raw))  # type: ignore[arg-type]
+                        for pid, tid, time, cpu_, period, raw in rows
+                    ])
+            samples += run
+            pos += run * size
+            left -= run
+        pending.pos = pos
         self.samples += samples
 
     def rings(self) -> list[tuple[OpenedEvent, int, PerfRing]]:
@@ -539,9 +670,9 @@ class RecordSession:
 
     def run(self, drain: Callable[[], object], workload: Workload | None, stop_fd: int | None = None) -> None:
         """Call ``drain`` whenever the rings have data (or every 200 ms; at once again while it
-        returns true, i.e. found much data) until the workload exits,
-        ``stop_fd`` becomes readable or, with -p, every traced task is gone; then disable the events
-        and drain once more."""
+        returns true, i.e. found much data or left some undecoded) until the workload exits,
+        ``stop_fd`` becomes readable or, with -p, every traced task is gone; then disable the
+        events, call ``drain`` until it returns false, and read the events' lost counts."""
         poller = select.poll()
         ring_fds = [ring.ring.fd for ev in self.events for _, ring in ev.rings]
         for fd in ring_fds:
@@ -566,7 +697,18 @@ class RecordSession:
         for ev in self.events:
             for fd in ev.all_fds():
                 self.kernel.disable(fd)
-        drain()
+        while drain():  # the rest, the backlog included
+            pass
+        self.count_lost()
+
+    def count_lost(self) -> None:
+        """Read every sampling event's own lost count (PERF_FORMAT_LOST) into ``lost_counted``;
+        left None when the kernel does not keep them."""
+        if not self._lost_readable:
+            return
+        self.lost_counted = sum(
+            self.kernel.read_lost(fd) for ev in self.events if ev.sampling and not ev.tracking for fd in ev.all_fds()
+        )
 
     # --------------------------------------------------------------- teardown
 
@@ -590,10 +732,15 @@ class RecordSession:
                     first = first or exc
             ev.fds.clear()
         if self._attacher is not None:
+            # Attacher.close() forgets its kind attachers: what they say while detaching is kept here
+            handlers = list(self._attacher._by_kind.values())
+            said = {note for h in handlers for note in h.notes}
             try:
                 self._attacher.close()
             except KernelError as exc:
                 first = first or exc
+            finally:
+                self.closing_notes.extend(n for h in handlers for n in h.notes if n not in said)
         for obj in self.objects:
             try:
                 obj.live.close()

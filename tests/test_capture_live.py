@@ -70,6 +70,8 @@ def json_rows(text: str) -> list[Row]:
     rows = []
     for line in text.splitlines():
         r = json.loads(line)
+        if "summary" in r:  # the last line of live record output
+            continue
         secs, nanos = divmod(r["time_ns"], 1_000_000_000)
         rows.append((r["event"], r["comm"], r["pid"], r["tid"], r["cpu"], f"{secs}.{nanos // 1000:06d}",
                      bytes.fromhex(r["raw_hex"])))

@@ -54,7 +54,12 @@ def record(*argv: str) -> tuple[int, str, str]:
 
 
 def records(text: str) -> list[dict[str, object]]:
-    return [json.loads(line) for line in text.splitlines()]
+    """The sample lines of ``record --format json`` output, whose last line is its summary."""
+    lines = [json.loads(line) for line in text.splitlines()]
+    assert lines and set(lines[-1]) == {"summary"}, lines[-1:]
+    summary = lines[-1]["summary"]
+    assert summary["samples"] == sum(1 for r in lines if "event" in r) and summary["lost"] == 0
+    return lines[:-1]
 
 
 def payloads(text: str) -> Counter[tuple[object, object]]:
