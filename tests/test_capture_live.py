@@ -70,7 +70,7 @@ def json_rows(text: str) -> list[Row]:
     rows = []
     for line in text.splitlines():
         r = json.loads(line)
-        if "summary" in r:  # the last line of live record output
+        if "time_ns" not in r:  # the summary of live record output, a PERF_RECORD_LOST's line
             continue
         secs, nanos = divmod(r["time_ns"], 1_000_000_000)
         rows.append((r["event"], r["comm"], r["pid"], r["tid"], r["cpu"], f"{secs}.{nanos // 1000:06d}",
@@ -200,3 +200,65 @@ def test_a_killed_writer_leaves_a_readable_file(workdir: Path) -> None:
     assert status == 0 and "was not finished" in err
     rows = json_rows(text)  # no HEADER_EVENT_DESC yet: perf's default event name
     assert [(r[0], r[1], r[6]) for r in rows] == [("bpf-output", "loop", PAYLOAD)] * 10
+
+
+def test_loss_counts_are_exact(workdir: Path) -> None:
+    """A one-page ring cannot keep 20,000 records: samples + lost is the number of calls, where the
+    PERF_RECORD_LOST records alone miss the drops after the last record that fitted."""
+    calls = 20_000
+    status, out, err = record("-m", "1", "--format", "json", "-e", "./emit.o", "--", "./loop", str(calls))
+    assert status == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    summary = lines[-1]["summary"]
+    assert summary["samples"] == len(json_rows(out)) and summary["lost"] > 0
+    assert summary.get("lost_reported", summary["lost"]) == sum(x.get("lost", 0) for x in lines[:-1])
+    assert summary["samples"] + summary["lost"] == calls
+    assert summary.get("lost_reported", summary["lost"]) <= summary["lost"]
+    status, out, err = record("-m", "1", "-o", "cap.data", "-e", "./emit.o", "--", "./loop", str(calls))
+    assert status == 0, err
+    m = re.search(r"\((\d+) samples, (\d+) lost", err)
+    assert m is not None and int(m.group(1)) + int(m.group(2)) == calls, err
+
+
+def test_verbose_notes(workdir: Path) -> None:
+    status, _, err = record("-v", "-e", "./emit.o", "--", "./loop", "1")
+    assert status == 0
+    assert f"evspec record: {workdir / 'emit.o'}: BTF loaded (1 of 2 maps with key/value types)\n" in err
+
+
+@pytest.fixture
+def keep(workdir: Path) -> Path:
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c",
+                    str(DATA.parent / "live" / "keep.c"), "-o", str(workdir / "keep.o")], check=True)
+    return workdir / "keep.o"
+
+
+_TP_LINE = re.compile(r"^\s*(\S+)\s+(\d+)\s+\[(\d+)\]\s+(\d+\.\d{6}):\s+(\S+): (.*)$")
+
+
+def tracepoint_lines(text: str) -> list[tuple[str, ...]]:
+    return sorted(m.groups() for m in map(_TP_LINE.match, text.splitlines()) if m)
+
+
+def test_tracepoint_fields_live_in_capture_and_against_perf_script(keep: Path, perf_binary: str) -> None:
+    status, live, err = record("--format", "json", "-e", "./keep.o", "--", "./loop", "3")
+    assert status == 0, err
+    rows = [json.loads(line) for line in live.splitlines()[:-1]]
+    execs = [r for r in rows if r["event"] == "sched:sched_process_exec"]
+    assert len(execs) == 1 and execs[0]["fields"] == {"filename": "./loop", "pid": execs[0]["pid"],
+                                                       "old_pid": execs[0]["pid"]}
+    getppid = [r["fields"] for r in rows if r["event"] == "syscalls:sys_enter_getppid"]
+    assert len(getppid) == 3 and len({str(f) for f in getppid}) == 1 and set(getppid[0]) == {"__syscall_nr"}
+    status, _, err = record("-o", "cap.data", "-e", "./keep.o", "--", "./loop", "3")
+    assert status == 0, err
+    status, ours, err = script("-i", "cap.data")
+    assert status == 0, err
+    done = subprocess.run([perf_binary, "script", "-i", "cap.data"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    ours_lines, perf_lines = tracepoint_lines(ours), tracepoint_lines(done.stdout)
+    assert len(ours_lines) == len(perf_lines) == 4
+    # perf prints with the tracepoint's print fmt: for sched_process_exec that is the name=value
+    # list; for sys_enter_getppid it is empty, where evspec prints the one field
+    assert [x for x in ours_lines if "exec" in x[4]] == [x for x in perf_lines if "exec" in x[4]]
+    assert [x[:5] for x in ours_lines] == [x[:5] for x in perf_lines]
+    assert {x[5] for x in ours_lines if "getppid" in x[4]} == {f"__syscall_nr={getppid[0]['__syscall_nr']}"}

@@ -8,8 +8,22 @@ from __future__ import annotations
 import json
 import struct
 
-from evspec.loader.script_output import SampleLine, sample_json, sample_text
+import pytest
+from evspec.loader import script_output
+from evspec.loader.script_output import (
+    JsonRenderer,
+    LostLine,
+    SampleLine,
+    TextRenderer,
+    lost_json,
+    lost_text,
+    sample_json,
+    sample_text,
+    summary_json,
+)
 from evspec.loader.tracefs_format import Address, parse_format
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 WIDTH = len("syscalls:sys_enter_getppid")  # the longest event name of that session
 EXEC_FORMAT = """name: sched_process_exec
@@ -68,3 +82,55 @@ def test_json_lines_carry_the_fields() -> None:
     assert record["fields"] == {"filename": "/usr/bin/sh", "pid": -1, "stack": [1, 2], "ptr": 255}
     assert record["raw_hex"] == exec_raw().hex() and record["event"] == "sched:sched_process_exec"
     assert "fields" not in json.loads(sample_json(line("e", 5, None)))  # type: ignore[arg-type]
+
+
+# ------------------------------------------------- batch renderers, byte for byte
+
+_payloads = st.one_of(
+    st.none(),
+    st.binary(max_size=40),
+    st.text(alphabet="ab %\t\"\\\n", max_size=12).map(lambda t: t.encode() + b"\0"),
+)
+_samples = st.builds(
+    SampleLine,
+    event=st.sampled_from(["__bpf_stdout__", "evt", 'q"ote']),
+    comm=st.text(alphabet="lop%s é\"", min_size=1, max_size=17),
+    pid=st.integers(0, 1 << 22),
+    tid=st.integers(0, 1 << 22),
+    cpu=st.integers(0, 300),
+    time_ns=st.integers(0, 1 << 50),
+    period=st.integers(0, 1 << 33),
+    raw=_payloads,
+)
+_lines = st.lists(st.one_of(_samples, st.builds(LostLine, st.just("evt"), st.integers(0, 8), st.integers(1, 99))),
+                  max_size=30)
+
+
+@settings(max_examples=150, deadline=None)
+@given(_lines)
+def test_batch_renderers_print_what_the_per_line_functions_print(lines: list[SampleLine | LostLine]) -> None:
+    width = 16
+    text = "".join(lost_text(x) if isinstance(x, LostLine) else sample_text(x, width) for x in lines)
+    as_json = "".join(lost_json(x) if isinstance(x, LostLine) else sample_json(x) for x in lines)
+    text_renderer, json_renderer = TextRenderer(width), JsonRenderer()
+    assert text_renderer.render(lines) == text
+    assert json_renderer.render(lines) == as_json
+    assert text_renderer.render(lines) == text and json_renderer.render(lines) == as_json  # from the caches
+
+
+def test_renderers_print_decoded_tracepoints_and_forget_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    fields = tuple(parse_format(EXEC_FORMAT, "sched", "sched_process_exec").decode(exec_raw()).items())
+    tp = line("sched:sched_process_exec", 3662144282000, fields, exec_raw())
+    assert TextRenderer(WIDTH).render([tp]) == sample_text(tp, WIDTH)
+    assert JsonRenderer().render([tp]) == sample_json(tp)
+    monkeypatch.setattr(script_output, "_CACHE_LIMIT", 2)
+    renderer = TextRenderer(8)
+    many = [SampleLine("e", "c", 1, 1, 0, 5, 1, bytes([i]), None) for i in range(5)]
+    assert renderer.render(many) == "".join(sample_text(x, 8) for x in many)
+    assert len(renderer._tails) <= 2
+
+
+def test_summary_line() -> None:
+    assert json.loads(summary_json({"samples": 3, "lost": 1, "lost_reported": 0})) == {
+        "summary": {"samples": 3, "lost": 1, "lost_reported": 0}
+    }
