@@ -208,7 +208,6 @@ class Attacher:
                 handler.close()
             except (KernelError, ObjectError, OSError) as exc:
                 first = first or exc
-        self._by_kind.clear()
         if first is not None:
             raise first
 

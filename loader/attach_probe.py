@@ -232,7 +232,8 @@ class ProbeAttacher(ABC):
             self._pmu_noted = True
             self._notes.append(
                 f"{self.kind.events_file} cannot be used: probes are made with the {self.kind.value} PMU, "
-                "one kernel probe per perf event (the program runs once for each CPU event of a task)"
+                "one kernel probe per perf event, opened once per task (cpu -1) so that the program runs "
+                "once per hit; the probe events themselves are not sampled"
             )
         events: list[ProbeEvent] = []
         first = ""

@@ -158,6 +158,7 @@ class OpenedEvent:
     attr: PerfEventAttr
     sampling: bool
     tracking: bool = False
+    cpus: tuple[int, ...] | None = None  # the CPU slots of each row; None: the target's
     fds: list[list[int]] = field(default_factory=list)
     ids: list[int] = field(default_factory=list)  # PERF_EVENT_IOC_ID of each fd, in all_fds() order
     rings: list[tuple[int, PerfRing]] = field(default_factory=list)  # (cpu, ring)
@@ -427,7 +428,12 @@ class RecordSession:
         for obj in self.objects:
             for a in obj.attachments:
                 for probe in a.events:
-                    opened = self._event(probe.name, {"inherit": 1, **probe.values}, sampling=True, target=target)
+                    # a probe PMU event is a kernel probe of its own: one per task (cpu -1), or one
+                    # CPU system-wide; the kernel maps no ring of an inherited cpu -1 event
+                    cpus = ((-1,) if -1 not in target.pids else target.cpus[:1]) if probe.one_per_task else None
+                    sampling = cpus != (-1,)
+                    opened = self._event(probe.name, {"inherit": 1, **probe.values}, sampling=sampling, target=target)
+                    opened.cpus = cpus
                     by_spec.setdefault(obj.spec_index, []).append(opened)
                     self._carriers.append((obj, a, probe, opened))
         ordered = [ev for index in sorted(by_spec) for ev in by_spec[index]]
@@ -439,7 +445,7 @@ class RecordSession:
             for pid in target.pids:
                 row: list[int] = []
                 opened.fds.append(row)
-                for cpu in target.cpus:
+                for cpu in opened.cpus or target.cpus:
                     fd = self.kernel.perf_event_open(opened.attr, pid=pid, cpu=cpu)
                     row.append(fd)
                     opened.ids.append(self.kernel.event_id(fd))
@@ -482,7 +488,7 @@ class RecordSession:
             if not ev.sampling:
                 continue
             for row in ev.fds:
-                for cpu, fd in zip(self._target.cpus, row, strict=True):
+                for cpu, fd in zip(ev.cpus or self._target.cpus, row, strict=True):
                     mapping = self.kernel.mmap_ring(fd, self.options.ring_pages)
                     try:
                         sample_type = TRACKING_SAMPLE_TYPE if ev.tracking else SAMPLE_TYPE
@@ -717,7 +723,7 @@ class RecordSession:
         if self._closed:
             return
         self._closed = True
-        first: KernelError | None = None
+        first: Exception | None = None
         for ev in self.events:
             for _, ring in ev.rings:
                 try:
@@ -732,15 +738,13 @@ class RecordSession:
                     first = first or exc
             ev.fds.clear()
         if self._attacher is not None:
-            # Attacher.close() forgets its kind attachers: what they say while detaching is kept here
-            handlers = list(self._attacher._by_kind.values())
-            said = {note for h in handlers for note in h.notes}
+            said = set(self._attacher.notes)
             try:
                 self._attacher.close()
-            except KernelError as exc:
+            except (KernelError, ObjectError, OSError) as exc:  # what detaching met; the rest still closes
                 first = first or exc
             finally:
-                self.closing_notes.extend(n for h in handlers for n in h.notes if n not in said)
+                self.closing_notes.extend(n for n in self._attacher.notes if n not in said)
         for obj in self.objects:
             try:
                 obj.live.close()

@@ -301,6 +301,27 @@ def test_uprobe_pmu_when_tracefs_cannot_be_used(workdir: Path, monkeypatch: pyte
     assert sorted(got) == LIBBPF_HITS
 
 
+def test_uprobe_pmu_events_follow_the_task_on_every_cpu(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The PMU fallback for a workload on every CPU: each probe event is opened once for the task
+    (cpu -1), so every hit runs the program once, not once per CPU event."""
+    from evspec.loader import attach
+    from evspec.loader.attach_probe import UprobeAttacher
+    from evspec.loader.section import AttachKind
+
+    monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
+        kernel, options, tracefs_root=workdir / "no-tracefs"))
+    session, workload = _session(workdir, "bpf-output/no-inherit,name=out/,./pmu.c/map:out.event=out/",
+                                 ["./target", str(N)])
+    try:
+        probes = [e for e in session.events if "probed_mul" in e.name]
+        assert probes and all(len(e.all_fds()) == 1 and e.cpus == (-1,) and not e.rings for e in probes)
+        got = _run(session, workload)
+    finally:
+        session.close()
+        workload.close()
+    assert sorted(got) == LIBBPF_HITS
+
+
 def test_missing_kprobe_support_is_reported(workdir: Path) -> None:
     from evspec.loader.errors import ObjectError
 
