@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import ctypes
 import os
-import platform
-import socket
 import struct
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -176,9 +174,8 @@ class HostInfo:
     def current(cmdline: Sequence[str], version: str) -> HostInfo:
         online = os.sysconf("SC_NPROCESSORS_ONLN")
         available = os.sysconf("SC_NPROCESSORS_CONF")
-        return HostInfo(
-            socket.gethostname(), platform.release(), version, platform.machine(), available, online, tuple(cmdline)
-        )
+        host = os.uname()  # what gethostname() and platform report, without importing socket
+        return HostInfo(host.nodename, host.release, version, host.machine, available, online, tuple(cmdline))
 
     def features(self) -> dict[int, bytes]:
         return {

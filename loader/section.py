@@ -25,7 +25,9 @@ moves them (the object checker puts object errors on the path of the BPF event).
 
 from __future__ import annotations
 
+import os
 import re
+import stat
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
@@ -616,6 +618,31 @@ def _parse_main(
     )
 
 
+def grammar_cache_file() -> str | None:
+    """Where Lark may keep the section grammar's built tables between runs: a file in the user's
+    own evspec cache (``~/.cache/evspec/grammar``, 0700, checked like the compile cache, since Lark
+    unpickles it); None when no safe place exists. Lark itself rebuilds a cache whose grammar,
+    options or Lark version differ."""
+    from evspec.loader.compile import cache_refusal, default_cache_dir
+
+    directory = default_cache_dir().parent / "grammar"
+    try:
+        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError:
+        return None
+    if cache_refusal(directory) is not None:
+        return None
+    path = directory / "section.lark-cache"
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return str(path)
+    except OSError:
+        return None
+    safe = stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
+    return str(path) if safe else None
+
+
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
     from importlib.resources import files
@@ -623,6 +650,10 @@ def _parser() -> Lark:
     from lark import Lark
 
     text = (files("evspec.grammar") / "section.lark").read_text(encoding="utf-8")
+    options: dict[str, object] = {}
+    cache = grammar_cache_file()
+    if cache is not None:
+        options["cache"] = cache
     return Lark(
         text,
         parser="lalr",
@@ -630,6 +661,7 @@ def _parser() -> Lark:
         start=["probe", "tracepoint", "libbpf"],
         propagate_positions=True,
         maybe_placeholders=False,
+        **options,
     )
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from evspec.loader.section import (
     AttachKind,
@@ -655,3 +657,23 @@ def test_to_json_network_hooks() -> None:
     assert j["net"] == {"hook": "xdp", "dev": "veth0", "mode": "skb", "force": True}
     assert j["settings"] == {"dev": "veth0", "mode": "skb", "force": "yes"}
     assert parse_section("tc/egress").to_json()["net"] == {"hook": "tc egress"}
+
+
+def test_section_grammar_cache_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from evspec.loader import section
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    cache = section.grammar_cache_file()
+    assert cache == str(tmp_path / "evspec" / "grammar" / "section.lark-cache")
+    assert (tmp_path / "evspec" / "grammar").stat().st_mode & 0o777 == 0o700
+    section._parser.cache_clear()
+    try:
+        section._parser()
+        assert Path(cache).is_file()  # Lark wrote its tables there
+        Path(cache).chmod(0o666)
+        assert section.grammar_cache_file() is None  # others could have replaced the pickle
+        (tmp_path / "evspec" / "grammar").chmod(0o777)
+        Path(cache).chmod(0o600)
+        assert section.grammar_cache_file() is None
+    finally:
+        section._parser.cache_clear()
