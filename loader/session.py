@@ -207,11 +207,17 @@ class LoadedObject:
 
 
 def read_bpf_object(path: str, is_source: bool, cwd: Path) -> ObjectSpec:
+    """The object ``path`` names (a source is compiled); messages name ``path`` as the user wrote
+    it, not the compile cache's object."""
+    from dataclasses import replace
+
     from evspec.loader.compile import compile_source
     from evspec.loader.reader import read_object
 
     full = cwd / path
-    return read_object(compile_source(full) if is_source else full)
+    if not is_source:
+        return read_object(full)
+    return replace(read_object(compile_source(full)), path=path)
 
 
 class Workload:

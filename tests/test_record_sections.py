@@ -37,3 +37,17 @@ def test_record_attaches_a_libbpf_tracepoint_section(
     assert status == 0, err
     assert "EB108" in err and "evspec record attaches it; perf cannot" in err
     assert "syscalls:sys_enter_write" in out  # the tracepoint event's samples are printed
+
+
+def test_errors_about_a_source_name_the_source(tmp_path: Path) -> None:
+    """A .c event is compiled into the cache; what is said about it names the .c as written."""
+    import shutil
+
+    from evspec.loader.session import read_bpf_object
+
+    if shutil.which("clang") is None:
+        pytest.fail("clang is needed (scripts/test.sh installs it)")
+    (tmp_path / "p.c").write_text('#include <linux/bpf.h>\n#include <bpf/bpf_helpers.h>\n'
+                                  'SEC("raw_syscalls:sys_enter") int p(void *ctx) { return 0; }\n'
+                                  'char _license[] SEC("license") = "GPL";\n')
+    assert read_bpf_object("./p.c", True, tmp_path).path == "./p.c"
