@@ -66,3 +66,16 @@ def test_check_against_a_snapshot_as_a_normal_user(public_dir: Path) -> None:
     assert proc.returncode == 1, proc.stderr
     (d,) = json.loads(proc.stdout)["diagnostics"]
     assert d["perf_message"] == "Index too large" and d["span"] == {"start": 24, "end": 25}
+
+
+def test_check_live_as_a_normal_user(public_dir: Path) -> None:
+    """tracefs is root's (mode 700): a normal user's live check says what it cannot tell instead of
+    failing (no internal error), and the rest of the check still runs."""
+    proc = _as_normal_user(["check", "--system", "live", "--fail-on", "error", "--format", "json",
+                            "-e", "./maps.o/map:arr.value[0]=1/,cpu-clock"], public_dir)
+    assert proc.returncode == 0, proc.stderr
+    assert "internal error" not in proc.stderr
+    codes = {d["code"] for d in json.loads(proc.stdout)["diagnostics"]}
+    assert codes <= {"WB143", "WM001", "WM002"}, codes
+    proc = _as_normal_user(["check", "--system", "live", "-e", "./maps.o/map:nosuch.value=1/"], public_dir)
+    assert proc.returncode == 1 and "map 'nosuch' not in the object" in proc.stderr, proc.stderr

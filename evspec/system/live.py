@@ -56,7 +56,10 @@ class FileReader:
         return path.exists()
 
     def readable_dir(self, path: Path) -> bool:
-        return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+        try:  # Path.is_dir() raises PermissionError under a directory the user cannot search
+            return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+        except OSError:
+            return False
 
 
 def mount_tracefs(target: Path) -> None:
