@@ -4,22 +4,18 @@ Every node carries the span of the text it came from. Spans (and the source text
 equality, so ``parse(print(ast)) == ast`` compares structure only: the printer may normalise white
 space and separators, never meaning.
 
-Nodes are immutable value objects that behave like ``@dataclass(frozen=True, slots=True)``
-classes whose span fields are ``field(compare=False, repr=False)``: keyword construction, equality
-and hashing over the other fields, ``FrozenInstanceError`` on assignment, and
-``dataclasses.fields``, ``replace``, ``asdict`` and ``is_dataclass`` all work. They are written
-out by hand because the dataclass decorator generates and compiles each class's methods at
-import, which cost more than the rest of a cold ``evspec check`` together.
+Nodes are immutable value objects (``evspec.span.Record``) that behave like
+``@dataclass(frozen=True, slots=True)`` classes whose span fields are
+``field(compare=False, repr=False)``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from enum import Enum
 
-from evspec.span import Span
+from evspec.span import Record, Span, set_field
 
-_set = object.__setattr__
+_set = set_field
 
 
 def _is_position(field_name: str) -> bool:
@@ -27,70 +23,14 @@ def _is_position(field_name: str) -> bool:
     return field_name in ("span", "source") or field_name.endswith(("_span", "_spans"))
 
 
-class _DataclassFields:
-    """``__dataclass_fields__`` of a node class, made the first time something asks (the
-    ``dataclasses`` functions, ``astdump``) and then kept on the class: parsing never asks."""
-
-    def __get__(self, node: object, cls: type) -> dict[str, dataclasses.Field[object]]:
-        if cls is _Node:
-            return {}  # the base has no fields; keep the descriptor for the node classes
-        names: tuple[str, ...] = cls.__slots__  # type: ignore[attr-defined]
-        defaults = cls.__init__.__defaults__ or ()  # type: ignore[misc]
-        first_default = len(names) - len(defaults)
-        fields = {}
-        for i, name in enumerate(names):
-            compared = name in cls._compared  # type: ignore[attr-defined]
-            f: dataclasses.Field[object] = dataclasses.field(  # type: ignore[assignment]
-                default=defaults[i - first_default] if i >= first_default else dataclasses.MISSING,
-                compare=compared, repr=compared,
-            )
-            f.name = name
-            f.type = cls.__annotations__[name]
-            f._field_type = dataclasses._FIELD  # type: ignore[attr-defined]  # what fields() lists
-            fields[name] = f
-        cls.__dataclass_fields__ = fields  # type: ignore[attr-defined]
-        return fields
-
-
-class _Node:
-    """Base of the AST nodes. A node class lists its fields in ``__slots__`` (in constructor order,
-    annotated alike) and sets them in ``__init__`` with ``object.__setattr__``."""
+class _Node(Record):
+    """Base of the AST nodes: records whose position fields are neither compared nor shown."""
 
     __slots__ = ()
-    _compared: tuple[str, ...] = ()
-    __dataclass_fields__ = _DataclassFields()
 
     def __init_subclass__(cls) -> None:
-        super().__init_subclass__()
-        names: tuple[str, ...] = cls.__slots__  # type: ignore[assignment]
-        if tuple(cls.__annotations__) != names:
-            raise TypeError(f"{cls.__name__}: annotate exactly the fields of __slots__, in order")
-        cls._compared = tuple(n for n in names if not _is_position(n))
-        cls.__match_args__ = names  # type: ignore[attr-defined]
-
-    def _values(self) -> tuple[object, ...]:
-        return tuple([getattr(self, name) for name in self._compared])
-
-    def __eq__(self, other: object) -> bool:
-        if other.__class__ is not self.__class__:
-            return NotImplemented
-        return self._values() == other._values()  # type: ignore[attr-defined, no-any-return]
-
-    def __hash__(self) -> int:
-        return hash(self._values())
-
-    def __repr__(self) -> str:
-        shown = ", ".join(f"{name}={getattr(self, name)!r}" for name in self._compared)
-        return f"{self.__class__.__qualname__}({shown})"
-
-    def __setattr__(self, name: str, value: object) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot assign to field {name!r}")
-
-    def __delattr__(self, name: str) -> None:
-        raise dataclasses.FrozenInstanceError(f"cannot delete field {name!r}")
-
-    def __reduce__(self) -> tuple[type, tuple[object, ...]]:
-        return self.__class__, tuple([getattr(self, name) for name in self.__slots__])
+        positions = tuple(n for n in cls.__slots__ if _is_position(n))
+        super().__init_subclass__(uncompared=positions, hidden=positions)
 
 
 # --------------------------------------------------------------------------------------------

@@ -8,10 +8,10 @@ Library code: returns diagnostics, never prints.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from evspec.diagnostics import Diagnostic
 from evspec.inputs import SpecInput
+from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -21,18 +21,34 @@ if TYPE_CHECKING:
     from evspec.system.model import System
 
 
-@dataclass(frozen=True, slots=True)
-class CheckedSpec:
+class CheckedSpec(Record):
+    """One checked event string: its input, the items that parsed, and its findings in order."""
+
+    __slots__ = ("input", "events", "diagnostics")
     input: SpecInput
     events: EventList
     diagnostics: tuple[Diagnostic, ...]
 
+    def __init__(self, input: SpecInput, events: EventList, diagnostics: tuple[Diagnostic, ...]) -> None:
+        set_field(self, "input", input)
+        set_field(self, "events", events)
+        set_field(self, "diagnostics", diagnostics)
 
-@dataclass(slots=True)
-class CheckOptions:
-    system: System | None = None
-    mode: str = "record"
-    cwd: Path | None = None  # BPF object paths are relative to it; None: the current directory
+
+class CheckOptions(Record, frozen=False):
+    """What to check against: a ``system`` (None: syntax and system-independent rules only), perf
+    record's or perf stat's term rules (``mode``), and the directory BPF object paths are relative
+    to (``cwd``; None: the current directory)."""
+
+    __slots__ = ("system", "mode", "cwd")
+    system: System | None
+    mode: str
+    cwd: Path | None
+
+    def __init__(self, system: System | None = None, mode: str = "record", cwd: Path | None = None) -> None:
+        self.system = system
+        self.mode = mode
+        self.cwd = cwd
 
 
 def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
 from enum import Enum
 
-from evspec.span import Span
+from evspec.span import Record, Span, set_field
 
 
 class Severity(str, Enum):
@@ -13,22 +12,35 @@ class Severity(str, Enum):
     WARNING = "warning"
 
 
-@dataclass(frozen=True, slots=True)
-class Label:
+class Label(Record):
     """A secondary mark in the same event string: ``span`` with a short ``message``."""
 
+    __slots__ = ("span", "message")
     span: Span
     message: str
 
+    def __init__(self, span: Span, message: str) -> None:
+        set_field(self, "span", span)
+        set_field(self, "message", message)
 
-@dataclass(frozen=True, slots=True)
-class Source:
-    """Where an event string came from: the N-th ``-e`` argument, or a line of a file."""
 
-    kind: str  # "arg" or "file"
-    index: int | None = None  # for "arg": 0-based position among the -e arguments
-    path: str | None = None  # for "file"
-    line: int | None = None  # for "file": 1-based line number
+class Source(Record):
+    """Where an event string came from: the N-th ``-e`` argument, or a line of a file.
+
+    ``kind`` is "arg" or "file"; ``index`` (for "arg") is the 0-based position among the ``-e``
+    arguments; ``path`` and ``line`` (1-based) are for "file"."""
+
+    __slots__ = ("kind", "index", "path", "line")
+    kind: str
+    index: int | None
+    path: str | None
+    line: int | None
+
+    def __init__(self, kind: str, index: int | None = None, path: str | None = None, line: int | None = None) -> None:
+        set_field(self, "kind", kind)
+        set_field(self, "index", index)
+        set_field(self, "path", path)
+        set_field(self, "line", line)
 
     def to_json(self) -> dict[str, object]:
         if self.kind == "arg":
@@ -36,26 +48,43 @@ class Source:
         return {"kind": "file", "path": self.path, "line": self.line}
 
 
-@dataclass(frozen=True, slots=True)
-class Diagnostic:
+class Diagnostic(Record, uncompared=("source",)):
     """A finding about one event string.
 
-    ``code`` is stable (see ``evspec explain CODE``); ``span`` is the primary range in ``event``;
-    ``perf_message`` is perf's own wording for the same condition where perf has one (for example
-    ``Target map doesn't exist``), ``perf_help`` the help block perf prints with it.
+    ``code`` is stable (see ``evspec explain CODE``); ``span`` is the primary range in ``event``,
+    the whole event string the diagnostic is about; ``perf_message`` is perf's own wording for the
+    same condition where perf has one (for example ``Target map doesn't exist``), ``perf_help`` the
+    help block perf prints with it. ``source`` (where ``event`` came from) is not compared.
     """
 
+    __slots__ = ("code", "severity", "message", "span", "labels", "help", "notes", "perf_message", "perf_help",
+                 "event", "source")
     code: str
     severity: Severity
     message: str
     span: Span
-    labels: tuple[Label, ...] = ()
-    help: tuple[str, ...] = ()
-    notes: tuple[str, ...] = ()
-    perf_message: str | None = None
-    perf_help: str | None = None
-    event: str = ""  # the whole event string the span points into
-    source: Source | None = field(default=None, compare=False)
+    labels: tuple[Label, ...]
+    help: tuple[str, ...]
+    notes: tuple[str, ...]
+    perf_message: str | None
+    perf_help: str | None
+    event: str
+    source: Source | None
+
+    def __init__(self, code: str, severity: Severity, message: str, span: Span, labels: tuple[Label, ...] = (),
+                 help: tuple[str, ...] = (), notes: tuple[str, ...] = (), perf_message: str | None = None,
+                 perf_help: str | None = None, event: str = "", source: Source | None = None) -> None:
+        set_field(self, "code", code)
+        set_field(self, "severity", severity)
+        set_field(self, "message", message)
+        set_field(self, "span", span)
+        set_field(self, "labels", labels)
+        set_field(self, "help", help)
+        set_field(self, "notes", notes)
+        set_field(self, "perf_message", perf_message)
+        set_field(self, "perf_help", perf_help)
+        set_field(self, "event", event)
+        set_field(self, "source", source)
 
     @property
     def is_error(self) -> bool:
@@ -63,15 +92,14 @@ class Diagnostic:
 
     def located(self, event: str, source: Source | None = None) -> Diagnostic:
         """The same diagnostic, attached to the event string (and its origin) it describes."""
-        return replace(self, event=event, source=source if source is not None else self.source)
+        return Diagnostic(self.code, self.severity, self.message, self.span, self.labels, self.help, self.notes,
+                          self.perf_message, self.perf_help, event, source if source is not None else self.source)
 
     def shifted(self, offset: int) -> Diagnostic:
         """Move every span by ``offset`` (for findings made on a substring of the event string)."""
-        return replace(
-            self,
-            span=self.span.shift(offset),
-            labels=tuple(Label(lb.span.shift(offset), lb.message) for lb in self.labels),
-        )
+        return Diagnostic(self.code, self.severity, self.message, self.span.shift(offset),
+                          tuple(Label(lb.span.shift(offset), lb.message) for lb in self.labels), self.help,
+                          self.notes, self.perf_message, self.perf_help, self.event, self.source)
 
 
 def error(code: str, message: str, span: Span, **kw: object) -> Diagnostic:

@@ -4,20 +4,25 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 from evspec.diagnostics import Source
+from evspec.span import Record, set_field
 
 
-@dataclass(frozen=True, slots=True)
-class SpecInput:
+class SpecInput(Record):
     """One event string and its origin. ``command`` groups the strings that form one perf command
     line (all ``-e`` arguments together; each line of a file on its own), which matters for
     ``map:NAME.event=EVT`` references to earlier events."""
 
+    __slots__ = ("text", "source", "command")
     text: str
     source: Source
     command: int
+
+    def __init__(self, text: str, source: Source, command: int) -> None:
+        set_field(self, "text", text)
+        set_field(self, "source", source)
+        set_field(self, "command", command)
 
 
 class InputError(Exception):

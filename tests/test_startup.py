@@ -3,16 +3,28 @@
 Cold start is a stated target (bench/parse_bench.py (b): at most 5x `python3 -c pass`); these
 tests keep the modules that would break it off the path, without timing anything. Each run is a
 fresh interpreter outside the source tree, so the installed package is what is measured.
+The records on that path (``evspec.span.Record``) are written out instead of made by the
+``dataclass`` decorator; the last tests hold them to the dataclasses they stand for.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import os
+import pickle
 import subprocess
 import sys
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+
+from evspec.check import CheckedSpec, CheckOptions
+from evspec.diagnostics import Diagnostic, Label, Severity, Source
+from evspec.inputs import SpecInput
+from evspec.parser import parse
+from evspec.span import Record, Span
 
 # Never on the syntax-only path: what they would cost a cold start, roughly, on the dev machine.
 HEAVY = {
@@ -31,12 +43,20 @@ AVOIDABLE = {
     "typing": "annotations need no typing at run time (2-3 ms)",
     "hashlib": "nothing is hashed",
     "shutil": "the CLI sizes argparse's help itself; shutil brings bz2, lzma and zlib",
+    "dataclasses": "records are evspec.span.Record classes; dataclasses brings inspect (8 ms with it)",
+    "inspect": "it brings ast, dis, tokenize and linecache (6 ms)",
+    "pathlib": "inputs are read with open(); pathlib costs 1-2 ms",
+    "copy": "nothing is copied (dataclasses used to bring it)",
 }
 
 
 def _modules_after(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
+    # An editable install's import finder loads pathlib as the interpreter starts: forget what
+    # startup loaded of the modules watched here, so that only evspec's own imports show.
     code = (
         "import sys\n"
+        f"for name in {sorted({**HEAVY, **AVOIDABLE})!r}:\n"
+        "    sys.modules.pop(name, None)\n"
         "from evspec.cli import main\n"
         f"status = main({argv!r})\n"
         "sys.stdout.write('\\n'.join(sorted(sys.modules)) + '\\n')\n"
@@ -92,3 +112,156 @@ def test_help_is_sized_as_argparse_would(monkeypatch: pytest.MonkeyPatch, column
 
     monkeypatch.setenv("COLUMNS", columns)
     assert _HelpFormatter("evspec")._width == argparse.HelpFormatter("evspec")._width
+
+
+# ---------------------------------------------------------------------------------------------
+# the records of the check path behave like the dataclasses they were
+
+
+@dataclass(frozen=True, slots=True, order=True)
+class SpanTwin:
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class LabelTwin:
+    span: Span
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class SourceTwin:
+    kind: str
+    index: int | None = None
+    path: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class DiagnosticTwin:
+    code: str
+    severity: Severity
+    message: str
+    span: Span
+    labels: tuple[Label, ...] = ()
+    help: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    perf_message: str | None = None
+    perf_help: str | None = None
+    event: str = ""
+    source: Source | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SpecInputTwin:
+    text: str
+    source: Source
+    command: int
+
+
+@dataclass(frozen=True, slots=True)
+class CheckedSpecTwin:
+    input: SpecInput
+    events: object
+    diagnostics: tuple[Diagnostic, ...]
+
+
+@dataclass(slots=True)
+class CheckOptionsTwin:
+    system: object = None
+    mode: str = "record"
+    cwd: Path | None = None
+
+
+_ORIGIN = Source("file", path="a.events", line=3)
+_EVENTS = parse("cycles:u")
+# record class, its dataclass twin, two sets of constructor arguments that differ in compared fields
+TWINS: list[tuple[type, type, tuple[object, ...], tuple[object, ...]]] = [
+    (Span, SpanTwin, (1, 4), (1, 5)),
+    (Label, LabelTwin, (Span(0, 2), "here"), (Span(0, 2), "there")),
+    (Source, SourceTwin, ("file", None, "a.events", 3), ("arg", 0)),
+    (Diagnostic, DiagnosticTwin,
+     ("ES001", Severity.ERROR, "bad", Span(0, 1), (Label(Span(1, 2), "l"),), ("h",), ("n",), "perf", None, "x",
+      _ORIGIN),
+     ("ES001", Severity.WARNING, "bad", Span(0, 1))),
+    (SpecInput, SpecInputTwin, ("cycles:u", _ORIGIN, 1), ("cycles:u", _ORIGIN, 2)),
+    (CheckedSpec, CheckedSpecTwin, (SpecInput("cycles:u", _ORIGIN, 1), _EVENTS, ()),
+     (SpecInput("cycles:u", _ORIGIN, 1), parse("cycles:k"), ())),
+    (CheckOptions, CheckOptionsTwin, (None, "stat"), (None, "record")),
+]
+
+
+def _body(text: str) -> str:
+    """A repr without its class name."""
+    return text[text.index("("):]
+
+
+@pytest.mark.parametrize(("record", "twin", "args", "other"), TWINS, ids=[t[0].__name__ for t in TWINS])
+def test_records_match_their_dataclass_twins(record: type, twin: type, args: tuple[object, ...],
+                                             other: tuple[object, ...]) -> None:
+    assert issubclass(record, Record) and dataclasses.is_dataclass(record)
+
+    def described(cls: type) -> list[tuple[object, ...]]:
+        return [(f.name, f.default, f.init, f.repr, f.compare, f.hash, f.kw_only)
+                for f in dataclasses.fields(cls)]
+
+    assert described(record) == described(twin)
+    assert record.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
+    a, b, c = record(*args), record(*args), record(*other)
+    ta, tc = twin(*args), twin(*other)
+    assert _body(repr(a)) == _body(repr(ta)) and _body(repr(c)) == _body(repr(tc))
+    assert (a == b, a == c, a != c) == (True, False, True) == (ta == twin(*args), ta == tc, ta != tc)
+    assert a != ta and a.__eq__(ta) is NotImplemented
+    assert dataclasses.asdict(a) == dataclasses.asdict(ta)
+    assert dataclasses.replace(c, **{f.name: getattr(a, f.name) for f in dataclasses.fields(a)}) == a
+    for clone in (pickle.loads(pickle.dumps(a)), copy.copy(a), copy.deepcopy(a)):
+        assert clone == a and _body(repr(clone)) == _body(repr(a))
+    assert not hasattr(a, "__dict__")
+    name = dataclasses.fields(record)[0].name
+    if twin.__hash__ is None:  # a mutable dataclass: unhashable, fields can be set
+        assert record.__hash__ is None
+        for f in dataclasses.fields(record):
+            setattr(a, f.name, getattr(c, f.name))
+        assert a == c
+        return
+    assert hash(a) == hash(b) == hash(ta)
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field"):
+        setattr(a, name, getattr(c, name))
+    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field"):
+        delattr(a, name)
+
+
+def test_diagnostics_ignore_their_source_in_equality_but_show_it() -> None:
+    moved = Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1), source=Source("arg", index=0))
+    assert moved == Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1), source=_ORIGIN)
+    assert hash(moved) == hash(Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1)))
+    assert repr(moved).endswith("source=Source(kind='arg', index=0, path=None, line=None))")
+    located = moved.located("xy", _ORIGIN)
+    assert (located.event, located.source, located.located("z").source) == ("xy", _ORIGIN, _ORIGIN)
+    shifted = Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1), (Label(Span(1, 2), "l"),), source=_ORIGIN,
+                         event="e").shifted(3)
+    assert (shifted.span, shifted.labels, shifted.source, shifted.event) == (
+        Span(3, 4), (Label(Span(4, 5), "l"),), _ORIGIN, "e")
+
+
+def test_spans_order_validate_and_measure_like_before() -> None:
+    spans = [Span(3, 4), Span(1, 9), Span(1, 2), Span(0, 0)]
+    assert [(s.start, s.end) for s in sorted(spans)] == [(t.start, t.end) for t in sorted(
+        SpanTwin(s.start, s.end) for s in spans)]
+    assert Span(1, 2) < Span(1, 3) <= Span(1, 3) and Span(2, 2) > Span(1, 9) >= Span(1, 9)
+    with pytest.raises(TypeError):
+        Span(1, 2) < (1, 3)  # type: ignore[operator]  # noqa: B015
+    for start, end in ((-1, 0), (3, 2)):
+        with pytest.raises(ValueError, match="invalid span"):
+            Span(start, end)
+    assert (len(Span(2, 5)), Span(2, 5).shift(1), Span(2, 5).cover(Span(0, 3)), Span(1, 3).text("abcd")) == (
+        3, Span(3, 6), Span(0, 5), "bc")
+
+
+def test_a_record_must_annotate_its_slots_in_order() -> None:
+    with pytest.raises(TypeError, match="annotate exactly"):
+        class Broken(Record):
+            __slots__ = ("a", "b")
+            b: int
+            a: int
