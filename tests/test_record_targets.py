@@ -27,7 +27,8 @@ from evspec.record_cmd import add_record_parser, record_main
 
 DATA = Path(__file__).parent / "data"
 GETPPID_NR = {"x86_64": 110, "aarch64": 173}
-HELPER = "import os, sys, time\nfor _ in range(int(sys.argv[1])):\n    os.getppid()\n    time.sleep(0.01)\n"
+HELPER = ("import os, sys, time\nprint('ready', flush=True)\n"
+          "for _ in range(int(sys.argv[1])):\n    os.getppid()\n    time.sleep(0.01)\n")
 
 
 @pytest.fixture
@@ -64,8 +65,8 @@ def record(*argv: str) -> tuple[int, list[dict[str, object]], str]:
 
 def helper(calls: int) -> subprocess.Popen[bytes]:
     """A process calling getppid() ``calls`` times, 10 ms apart, started before the recording."""
-    proc = subprocess.Popen([sys.executable, "-c", HELPER, str(calls)])
-    threading.Event().wait(0.3)  # the interpreter is up and in its loop
+    proc = subprocess.Popen([sys.executable, "-c", HELPER, str(calls)], stdout=subprocess.PIPE, text=True)
+    assert proc.stdout is not None and proc.stdout.readline() == "ready\n"  # in its loop (however loaded the machine)
     return proc
 
 
