@@ -8,14 +8,13 @@ stable code, the exact span, perf's message, and a help line where the fix is kn
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from evspec import lexicon
 from evspec.ast import Terms
 from evspec.ast_builder import PARSER_ERROR, end_of, is_tok, trimmed
 from evspec.diagnostics import Diagnostic, error
 from evspec.parser_lalr import BLANKS, SyntaxStop, Tok
-from evspec.span import Span
+from evspec.span import Record, Span, set_field
 
 _OPENERS = {"LBRACE", "NAMED_LBRACE", "LSQB"}
 _EVENT_START = {None, "_LEAD", "COMMA", "LBRACE", "NAMED_LBRACE"}
@@ -31,13 +30,19 @@ _EXPECTED = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class _Stack:
-    """The parser's stack at an error, flattened to its leaves (tokens and finished AST nodes)."""
+class _Stack(Record):
+    """The parser's stack at an error, flattened to its leaves (tokens and finished AST nodes);
+    the unclosed '{', '/', '[' in order; whether the last token closed a term list."""
 
+    __slots__ = ("leaves", "opens", "prev_closes_terms")
     leaves: tuple[object, ...]
-    opens: tuple[Tok, ...]  # unclosed '{', '/', '[' in order
-    prev_closes_terms: bool  # the last token closed a term list
+    opens: tuple[Tok, ...]
+    prev_closes_terms: bool
+
+    def __init__(self, leaves: tuple[object, ...], opens: tuple[Tok, ...], prev_closes_terms: bool) -> None:
+        set_field(self, "leaves", leaves)
+        set_field(self, "opens", opens)
+        set_field(self, "prev_closes_terms", prev_closes_terms)
 
     @staticmethod
     def of(stop: SyntaxStop) -> _Stack:

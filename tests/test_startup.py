@@ -24,6 +24,7 @@ from evspec.check import CheckedSpec, CheckOptions
 from evspec.diagnostics import Diagnostic, Label, Severity, Source
 from evspec.inputs import SpecInput
 from evspec.parser import parse
+from evspec.parser_tables import decode_json, read_tables_text
 from evspec.span import Record, Span
 
 # Never on the syntax-only path: what they would cost a cold start, roughly, on the dev machine.
@@ -34,7 +35,7 @@ HEAVY = {
     "evspec.loader": "the BPF side is imported only for BPF events with a system",
     "ctypes": "syscalls are made only by the kernel layer",
 }
-# Not on the path of a string without findings either.
+# Not on the check path either (strings with findings included): what each would cost or bring.
 AVOIDABLE = {
     "evspec.record_cmd": "the record sub-command's parser is built only for record",
     "evspec.system": "--system none needs no machine model",
@@ -47,6 +48,7 @@ AVOIDABLE = {
     "inspect": "it brings ast, dis, tokenize and linecache (6 ms)",
     "pathlib": "inputs are read with open(); pathlib costs 1-2 ms",
     "copy": "nothing is copied (dataclasses used to bring it)",
+    "json": "the parser tables are decoded by _json's scanner; the json package compiles 6 regexes (1.5 ms)",
 }
 
 
@@ -84,7 +86,7 @@ def test_check_of_a_valid_string_imports_only_what_it_needs(tmp_path: Path) -> N
 def test_check_with_findings_stays_light(tmp_path: Path, event: str) -> None:
     status, modules = _modules_after(["check", "-e", event], tmp_path)
     assert status == 1
-    for top, why in HEAVY.items():
+    for top, why in {**HEAVY, **AVOIDABLE}.items():
         assert not _loaded(modules, top), f"{top} imported by 'evspec check -e {event}': {why}"
 
 
@@ -112,6 +114,31 @@ def test_help_is_sized_as_argparse_would(monkeypatch: pytest.MonkeyPatch, column
 
     monkeypatch.setenv("COLUMNS", columns)
     assert _HelpFormatter("evspec")._width == argparse.HelpFormatter("evspec")._width
+
+
+JSON_DOCUMENTS = [
+    ' [1, -2, 2.5e3, "a\\u00e9\\n\\"", null, true, false, {"k": {}, "l": []}] \n', "NaN", "[-Infinity]",
+    "", "{", "{} x", "[1,]", '{"a" 1}', "\ufeff[]", '"\\x"', "[1e999]",
+]
+
+
+@pytest.mark.parametrize("without_accelerator", [False, True])
+def test_tables_json_decodes_as_json_loads_does(monkeypatch: pytest.MonkeyPatch, without_accelerator: bool) -> None:
+    import json
+
+    if without_accelerator:
+        monkeypatch.setitem(sys.modules, "_json", None)  # the import fails: json.loads is used
+    tables = read_tables_text()
+    assert decode_json(tables) == json.loads(tables)
+    for text in JSON_DOCUMENTS:
+        try:
+            expected: object = json.loads(text)
+        except json.JSONDecodeError as exc:
+            with pytest.raises(json.JSONDecodeError) as got:
+                decode_json(text)
+            assert (got.value.msg, got.value.pos) == (exc.msg, exc.pos), text
+        else:
+            assert repr(decode_json(text)) == repr(expected), text
 
 
 # ---------------------------------------------------------------------------------------------

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import unicodedata
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from evspec.diagnostics import Diagnostic, Severity, Source
+from evspec.span import Record, set_field
 
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me", "Zl", "Zp"})
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
@@ -53,12 +53,17 @@ def cell_width(shown: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in shown)
 
 
-@dataclass(frozen=True, slots=True)
-class DisplayLine:
-    """An event string as displayed, with the display column where each character starts."""
+class DisplayLine(Record):
+    """An event string as displayed, with the display column where each character starts:
+    ``columns[i]`` is the cell where character ``i`` starts, ``columns[len]`` the total width."""
 
+    __slots__ = ("text", "columns")
     text: str
-    columns: tuple[int, ...]  # columns[i]: cell where character i starts; columns[len] = total width
+    columns: tuple[int, ...]
+
+    def __init__(self, text: str, columns: tuple[int, ...]) -> None:
+        set_field(self, "text", text)
+        set_field(self, "columns", columns)
 
     @classmethod
     def of(cls, event: str) -> DisplayLine:
@@ -101,22 +106,35 @@ def _location(diag: Diagnostic) -> str:
     return f"{describe_source(source)}:{col}"
 
 
-@dataclass(frozen=True, slots=True)
-class _Mark:
-    first: int  # display columns [first, last)
+class _Mark(Record):
+    """Display columns ``[first, last)`` marked with ``char`` ("^" for the primary span, "-" for a
+    label), and the label's message."""
+
+    __slots__ = ("first", "last", "char", "message")
+    first: int
     last: int
-    char: str  # "^" for the primary span, "-" for a label
+    char: str
     message: str
+
+    def __init__(self, first: int, last: int, char: str, message: str) -> None:
+        set_field(self, "first", first)
+        set_field(self, "last", last)
+        set_field(self, "char", char)
+        set_field(self, "message", message)
 
 
 def _overlaps(a: _Mark, b: _Mark) -> bool:
     return a.first < b.last and b.first < a.last
 
 
-@dataclass(frozen=True, slots=True)
-class _Style:
+class _Style(Record):
+    __slots__ = ("color", "severity")
     color: bool
     severity: Severity
+
+    def __init__(self, color: bool, severity: Severity) -> None:
+        set_field(self, "color", color)
+        set_field(self, "severity", severity)
 
     def paint(self, text: str, code: str) -> str:
         return f"{code}{text}{_RESET}" if self.color and text else text
