@@ -180,3 +180,21 @@ def test_map_event_differential(bpf_fixtures: Path, perf_binary: str, monkeypatc
                                    "--format", "perf", *argv], capture_output=True, text=True, env=env)
             perf_err = perf.stderr if "event syntax error" in perf.stderr else ""
             assert ours.stderr == perf_err, (first, second)
+
+
+def test_every_cache_combination_against_the_installed_perf(perf_binary: str, tmp_path: Path) -> None:
+    """Every legacy cache name (type-op-result) is accepted or silently refused exactly as perf 6.1
+    does (its evsel__hw_cache_stat table: e.g. L1-dcache has stores, L1-icache has not)."""
+    import subprocess
+
+    from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+    from evspec.dialect import predict
+
+    env = {"PATH": "/usr/bin:/bin", "COLUMNS": "80", "HOME": str(tmp_path)}
+    for kind in CACHE_TYPES:
+        for op in CACHE_OPS:
+            for result in CACHE_RESULTS:
+                text = f"{kind[0]}-{op[1]}-{result[1]}"
+                perf = subprocess.run([perf_binary, "stat", "-e", text, "--", "true"], capture_output=True,
+                                      text=True, env=env)
+                assert predict(text, "6.1", mode="stat").accepted == (perf.returncode == 0), text

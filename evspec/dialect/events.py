@@ -14,9 +14,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.compiler.attr import CACHE_VALID_OPS as CACHE_OP_SUPPORT
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.terms import NUM, STR, USER, Term, TermRules
-from evspec.dialect.versions import CACHE_OP_SUPPORT, CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, Profile
+from evspec.dialect.versions import Profile
 
 if TYPE_CHECKING:
     from evspec.system.model import Pmu, System

@@ -11,11 +11,12 @@ import re
 from collections.abc import Callable
 from functools import lru_cache
 
+from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
 from evspec.dialect.events import Evsel, Failed, PerfState
 from evspec.dialect.flexscan import Loc
 from evspec.dialect.lalr import Abort, Production, Tables, build
 from evspec.dialect.terms import NUM, STR, USER, Term
-from evspec.dialect.versions import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, Profile
+from evspec.dialect.versions import Profile
 
 Action = Callable[[PerfState, list, list[Loc]], object]
 UINT_MASK = 0xFFFFFFFF

@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
 
+from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
 from evspec.dialect.flexscan import (
     INITIAL,
     Cursor,
@@ -31,9 +32,6 @@ from evspec.dialect.flexscan import (
 from evspec.dialect.pmu_symbols import PmuSymbols, SymbolKind
 from evspec.dialect.versions import (
     BPF_OUTPUT,
-    CACHE_OPS,
-    CACHE_RESULTS,
-    CACHE_TYPES,
     CGROUP_SWITCHES,
     HARDWARE_SYMBOLS,
     INTERNAL_TERMS,

@@ -44,28 +44,6 @@ TOOL_SYMBOLS: tuple[tuple[tuple[str, ...], int], ...] = (
 BPF_OUTPUT = ((("bpf-output",), 10),)
 CGROUP_SWITCHES = ((("cgroup-switches",), 11),)
 
-# legacy cache words, in perf's table order (index = the attr encoding)
-CACHE_TYPES: tuple[tuple[str, ...], ...] = (
-    ("L1-dcache", "l1-d", "l1d", "L1-data"),
-    ("L1-icache", "l1-i", "l1i", "L1-instruction"),
-    ("LLC", "L2"),
-    ("dTLB", "d-tlb", "Data-TLB"),
-    ("iTLB", "i-tlb", "Instruction-TLB"),
-    ("branch", "branches", "bpu", "btb", "bpc"),
-    ("node",),
-)
-CACHE_OPS: tuple[tuple[str, ...], ...] = (
-    ("load", "loads", "read"),
-    ("store", "stores", "write"),
-    ("prefetch", "prefetches", "speculative-read", "speculative-load"),
-)
-CACHE_RESULTS: tuple[tuple[str, ...], ...] = (
-    ("refs", "Reference", "ops", "access"),
-    ("misses", "miss"),
-)
-# which ops each cache type supports (perf's evsel__hw_cache_stat): bit 0 read, 1 write, 2 prefetch
-CACHE_OP_SUPPORT: tuple[int, ...] = (0b101, 0b101, 0b111, 0b111, 0b001, 0b001, 0b111)
-
 # config_term_names, in perf's order (this order is the "valid terms:" help)
 TERMS_61: tuple[str, ...] = (
     "config", "config1", "config2", "name", "period", "freq", "branch_type", "time", "call-graph",
