@@ -21,19 +21,12 @@ from typing import TYPE_CHECKING
 
 from evspec.dialect.events import Evsel, Failed, PerfState
 from evspec.dialect.terms import NUM, STR, Term
+from evspec.render.perf import BPF_MAP_HINT  # perf 6.1's, as the offline checks print it
 
 if TYPE_CHECKING:
     from evspec.loader.spec import MapSpec, ObjectSpec
 
 ADD_V = "(add -v to see detail)"
-MAP_HINT_61 = (
-    "Hint:\tValid config terms:\n"
-    "     \tmap:[<arraymap>].value<indices>=[value]\n"
-    "     \tmap:[<eventmap>].event<indices>=[event]\n"
-    "\n"
-    "     \twhere <indices> is something like [0,3...5] or [all]\n"
-    "     \t(add -v to see detail)"
-)
 MAP_HINT_47 = (
     "Hint:\tValid config terms:\n"
     "     \tmap:[<arraymap>].value=[value]\n"
@@ -290,7 +283,7 @@ def _perf_text(message: str | None) -> str:
 
 
 def _config_object(state: PerfState, spec: ObjectSpec, terms: list[Term]) -> None:
-    hint = MAP_HINT_61 if state.profile.version != "4.7" else MAP_HINT_47
+    hint = BPF_MAP_HINT if state.profile.version != "4.7" else MAP_HINT_47
     for term in terms:
         if term.hardcoded:
             state.errors.handle(term.err_term, "Invalid config term for BPF object")
