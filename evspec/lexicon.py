@@ -7,11 +7,11 @@ case-sensitively (COMPAT Decision 1); perf's cache matching is looser, ours foll
 from __future__ import annotations
 
 import re
-from collections import namedtuple
 from enum import Enum
 from functools import lru_cache
 
 from evspec.ast import SymbolKind
+from evspec.span import Record, set_field
 
 # --------------------------------------------------------------------------------------------
 # built-in symbolic events: spelling -> (kind, canonical perf name)
@@ -137,11 +137,18 @@ def _cache_type_at() -> re.Pattern[str]:
     return re.compile("(" + "|".join(re.escape(t) for t in sorted(CACHE_TYPES, key=len, reverse=True)) + ")(?:-|$)")
 
 
-# The records below are named tuples rather than dataclasses: creating a dataclass compiles its
-# methods at import, which a cold start of `evspec check` pays for.
-CacheWord = namedtuple("CacheWord", ("cache_type", "parts", "part_offsets"))
-CacheWord.__doc__ = """A word split into its cache type (``str``) and parts (``tuple[str, ...]``); the part
-offsets (``tuple[int, ...]``) are relative to the word."""
+class CacheWord(Record):
+    """A word split into its cache type and parts; the part offsets are relative to the word."""
+
+    __slots__ = ("cache_type", "parts", "part_offsets")
+    cache_type: str
+    parts: tuple[str, ...]
+    part_offsets: tuple[int, ...]
+
+    def __init__(self, cache_type: str, parts: tuple[str, ...], part_offsets: tuple[int, ...]) -> None:
+        set_field(self, "cache_type", cache_type)
+        set_field(self, "parts", parts)
+        set_field(self, "part_offsets", part_offsets)
 
 
 def split_cache_word(word: str) -> CacheWord | None:
@@ -239,9 +246,19 @@ class ValueType(str, Enum):
     BOOL = "0 or 1"
 
 
-KeywordTerm = namedtuple("KeywordTerm", ("name", "value_type", "maximum"), defaults=(None,))
-KeywordTerm.__doc__ = """A keyword term: its ``name``, the ``ValueType`` of its value, and the ``maximum`` of a
-number with a narrower range than 64 bits (or None)."""
+class KeywordTerm(Record):
+    """A keyword term: its ``name``, the ``ValueType`` of its value, and the ``maximum`` of a
+    number with a narrower range than 64 bits (or None)."""
+
+    __slots__ = ("name", "value_type", "maximum")
+    name: str
+    value_type: ValueType
+    maximum: int | None
+
+    def __init__(self, name: str, value_type: ValueType, maximum: int | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "value_type", value_type)
+        set_field(self, "maximum", maximum)
 
 
 _KEYWORDS = (

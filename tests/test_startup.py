@@ -23,6 +23,7 @@ import pytest
 from evspec.check import CheckedSpec, CheckOptions
 from evspec.diagnostics import Diagnostic, Label, Severity, Source
 from evspec.inputs import SpecInput
+from evspec.lexicon import CacheWord, KeywordTerm, ValueType
 from evspec.parser import parse
 from evspec.parser_tables import decode_json, read_tables_text
 from evspec.span import Record, Span
@@ -194,6 +195,20 @@ class CheckedSpecTwin:
     diagnostics: tuple[Diagnostic, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class CacheWordTwin:
+    cache_type: str
+    parts: tuple[str, ...]
+    part_offsets: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class KeywordTermTwin:
+    name: str
+    value_type: ValueType
+    maximum: int | None = None
+
+
 @dataclass(slots=True)
 class CheckOptionsTwin:
     system: object = None
@@ -216,6 +231,8 @@ TWINS: list[tuple[type, type, tuple[object, ...], tuple[object, ...]]] = [
     (CheckedSpec, CheckedSpecTwin, (SpecInput("cycles:u", _ORIGIN, 1), _EVENTS, ()),
      (SpecInput("cycles:u", _ORIGIN, 1), parse("cycles:k"), ())),
     (CheckOptions, CheckOptionsTwin, (None, "stat"), (None, "record")),
+    (CacheWord, CacheWordTwin, ("L1-dcache", ("load",), (10,)), ("L1-dcache", ("loads",), (10,))),
+    (KeywordTerm, KeywordTermTwin, ("period", ValueType.NUMBER), ("aux-sample-size", ValueType.NUMBER, 0xFFFFFFFF)),
 ]
 
 
