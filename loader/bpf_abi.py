@@ -102,6 +102,10 @@ OP_LD_IMM64 = 0x18
 OP_CALL = 0x85
 OP_EXIT = 0x95
 
+# Helper function ids (``enum bpf_func_id``) of the programs evspec writes itself.
+FUNC_MAP_LOOKUP_ELEM = 1
+FUNC_LOOP = 181
+
 
 class BpfInsn(ctypes.Structure):
     """``struct bpf_insn``: opcode, dst/src registers (4 bits each), offset, immediate."""
@@ -113,6 +117,15 @@ class BpfInsn(ctypes.Structure):
         ("off", s16),
         ("imm", s32),
     ]
+
+
+INSN_SIZE = 8  # bytes of one struct bpf_insn
+
+
+def encode_insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
+    """One ``struct bpf_insn`` as the kernel reads it (host byte order, the register nibbles in
+    the order the host's C compiler lays out the bit-fields)."""
+    return bytes(BpfInsn(code=code, dst_reg=dst, src_reg=src, off=off, imm=imm))
 
 
 class MapCreateAttr(ctypes.Structure):
@@ -211,6 +224,29 @@ class BtfLoadAttr(ctypes.Structure):
         ("btf_log_size", u32),
         ("btf_log_level", u32),
         ("btf_log_true_size", u32),
+    ]
+
+
+class ProgTestRunAttr(ctypes.Structure):
+    """BPF_PROG_TEST_RUN (``attr.test``); the kernel writes the program's return value to ``retval``."""
+
+    _fields_ = [
+        ("prog_fd", u32),
+        ("retval", u32),
+        ("data_size_in", u32),
+        ("data_size_out", u32),
+        ("data_in", u64),
+        ("data_out", u64),
+        ("repeat", u32),
+        ("duration", u32),
+        ("ctx_size_in", u32),
+        ("ctx_size_out", u32),
+        ("ctx_in", u64),
+        ("ctx_out", u64),
+        ("flags", u32),
+        ("cpu", u32),
+        ("batch_size", u32),
+        ("_pad0", u32),
     ]
 
 

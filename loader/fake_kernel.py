@@ -136,6 +136,14 @@ class FakeKernel:
             if s.times <= 0:
                 self.scripts.remove(s)
 
+    def _fail_if_scripted(self, op: str, args: dict[str, Any]) -> None:
+        """Take the script of this call, if any; raise its errno (perf calls: no log, no result)."""
+        script = self._scripted(op, args)
+        if script is not None:
+            self._consume(script)
+            if script.errno is not None:
+                raise self._fail(op, args, script.errno)
+
     def _new_fd(self, kind: str) -> int:
         fd = self._next_fd
         self._next_fd += 1
@@ -376,11 +384,7 @@ class FakeKernel:
                 raise self._fail(op, args, E.E2BIG)
         if not (self.capabilities >> CAP_PERFMON & 1 or self.capabilities >> CAP_SYS_ADMIN & 1):
             raise self._fail(op, args, E.EACCES)
-        script = self._scripted(op, args)
-        if script is not None:
-            self._consume(script)
-            if script.errno is not None:
-                raise self._fail(op, args, script.errno)
+        self._fail_if_scripted(op, args)
         return self._ok(op, args, self._new_fd("perf"))
 
     def ioctl(self, fd: int, request: int, arg: int, *, operation: str) -> int:
@@ -390,11 +394,7 @@ class FakeKernel:
             raise self._fail(op, args, E.EBADF)
         if request == Ioctl.SET_BPF and arg not in self.programs:
             raise self._fail(op, args, E.EBADF)
-        script = self._scripted(op, args)
-        if script is not None:
-            self._consume(script)
-            if script.errno is not None:
-                raise self._fail(op, args, script.errno)
+        self._fail_if_scripted(op, args)
         return self._ok(op, args, 0)
 
     def mmap(self, length: int, prot: int, flags: int, fd: int, offset: int) -> int:

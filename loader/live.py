@@ -1,14 +1,14 @@
 """From an ``ObjectSpec`` to live kernel objects: maps created, programs relocated and loaded.
 
-``load_object(spec, prog_types)`` is the one call (cilium/ebpf's ``NewCollection``): it loads the
+``load_object(spec, prog_types)`` is the one call (cilium/ebpf's ``NewCollection``). It loads the
 object's BTF (completed by ``btf_fixup`` the way libbpf completes it, and rewritten for kernels
-that lack newer kinds), creates every map (with BTF key/value types where the map type allows) (legacy ``SEC("maps")`` and BTF ``.maps``
-alike, global data maps with their initial contents, ``.rodata`` frozen), patches a copy of each
-program's instructions and loads it with the program type the caller decided from the section
-name (with the BTF's func_info and line_info, so that verifier logs and ``bpftool prog dump
-jited linum`` show source lines). The result is a ``LiveObject`` that closes every descriptor on ``close()`` or at the end of a
-``with`` block; if anything fails half-way, what was already created is closed before the error
-propagates.
+that lack newer kinds); creates every map, legacy ``SEC("maps")`` and BTF ``.maps`` alike, with
+BTF key/value types where the map type allows, global data maps with their initial contents and
+``.rodata`` frozen; patches a copy of each program's instructions and loads it with the program
+type the caller decided from the section name, with the BTF's func_info and line_info so that
+verifier logs and ``bpftool prog dump jited linum`` show source lines. The result is a
+``LiveObject`` that closes every descriptor on ``close()`` or at the end of a ``with`` block; if
+anything fails half-way, what was already created is closed before the error propagates.
 """
 
 from __future__ import annotations
@@ -37,10 +37,11 @@ from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSp
 from evspec.codes import kernel as codes
 
 _MAP_SECTIONS = (".maps", "maps")
-_INSN = 8
 # What the kernel's BTF log says when it refuses a kind or linkage it does not know: only then
 # are the kinds probed and the BTF rewritten for this kernel.
 _UNKNOWN_KIND_LOG = ("Invalid kind", "Invalid btf_info", "kind_flag", "Invalid func linkage")
+# Failures of BPF_BTF_LOAD that say nothing about the BTF: loading without it would fail the same way.
+_NOT_ABOUT_BTF = (codes.PERMISSION, codes.MEMLOCK)
 
 
 @dataclass(frozen=True, slots=True)
@@ -130,17 +131,11 @@ class LiveObject:
         if self._closed:
             return
         self._closed = True
-        first: KernelError | None = None
-        for fd in self.fds:
-            try:
-                self.kernel.close(fd)
-            except KernelError as exc:
-                first = first or exc
+        fds = self.fds
         self.programs.clear()
         self.maps.clear()
         self.btf_fd = None
-        if first is not None:
-            raise first
+        self.kernel.close_all(fds)
 
     def __enter__(self) -> LiveObject:
         return self
@@ -155,11 +150,11 @@ class LiveObject:
 
 
 def _insn(buf: bytearray, index: int) -> abi.BpfInsn:
-    return abi.BpfInsn.from_buffer_copy(buf, index * _INSN)
+    return abi.BpfInsn.from_buffer_copy(buf, index * abi.INSN_SIZE)
 
 
 def _put(buf: bytearray, index: int, insn: abi.BpfInsn) -> None:
-    buf[index * _INSN : (index + 1) * _INSN] = bytes(insn)
+    buf[index * abi.INSN_SIZE : (index + 1) * abi.INSN_SIZE] = bytes(insn)
 
 
 def _relocation_error(prog: ProgramSpec, index: int, message: str) -> KernelError:
@@ -243,10 +238,10 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
                         raise _relocation_error(
                             part, rel.insn_index, f"calls '{rel.target}', which the object lacks"
                         )
-                    starts[rel.target] = len(buf) // _INSN
+                    starts[rel.target] = len(buf) // abi.INSN_SIZE
                     parts.append((starts[rel.target], callee))
                     buf += callee.insns
-                target = starts[rel.target] + rel.addend // _INSN
+                target = starts[rel.target] + rel.addend // abi.INSN_SIZE
                 if rel.kind == "call":
                     _patch_call(buf, part, base, rel.insn_index, target)
                 else:
@@ -354,7 +349,7 @@ def _load_btf(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
     try:
         live.btf_fd, live.btf = kernel.load_btf(fixed.data), fixed
     except KernelError as exc:
-        if exc.code in (codes.PERMISSION, codes.MEMLOCK):
+        if exc.code in _NOT_ABOUT_BTF:
             raise
         live.btf_error = exc
         if not any(text in (exc.detail or "") for text in _UNKNOWN_KIND_LOG):
@@ -366,7 +361,7 @@ def _load_btf(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
         try:
             live.btf_fd, live.btf, live.btf_error = kernel.load_btf(sanitised.data), sanitised, None
         except KernelError as again:
-            if again.code in (codes.PERMISSION, codes.MEMLOCK):
+            if again.code in _NOT_ABOUT_BTF:
                 raise
             live.btf_error = again
             return
@@ -386,7 +381,7 @@ def probe_btf_features(kernel: Kernel, wanted: Collection[str]) -> BtfFeatures:
         try:
             fd = kernel.load_btf(blobs[name])
         except KernelError as exc:
-            if exc.code in (codes.PERMISSION, codes.MEMLOCK):
+            if exc.code in _NOT_ABOUT_BTF:
                 raise
             continue
         kernel.close(fd)
@@ -483,8 +478,9 @@ def load_object(
     """Create the maps and load the programs of ``spec``.
 
     ``prog_types`` maps every program name to its BPF program type (decided by the caller from the
-    section name); programs named in ``deferred`` are linked and loaded later by their caller. ``cpus`` sizes perf event arrays declared with ``max_entries`` 0 (default: the
-    possible CPUs of this machine).
+    section name); programs named in ``deferred`` are linked and loaded later by their caller.
+    ``cpus`` sizes perf event arrays declared with ``max_entries`` 0 (default: the possible CPUs
+    of this machine).
     """
     missing = [p.name for p in spec.programs if p.name not in prog_types and p.name not in deferred]
     if missing:

@@ -85,6 +85,9 @@ class SampleType(IntFlag):
     WEIGHT_STRUCT = 1 << 24
 
 
+PERF_FORMAT_LOST = 1 << 4  # read_format: read(2) gives the samples the event's ring dropped (6.0)
+
+
 class AttrFlag(IntFlag):
     """The bit-field word of ``perf_event_attr`` (the u64 after ``read_format``), one name per bit.
 

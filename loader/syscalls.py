@@ -1,8 +1,10 @@
 """The one funnel through which evspec talks to the kernel.
 
 Every ``bpf(2)``, ``perf_event_open(2)``, ``ioctl(2)``, ``mmap(2)``, ``munmap(2)`` and ``close(2)``
-that evspec makes goes through a ``Funnel``. ``LinuxFunnel`` issues the real system calls through
-libc's ``syscall()`` (ctypes, ``use_errno``); tests swap in ``loader.fake_kernel.FakeKernel``.
+that evspec makes goes through a ``Funnel``, and so does the ``read(2)`` of a perf event's counts
+where the funnel has ``read`` (``LinuxFunnel`` has; a fake without it stands for a kernel whose
+events cannot be read). ``LinuxFunnel`` issues the real system calls through libc's ``syscall()``
+(ctypes, ``use_errno``); tests swap in ``loader.fake_kernel.FakeKernel``.
 A failing call raises ``SyscallError`` carrying the errno and the name of the operation; the typed
 layer (``loader.kernel``) turns that into a coded ``KernelError``.
 """
@@ -154,6 +156,12 @@ class LinuxFunnel:
             err = ctypes.get_errno()
             if err != errno_mod.EINTR:
                 raise SyscallError(err, "close")
+
+    def read(self, fd: int, size: int) -> bytes:
+        try:
+            return os.read(fd, size)
+        except OSError as exc:
+            raise SyscallError(exc.errno or errno_mod.EIO, "read") from None
 
     def effective_capabilities(self) -> int:
         with open("/proc/self/status", encoding="ascii") as f:

@@ -95,6 +95,26 @@ EXPECTED: dict[type[ctypes.Structure], tuple[int, dict[str, int]]] = {
             "btf_log_true_size": 28,
         },
     ),
+    b.ProgTestRunAttr: (
+        80,
+        {
+            "prog_fd": 0,
+            "retval": 4,
+            "data_size_in": 8,
+            "data_size_out": 12,
+            "data_in": 16,
+            "data_out": 24,
+            "repeat": 32,
+            "duration": 36,
+            "ctx_size_in": 40,
+            "ctx_size_out": 44,
+            "ctx_in": 48,
+            "ctx_out": 56,
+            "flags": 64,
+            "cpu": 68,
+            "batch_size": 72,
+        },
+    ),
     b.GetNextIdAttr: (12, {"start_id": 0, "next_id": 4, "open_flags": 8}),
     b.ObjInfoAttr: (16, {"bpf_fd": 0, "info_len": 4, "info": 8}),
     b.LinkCreateAttr: (48, {"prog_fd": 0, "target_fd": 4, "attach_type": 8, "flags": 12, "bpf_cookie": 16}),
@@ -227,6 +247,7 @@ C_PLACE: dict[type[ctypes.Structure], tuple[str, str, bool]] = {
     b.MapBatchAttr: ("union bpf_attr", "batch.", False),
     b.ProgLoadAttr: ("union bpf_attr", "", False),
     b.BtfLoadAttr: ("union bpf_attr", "", False),
+    b.ProgTestRunAttr: ("union bpf_attr", "test.", False),
     b.GetNextIdAttr: ("union bpf_attr", "", False),
     b.ObjInfoAttr: ("union bpf_attr", "info.", False),
     b.LinkCreateAttr: ("union bpf_attr", "link_create.", False),
@@ -259,6 +280,8 @@ CONSTANTS: dict[str, int] = {
     "BPF_PSEUDO_MAP_FD": b.BPF_PSEUDO_MAP_FD,
     "BPF_PSEUDO_MAP_VALUE": b.BPF_PSEUDO_MAP_VALUE,
     "BPF_PSEUDO_CALL": b.BPF_PSEUDO_CALL,
+    "BPF_PSEUDO_FUNC": b.BPF_PSEUDO_FUNC,
+    "BPF_FUNC_map_lookup_elem": b.FUNC_MAP_LOOKUP_ELEM,
     "BPF_OBJ_NAME_LEN": b.BPF_OBJ_NAME_LEN,
     "BPF_TAG_SIZE": b.BPF_TAG_SIZE,
     "BPF_LD | BPF_IMM | BPF_DW": b.OP_LD_IMM64,
@@ -270,6 +293,11 @@ CONSTANTS: dict[str, int] = {
     "PERF_FLAG_FD_CLOEXEC": p.PERF_FLAG_FD_CLOEXEC,
 }
 GATED_CONSTANTS = {"PERF_ATTR_SIZE_VER8": p.PERF_ATTR_SIZE_VER8}  # #ifdef'd: newer headers only
+# Enumerators of newer headers than some (no #ifdef for them): name -> (first Linux version, value).
+VERSIONED_CONSTANTS = {
+    "PERF_FORMAT_LOST": ((6, 0), p.PERF_FORMAT_LOST),
+    "BPF_FUNC_loop": ((5, 17), b.FUNC_LOOP),
+}
 
 
 def _field_names(cls: type[ctypes.Structure]) -> list[str]:
@@ -287,6 +315,13 @@ def test_structure_matches_the_uapi_numbers(cls: type[ctypes.Structure]) -> None
     size, offsets = EXPECTED[cls]
     assert ctypes.sizeof(cls) == size
     assert {name: getattr(cls, name).offset for name in _field_names(cls)} == offsets
+
+
+def test_encoded_instructions_are_struct_bpf_insn() -> None:
+    encoded = b.encode_insn(b.OP_LD_IMM64, 3, b.BPF_PSEUDO_MAP_FD, -2, -7)
+    assert len(encoded) == b.INSN_SIZE == ctypes.sizeof(b.BpfInsn)
+    insn = b.BpfInsn.from_buffer_copy(encoded)
+    assert (insn.code, insn.dst_reg, insn.src_reg, insn.off, insn.imm) == (0x18, 3, 1, -2, -7)
 
 
 def test_bitfields_and_flag_helpers() -> None:
@@ -351,6 +386,8 @@ def _c_program() -> str:
         out.append(f'V("{name}", {name});')
     for name in GATED_CONSTANTS:
         out.append(f'#ifdef {name}\nV("{name}", {name});\n#endif')
+    for name, ((major, minor), _) in VERSIONED_CONSTANTS.items():
+        out.append(f'#if LINUX_VERSION_CODE >= KERNEL_VERSION({major}, {minor}, 0)\nV("{name}", {name});\n#endif')
     for flag in p.AttrFlag:
         assert flag.name is not None
         if flag.name.startswith("PRECISE_IP"):
@@ -421,6 +458,9 @@ def test_constants_match_the_installed_header(uapi: dict[str, tuple[int, int]]) 
     for name, value in CONSTANTS.items():
         assert uapi[name][0] == value, name
     for name, value in GATED_CONSTANTS.items():
+        if name in uapi:
+            assert uapi[name][0] == value, name
+    for name, (_since, value) in VERSIONED_CONSTANTS.items():
         if name in uapi:
             assert uapi[name][0] == value, name
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ctypes
 import errno as E
 import struct
 
@@ -16,14 +17,12 @@ from evspec.loader.syscalls import CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_
 
 from evspec.codes import lookup
 
-
-def insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
-    return struct.pack("<BBhi", code, (src << 4) | dst, off, imm)
+insn = abi.encode_insn
 
 
 def decode(insns: bytes, index: int) -> tuple[int, int, int, int, int]:
-    code, regs, off, imm = struct.unpack_from("<BBhi", insns, index * 8)
-    return code, regs & 0xF, regs >> 4, off, imm
+    i = abi.BpfInsn.from_buffer_copy(insns, index * abi.INSN_SIZE)
+    return i.code, i.dst_reg, i.src_reg, i.off, i.imm
 
 
 LD_IMM64 = insn(0x18, 1) + insn(0)
@@ -323,6 +322,17 @@ def test_update_batch_does_not_hide_other_errors() -> None:
     assert info.value.code == "EK012" and not fake.calls_of("BPF_MAP_UPDATE_ELEM")
 
 
+def test_update_batch_size_errors_name_the_map() -> None:
+    fake, kernel = fake_and_kernel()
+    fd = kernel.create_map(MapType.ARRAY, 4, 4, 8, name="a")
+    with pytest.raises(KernelError, match=r"^map 'a': 6 key bytes are not a multiple of key_size 4$"):
+        kernel.update_batch(fd, bytes(6), bytes(8), key_size=4, value_size=4, what="map 'a'")
+    with pytest.raises(KernelError, match=r"^map 'a': the values of 2 elements are 4 bytes, not 2 x 4$"):
+        kernel.update_batch(fd, bytes(8), bytes(4), key_size=4, value_size=4, what="map 'a'")
+    assert kernel.update_batch(fd, b"", b"", key_size=4, value_size=4) == 0
+    assert not fake.calls_of("BPF_MAP_UPDATE_BATCH")
+
+
 def test_lookup_delete_next_key_and_batch_lookup() -> None:
     _fake, kernel = fake_and_kernel()
     fd = kernel.create_map(MapType.HASH, 4, 4, 8, name="h")
@@ -352,6 +362,60 @@ def test_object_info_and_ids() -> None:
     )
     assert list(kernel.map_ids()) == [kernel.map_info(fd).id]
     assert list(kernel.program_ids()) == [info.id]
+
+
+def test_run_program_passes_the_context_and_returns_retval() -> None:
+    seen: dict[str, object] = {}
+
+    class Runner(FakeKernel):
+        def bpf(self, cmd: int, attr: ctypes.Structure, size: int, *, operation: str) -> int:
+            if cmd == abi.Cmd.PROG_TEST_RUN:
+                seen.update(fd=attr.prog_fd, ctx=ctypes.string_at(attr.ctx_in, attr.ctx_size_in), size=size)  # type: ignore[attr-defined]
+                attr.retval = 0xFFFFFFFF  # type: ignore[attr-defined]
+                return 0
+            return super().bpf(cmd, attr, size, operation=operation)
+
+    kernel = Kernel(Runner())
+    assert kernel.run_program(9, ctx=b"abc") == 0xFFFFFFFF
+    assert seen == {"fd": 9, "ctx": b"abc", "size": ctypes.sizeof(abi.ProgTestRunAttr)}
+
+
+def test_unnamed_maps_and_programs_are_named_by_their_fd_in_errors() -> None:
+    fake, kernel = fake_and_kernel()
+    fd = kernel.create_map(MapType.HASH, 4, 4, 2)
+    fake.script("BPF_MAP_LOOKUP_ELEM", errno=E.EFAULT)
+    with pytest.raises(KernelError, match=rf"^BPF_MAP_LOOKUP_ELEM for map fd {fd}: Bad address \(EFAULT\)$"):
+        kernel.lookup(fd, bytes(4), 4)
+    with pytest.raises(KernelError, match=r"^BPF_PROG_TEST_RUN for program fd 7: Invalid argument"):
+        kernel.run_program(7)
+    with pytest.raises(KernelError, match=r"^a program is 12 bytes, not whole 8-byte instructions$"):
+        kernel.load_program(ProgType.TRACEPOINT, bytes(12), "GPL")
+    with pytest.raises(KernelError, match=r"^program 'p' is 0 bytes"):
+        kernel.load_program(ProgType.TRACEPOINT, b"", "GPL", name="p")
+
+
+def test_run_program_failure_names_what_ran() -> None:
+    _fake, kernel = fake_and_kernel()  # the fake's BPF_PROG_TEST_RUN fails with EINVAL
+    with pytest.raises(KernelError, match=r"^BPF_PROG_TEST_RUN for map 'arr': Invalid argument"):
+        kernel.run_program(3, ctx=bytes(8), what="map 'arr'")
+
+
+def test_load_program_passes_btf_and_func_info() -> None:
+    fake, kernel = fake_and_kernel()
+    kernel.load_program(ProgType.RAW_TRACEPOINT, MOV0 + EXIT, "GPL", btf_fd=77, func_info=((0, 3),))
+    kernel.load_program(ProgType.RAW_TRACEPOINT, MOV0 + EXIT, "GPL")
+    with_btf, without = fake.calls_of("BPF_PROG_LOAD")
+    assert (with_btf.args["prog_btf_fd"], with_btf.args["func_info_cnt"], with_btf.args["func_info_rec_size"]) == (77, 1, 8)
+    assert (without.args["prog_btf_fd"], without.args["func_info"], without.args["func_info_cnt"]) == (0, 0, 0)
+
+
+def test_close_all_tries_every_fd_and_raises_the_first_failure() -> None:
+    fake, kernel = fake_and_kernel()
+    a, b = kernel.create_map(MapType.ARRAY, 4, 4, 1), kernel.create_map(MapType.ARRAY, 4, 4, 1)
+    with pytest.raises(KernelError, match=r"^close for fd 9999: Bad file descriptor"):
+        kernel.close_all([a, 9999, 9998, b])
+    assert not fake.open_fds
+    assert [c.args["fd"] for c in fake.calls_of("close")] == [a, 9999, 9998, b]
 
 
 # ------------------------------------------------------------------ verifier
@@ -526,6 +590,16 @@ def test_perf_attr_fields_unknown_to_the_kernel() -> None:
         "the event sets config3 beyond that (E2BIG)"
     )
     assert fake.calls_of("perf_event_open")[-1].errno == E.E2BIG
+
+
+def test_perf_event_open_failure_names_the_event_and_cpu() -> None:
+    fake, kernel = fake_and_kernel()
+    fake.script("perf_event_open", errno=E.EINVAL)
+    with pytest.raises(KernelError) as info:
+        kernel.perf_event_open(PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY), cpu=2)
+    assert info.value.code == "EK005" and info.value.message == (
+        "perf_event_open for the event of type 1 config 0x9 on cpu 2: Invalid argument (EINVAL)"
+    )
 
 
 # -------------------------------------------------------------- perf events
