@@ -3,7 +3,7 @@ its events (perf's ``bpf__apply_obj_config``).
 
 * ``value`` updates write the value at every selected key. Key ranges stay ranges: a range of
   ``KERNEL_FILL_MIN`` keys or more is written from inside the kernel by a small program (see
-  ``KernelFill``), the rest with BPF_MAP_UPDATE_BATCH, ``BATCH_CHUNK`` elements a call, their keys
+  ``array_fill``), the rest with BPF_MAP_UPDATE_BATCH, ``BATCH_CHUNK`` elements a call, their keys
   and values made as bytes in bulk;
 * ``event`` updates store, at every selected key K, the descriptor of the event's instance on the
   K-th CPU slot. perf's checks come first, in its order and with its words: the event opened for
@@ -14,21 +14,19 @@ its events (perf's ``bpf__apply_obj_config``).
 from __future__ import annotations
 
 import contextlib
-import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from evspec.loader import bpf_abi as abi
+from evspec.loader.array_fill import KernelFill
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.live import LiveMap, LiveObject
-from evspec.loader.map_terms import KeyRange, MapUpdate
+from evspec.loader.map_terms import KeyRange, MapUpdate, range_keys
 from evspec.loader.perf_abi import PerfType, SwConfig
-from evspec.loader.spec import MapType, ProgType
 
-# Codes of the recording session (to be catalogued in evspec.codes by the integrator).
+# Codes of applying map terms (catalogued in evspec.codes.kernel).
 CODE_APPLY = "EK101"
 CODE_NO_EVENT = "EK102"
 
@@ -83,23 +81,13 @@ BATCH_CHUNK = 1 << 16  # elements per BPF_MAP_UPDATE_BATCH: bounds the key and v
 KERNEL_FILL_MIN = 4096  # from this many keys on, loading the fill program costs less than a batch
 
 
-def _key_ranges(update: MapUpdate, size: int) -> tuple[KeyRange, ...]:
-    """The inclusive key ranges of ``update``; a term without an index list selects every key of
-    the live map (``size`` entries)."""
+def _live_ranges(update: MapUpdate, size: int) -> tuple[KeyRange, ...]:
+    """The inclusive key ranges of ``update`` in the live map of ``size`` entries: the plan names
+    no keys for a term over every key of a map sized at creation (a PERF_EVENT_ARRAY declared
+    with 0 entries gets one per possible CPU), so those are all ``size`` keys."""
     if update.keys:
         return update.keys
     return ((0, size - 1),) if size > 0 else ()
-
-
-def _range_keys(ranges: Iterable[KeyRange]) -> Iterator[int]:
-    for first, last in ranges:
-        yield from range(first, last + 1)
-
-
-def _chunks(first: int, last: int, chunk: int) -> Iterator[tuple[int, int]]:
-    """(first key, count) pieces of the inclusive range ``first...last``, ``chunk`` keys at most."""
-    for start in range(first, last + 1, chunk):
-        yield start, min(chunk, last + 1 - start)
 
 
 def _batches(ranges: Iterable[KeyRange], chunk: int) -> Iterator[list[tuple[int, int]]]:
@@ -128,174 +116,6 @@ def keys_bytes(first: int, count: int, size: int) -> bytes:
     if code is not None and array(code).itemsize == size:
         return array(code, range(first, first + count)).tobytes()
     return b"".join(k.to_bytes(size, sys.byteorder) for k in range(first, first + count))
-
-
-# ---------------------------------------------------------------------------------------------
-# the kernel-side fill
-#
-# BPF_MAP_UPDATE_BATCH costs the kernel about 115 ns an element (two copy_from_user and an update
-# call each), 0.12 s for a million keys. A program run once with BPF_PROG_TEST_RUN writes the same
-# million values in about 3 ms: bpf_loop calls a callback that looks the key up (inlined for
-# ARRAY maps) and stores the value. It needs bpf_loop (5.17) and BPF_PROG_TEST_RUN of raw
-# tracepoint programs (5.10); where either is missing, or the map refuses program writes, the
-# batch path writes the values instead.
-
-BPF_MAX_LOOPS = 1 << 23  # the most iterations one bpf_loop call makes
-FILL_PROGRAM_NAME = "evspec_fill"
-FILL_LICENSE = "Dual MIT/GPL"
-FILL_CTX = struct.Struct("=QQQ")  # first key, key count, value: the program's u64 arguments
-STORE_SIZES = {1: 0x10, 2: 0x08, 4: 0x00, 8: 0x18}  # value size -> BPF_B/H/W/DW
-FUNC_BPF_LOOP = 181
-FUNC_MAP_LOOKUP_ELEM = 1
-# BPF opcodes used below: class | mode | size, or class | op | source
-STX_MEM, ST_MEM, LDX_MEM = 0x63, 0x62, 0x61  # BPF_STX/BPF_ST/BPF_LDX | BPF_MEM, plus a size
-LDX_DW, ST_DW, STX_W, STX_DW = LDX_MEM | 0x18, ST_MEM | 0x18, STX_MEM, STX_MEM | 0x18
-MOV64_X, MOV64_K, ADD64_X, ADD64_K = 0xBF, 0xB7, 0x0F, 0x07
-LD_IMM64, CALL, EXIT, JEQ_K = 0x18, 0x85, 0x95, 0x15
-CALLBACK_START = 15  # index of the callback's first instruction in fill_program()
-
-
-def _insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
-    return struct.pack("=BBhi", code, (src << 4 | dst) if sys.byteorder == "little" else (dst << 4 | src), off, imm)
-
-
-def fill_program(map_fd: int, value_size: int) -> bytes:
-    """The fill program for the ARRAY map ``map_fd``: its context holds the first key, the key
-    count and the value; it stores the value's low ``value_size`` bytes at each key and returns
-    how many it stored.
-
-    The main function keeps (first, value, stored) on its stack at r10-24 and passes their address
-    to bpf_loop, which calls the callback with the iteration index and that address.
-    """
-    if value_size not in STORE_SIZES:
-        raise ValueError(f"a fill program stores 1, 2, 4 or 8 bytes, not {value_size}")
-    main = [
-        _insn(LDX_DW, 2, 1, 0),  # r2 = first
-        _insn(LDX_DW, 3, 1, 8),  # r3 = count
-        _insn(LDX_DW, 4, 1, 16),  # r4 = value
-        _insn(STX_DW, 10, 2, -24),
-        _insn(STX_DW, 10, 4, -16),
-        _insn(ST_DW, 10, 0, -8, 0),  # stored = 0
-        _insn(MOV64_X, 1, 3),  # r1 = count
-        _insn(LD_IMM64, 2, abi.BPF_PSEUDO_FUNC, 0, CALLBACK_START - 7 - 1),  # r2 = &callback
-        _insn(0),
-        _insn(MOV64_X, 3, 10),
-        _insn(ADD64_K, 3, 0, 0, -24),  # r3 = &(first, value, stored)
-        _insn(MOV64_K, 4, 0, 0, 0),  # flags
-        _insn(CALL, imm=FUNC_BPF_LOOP),
-        _insn(LDX_DW, 0, 10, -8),  # return stored
-        _insn(EXIT),
-    ]
-    assert len(main) == CALLBACK_START
-    callback = [  # (r1 = index, r2 = &(first, value, stored))
-        _insn(MOV64_X, 6, 2),
-        _insn(LDX_DW, 3, 6, 0),
-        _insn(ADD64_X, 3, 1),  # key = first + index
-        _insn(STX_W, 10, 3, -4),
-        _insn(LD_IMM64, 1, abi.BPF_PSEUDO_MAP_FD, 0, map_fd),
-        _insn(0),
-        _insn(MOV64_X, 2, 10),
-        _insn(ADD64_K, 2, 0, 0, -4),
-        _insn(CALL, imm=FUNC_MAP_LOOKUP_ELEM),
-        _insn(JEQ_K, 0, 0, 7, 0),  # no element: stop the loop
-        _insn(LDX_DW, 1, 6, 8),
-        _insn(STX_MEM | STORE_SIZES[value_size], 0, 1, 0),  # *value = r1
-        _insn(LDX_DW, 1, 6, 16),
-        _insn(ADD64_K, 1, 0, 0, 1),
-        _insn(STX_DW, 6, 1, 16),  # stored += 1
-        _insn(MOV64_K, 0, 0, 0, 0),
-        _insn(EXIT),
-        _insn(MOV64_K, 0, 0, 0, 1),
-        _insn(EXIT),
-    ]
-    return b"".join(main + callback)
-
-
-def _fill_btf() -> bytes:
-    """BTF describing the fill program's two functions (the verifier wants a FUNC for each
-    function whose address is taken): ``int evspec_fill(void)`` and ``int evspec_fill_cb(void)``,
-    both static."""
-    strings = b"\0int\0evspec_fill\0evspec_fill_cb\0"
-    t = struct.Struct("=III")
-    kind_int, kind_func, kind_proto = 1, 12, 13
-    types = b"".join((
-        t.pack(strings.index(b"int"), kind_int << 24, 4) + struct.pack("=I", 1 << 24 | 32),  # signed 32 bits
-        t.pack(0, kind_proto << 24, 1),  # int (void)
-        t.pack(strings.index(b"evspec_fill\0"), kind_func << 24, 2),
-        t.pack(strings.index(b"evspec_fill_cb"), kind_func << 24, 2),
-    ))
-    header = struct.pack("=HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(types), len(types), len(strings))
-    return header + types + strings
-
-
-FILL_BTF = _fill_btf()
-FILL_FUNC_INFO = ((0, 3), (CALLBACK_START, 4))  # (instruction, BTF FUNC id)
-
-
-class KernelFill:
-    """Writes one value over a key range of an ARRAY map with the fill program, loaded once per
-    map; ``fill`` returns False when the kernel-side fill is not available for that map (the
-    caller then writes with batches). ``close`` releases the programs and the BTF."""
-
-    def __init__(self, kernel: Kernel) -> None:
-        self.kernel = kernel
-        self._btf_fd: int | None = None
-        self._available = True
-        self._programs: dict[int, int | None] = {}  # map fd -> fill program fd (None: not usable)
-
-    def _program(self, lm: LiveMap) -> int | None:
-        if lm.fd in self._programs:
-            return self._programs[lm.fd]
-        prog: int | None = None
-        writable = not lm.spec.readonly and not lm.spec.flags & abi.MapFlag.RDONLY_PROG
-        if self._available and writable and lm.spec.type == MapType.ARRAY and lm.spec.value_size in STORE_SIZES:
-            try:
-                if self._btf_fd is None:
-                    self._btf_fd = self.kernel.load_btf(FILL_BTF)
-                prog = self.kernel.load_program(
-                    ProgType.RAW_TRACEPOINT,
-                    fill_program(lm.fd, lm.spec.value_size),
-                    FILL_LICENSE,
-                    name=FILL_PROGRAM_NAME,
-                    btf_fd=self._btf_fd,
-                    func_info=FILL_FUNC_INFO,
-                )
-            except KernelError:
-                self._available = self._btf_fd is not None  # no BTF: no fill program for any map
-        self._programs[lm.fd] = prog
-        return prog
-
-    def fill(self, lm: LiveMap, first: int, count: int, value: bytes) -> bool:
-        """Store ``value`` at keys ``first`` ... ``first + count - 1``; False if it was not done
-        (then some of those keys may hold the value already)."""
-        prog = self._program(lm) if self._available else None
-        if prog is None:
-            return False
-        number = int.from_bytes(value, sys.byteorder)
-        for start, n in _chunks(first, first + count - 1, BPF_MAX_LOOPS):
-            try:
-                stored = self.kernel.run_program(prog, ctx=FILL_CTX.pack(start, n, number), what=f"map '{lm.name}'")
-            except KernelError:
-                self._available = False  # the kernel cannot run such programs: batches from now on
-                return False
-            if stored != n:
-                return False
-        return True
-
-    def close(self) -> None:
-        fds = [fd for fd in self._programs.values() if fd is not None]
-        if self._btf_fd is not None:
-            fds.append(self._btf_fd)
-        self._programs.clear()
-        self._btf_fd = None
-        first: KernelError | None = None
-        for fd in fds:
-            try:
-                self.kernel.close(fd)
-            except KernelError as exc:
-                first = first or exc
-        if first is not None:
-            raise first
 
 
 def check_event_update(update: MapUpdate, event: EventInstances, keys: Iterable[int]) -> None:
@@ -330,12 +150,15 @@ def check_event_update(update: MapUpdate, event: EventInstances, keys: Iterable[
 
 
 def _write_value(kernel: Kernel, filler: KernelFill, lm: LiveMap, value: bytes, ranges: Iterable[KeyRange]) -> int:
+    """Store ``value`` at the keys of ``ranges``: long ranges with the fill program, the rest (and
+    any the fill program could not do) with batches; returns the number of keys written."""
     key_size, value_size = lm.spec.key_size, lm.spec.value_size
     written = 0
-    rest: list[KeyRange] = []  # for batches
+    rest: list[KeyRange] = []
     for first, last in ranges:
-        if last + 1 - first >= KERNEL_FILL_MIN and filler.fill(lm, first, last + 1 - first, value):
-            written += last + 1 - first
+        count = last + 1 - first
+        if count >= KERNEL_FILL_MIN and filler.fill(lm, first, count, value):
+            written += count
         else:
             rest.append((first, last))
     for group in _batches(rest, BATCH_CHUNK):
@@ -354,6 +177,8 @@ def _write_value(kernel: Kernel, filler: KernelFill, lm: LiveMap, value: bytes, 
 def _write_event(
     kernel: Kernel, lm: LiveMap, update: MapUpdate, events: Mapping[str, EventInstances], ranges: tuple[KeyRange, ...]
 ) -> int:
+    """Store the descriptors of ``update.event``'s CPU slots at the keys of ``ranges`` after
+    perf's checks; returns the number of keys written."""
     assert update.event is not None
     event = events.get(update.event)
     if event is None:
@@ -361,14 +186,13 @@ def _write_event(
             CODE_NO_EVENT, f"map '{update.map_name}': no event named '{update.event}' was opened",
             perf_message="Event not found for map setting",
         )
-    check_event_update(update, event, _range_keys(ranges))
-    keys = list(_range_keys(ranges))  # each below the event's CPU slot count (checked above)
-    value_size = lm.spec.value_size
+    check_event_update(update, event, range_keys(ranges))
+    key_size, value_size = lm.spec.key_size, lm.spec.value_size
     return kernel.update_batch(
         lm.fd,
-        b"".join(k.to_bytes(lm.spec.key_size, sys.byteorder) for k in keys),
-        b"".join(event.fds[k].to_bytes(value_size, sys.byteorder) for k in keys),
-        key_size=lm.spec.key_size,
+        b"".join(keys_bytes(first, last + 1 - first, key_size) for first, last in ranges),
+        b"".join(event.fds[k].to_bytes(value_size, sys.byteorder) for k in range_keys(ranges)),
+        key_size=key_size,
         value_size=value_size,
         what=f"map '{lm.name}'",
     )
@@ -386,7 +210,7 @@ def apply_updates(
 
     ``events`` maps event names to their opened instances (the first event of a name, as perf);
     ``map_sizes`` gives the live size of maps whose spec says 0 entries (perf event arrays sized
-    to the CPUs at creation).
+    to the CPUs at creation). The fill programs loaded on the way are closed before returning.
     """
     written = 0
     sizes = map_sizes or {}
@@ -394,7 +218,7 @@ def apply_updates(
     try:
         for update in updates:
             lm = live.map(update.map_name)
-            ranges = _key_ranges(update, sizes.get(lm.name, lm.spec.max_entries))
+            ranges = _live_ranges(update, sizes.get(lm.name, lm.spec.max_entries))
             if update.event is not None:
                 written += _write_event(kernel, lm, update, events, ranges)
             else:

@@ -17,7 +17,6 @@ from enum import IntEnum
 BTF_MAGIC = 0xEB9F
 _HEADER_LEN = 24  # magic, version, flags, hdr_len, type_off, type_len, str_off, str_len
 _EXT_HEADER_LEN = 24  # magic, version, flags, hdr_len, func_info_off/len, line_info_off/len
-_MAX_NAME_LOOKUP = 1 << 20
 
 
 class BtfError(ValueError):
@@ -84,6 +83,7 @@ INT_SIGNED = 1
 INT_CHAR = 2
 INT_BOOL = 4
 VAR_STATIC, VAR_GLOBAL_ALLOCATED, VAR_GLOBAL_EXTERN = 0, 1, 2
+FUNC_STATIC, FUNC_GLOBAL = 0, 1  # a FUNC's linkage, kept in its vlen
 POINTER_SIZE = 8  # BPF is a 64-bit target
 
 
@@ -165,6 +165,24 @@ def _area(total: int, offset: int, length: int, what: str) -> None:
                        f"({total} bytes)")
 
 
+def _header(data: bytes, what: str, min_len: int, areas: tuple[str, str]) -> tuple[str, int, tuple[int, ...]]:
+    """Check the header shared by ``.BTF`` and ``.BTF.ext`` (magic, version, flags, hdr_len, then
+    the offset and length of two ``areas`` of the body); its byte order, its length and the areas'
+    offsets and lengths."""
+    order = _byte_order(data, what)
+    if len(data) < min_len:
+        raise BtfError(f"{what} is truncated: {len(data)} bytes, the header alone needs {min_len}")
+    _magic, version, _flags, hdr_len, *offsets = struct.unpack_from(order + "HBBIIIII", data, 0)
+    if version != 1:
+        raise BtfError(f"unsupported {what} version {version} (expected 1)")
+    if hdr_len < min_len or hdr_len > len(data):
+        raise BtfError(f"bad {what} header length {hdr_len}")
+    body = len(data) - hdr_len
+    _area(body, offsets[0], offsets[1], f"the {what} {areas[0]}")
+    _area(body, offsets[2], offsets[3], f"the {what} {areas[1]}")
+    return order, hdr_len, tuple(offsets)
+
+
 class Btf:
     """A parsed ``.BTF`` blob. Type ids start at 1; id 0 is ``void``."""
 
@@ -173,19 +191,8 @@ class Btf:
 
     def __init__(self, data: bytes) -> None:
         self._data = bytes(data)
-        self._order = _byte_order(self._data, "BTF")
-        if len(self._data) < _HEADER_LEN:
-            raise BtfError(f"BTF is truncated: {len(self._data)} bytes, the header alone needs "
-                           f"{_HEADER_LEN}")
-        _magic, version, _flags, hdr_len, type_off, type_len, str_off, str_len = struct.unpack_from(
-            self._order + "HBBIIIII", self._data, 0)
-        if version != 1:
-            raise BtfError(f"unsupported BTF version {version} (expected 1)")
-        if hdr_len < _HEADER_LEN or hdr_len > len(self._data):
-            raise BtfError(f"bad BTF header length {hdr_len}")
-        body = len(self._data) - hdr_len
-        _area(body, type_off, type_len, "the BTF type section")
-        _area(body, str_off, str_len, "the BTF string section")
+        self._order, hdr_len, (type_off, type_len, str_off, str_len) = _header(
+            self._data, "BTF", _HEADER_LEN, ("type section", "string section"))
         if type_off % 4:
             raise BtfError(f"the BTF type section is not 4-byte aligned (offset {type_off})")
         if str_len == 0 or self._data[hdr_len + str_off] != 0:
@@ -485,19 +492,8 @@ class BtfExt:
     def __init__(self, data: bytes, btf: Btf) -> None:
         self._data = bytes(data)
         self._btf = btf
-        self._order = _byte_order(self._data, "BTF.ext")
-        if len(self._data) < _EXT_HEADER_LEN:
-            raise BtfError(f"BTF.ext is truncated: {len(self._data)} bytes, the header alone needs "
-                           f"{_EXT_HEADER_LEN}")
-        _m, version, _f, hdr_len, f_off, f_len, l_off, l_len = struct.unpack_from(
-            self._order + "HBBIIIII", self._data, 0)
-        if version != 1:
-            raise BtfError(f"unsupported BTF.ext version {version} (expected 1)")
-        if hdr_len < _EXT_HEADER_LEN or hdr_len > len(self._data):
-            raise BtfError(f"bad BTF.ext header length {hdr_len}")
-        body = len(self._data) - hdr_len
-        _area(body, f_off, f_len, "the BTF.ext func_info area")
-        _area(body, l_off, l_len, "the BTF.ext line_info area")
+        self._order, hdr_len, (f_off, f_len, l_off, l_len) = _header(
+            self._data, "BTF.ext", _EXT_HEADER_LEN, ("func_info area", "line_info area"))
         self._func = self._sections(hdr_len + f_off, f_len, 8, "func_info")
         self._line = self._sections(hdr_len + l_off, l_len, 16, "line_info")
 

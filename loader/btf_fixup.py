@@ -32,7 +32,10 @@ import struct
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, fields
 
+from evspec.loader.bpf_abi import INSN_SIZE
 from evspec.loader.btf import (
+    FUNC_GLOBAL,
+    FUNC_STATIC,
     VAR_GLOBAL_ALLOCATED,
     VAR_GLOBAL_EXTERN,
     VAR_STATIC,
@@ -47,8 +50,6 @@ from evspec.loader.btf import (
 from evspec.loader.spec import ProgramSpec, SectionLayout
 
 K = BtfKind
-FUNC_STATIC, FUNC_GLOBAL = 0, 1
-_INSN = 8
 
 
 class BtfFixupError(BtfError):
@@ -323,6 +324,6 @@ def program_btf_info(ext: BtfExt, parts: Sequence[tuple[int, ProgramSpec]]) -> P
         end = fn.offset + len(fn.insns)
         for r in sorted(ext.line_info(fn.section), key=lambda r: r.insn_off):
             if fn.offset <= r.insn_off < end:
-                insn = base + (r.insn_off - fn.offset) // _INSN
+                insn = base + (r.insn_off - fn.offset) // INSN_SIZE
                 lines.append((insn, r.file_name_off, r.line_off, (r.line << 10) | r.column))
     return ProgramBtfInfo(tuple(funcs), tuple(lines))

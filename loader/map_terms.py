@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import difflib
 import sys
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from enum import Enum
 
@@ -481,6 +481,12 @@ def _event_names_help(name: str, defined: Mapping[str, EventFacts]) -> tuple[str
 KeyRange = tuple[int, int]  # inclusive first, last
 
 
+def range_keys(ranges: Iterable[KeyRange]) -> Iterator[int]:
+    """Every key of the inclusive ``ranges``, in order."""
+    for first, last in ranges:
+        yield from range(first, last + 1)
+
+
 @dataclass(frozen=True, slots=True)
 class MapUpdate:
     """One object term, ready to apply: write ``value`` (or the fd of ``event``) at every key."""
@@ -490,14 +496,6 @@ class MapUpdate:
     value: bytes | None  # in host byte order (as programs read it), the map's value size (option 'value')
     event: str | None  # the referenced event's name (option 'event')
     span: Span = field(default=Span(0, 0), compare=False)
-
-    def iter_keys(self) -> Iterator[int]:
-        for first, last in self.keys:
-            yield from range(first, last + 1)
-
-    @property
-    def key_count(self) -> int:
-        return sum(last - first + 1 for first, last in self.keys)
 
 
 def plan_map_updates(event: BpfEvent, spec: ObjectSpec, *, truncate_values: bool = False) -> list[MapUpdate]:

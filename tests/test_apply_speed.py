@@ -8,39 +8,39 @@ from __future__ import annotations
 import ctypes
 import errno as E
 import os
-import shutil
 import struct
-import subprocess
 import sys
 from array import array
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 from evspec.loader import apply as ap
+from evspec.loader import array_fill
 from evspec.loader import bpf_abi as abi
 from evspec.loader.apply import (
     BATCH_CHUNK,
+    KERNEL_FILL_MIN,
+    ApplyError,
+    EventInstances,
+    apply_updates,
+    check_event_update,
+    keys_bytes,
+)
+from evspec.loader.array_fill import (
     BPF_MAX_LOOPS,
     CALLBACK_START,
     FILL_BTF,
     FILL_CTX,
     FILL_FUNC_INFO,
-    KERNEL_FILL_MIN,
-    ApplyError,
-    EventInstances,
     KernelFill,
-    apply_updates,
-    check_event_update,
     fill_program,
-    keys_bytes,
 )
 from evspec.loader.btf import Btf, BtfKind
 from evspec.loader.fake_kernel import Call, FakeKernel
-from evspec.loader.kernel import Kernel, KernelError, ProgTestRunAttr
+from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.live import LiveObject, load_object
-from evspec.loader.map_terms import MapUpdate, plan_map_updates
+from evspec.loader.map_terms import MapUpdate, plan_map_updates, range_keys
 from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgType
 
 from evspec.parser import parse
@@ -91,7 +91,7 @@ def test_fill_program_references_its_map_and_callback() -> None:
     assert at + imm + 1 == CALLBACK_START == FILL_FUNC_INFO[1][0]
     assert FILL_FUNC_INFO[0][0] == 0
     calls = [imm for code, *_rest, imm in insns if code == 0x85]
-    assert calls == [ap.FUNC_BPF_LOOP, ap.FUNC_MAP_LOOKUP_ELEM]
+    assert calls == [abi.FUNC_LOOP, abi.FUNC_MAP_LOOKUP_ELEM]
     exits = [i for i, (code, *_r) in enumerate(insns) if code == 0x95]
     assert exits[0] == CALLBACK_START - 1 and exits[-1] == len(insns) - 1  # each function ends in exit
 
@@ -140,7 +140,7 @@ def test_event_checks_take_ranges_without_building_them() -> None:
     update = MapUpdate("channel", ((0, 1 << 40),), None, "evt")
     event = EventInstances("evt", 1, 10, False, 1, (5, 6))
     with pytest.raises(ApplyError, match="key 2 has no CPU slot"):
-        check_event_update(update, event, ap._range_keys(update.keys))
+        check_event_update(update, event, range_keys(update.keys))
 
 
 # ------------------------------------------------------------------ apply on the fake kernel
@@ -200,7 +200,7 @@ def test_big_range_is_filled_in_the_kernel_without_batches() -> None:
 
 
 def test_ranges_longer_than_one_bpf_loop_run_in_pieces(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(ap, "BPF_MAX_LOOPS", 5000)
+    monkeypatch.setattr(array_fill, "BPF_MAX_LOOPS", 5000)
     fake = FillingFake()
     kernel, live = _loaded(fake, _array("arr", 20_000, 8))
     update = MapUpdate("arr", ((100, 12_099),), _value(0x1_0000_0001, 8), None)
@@ -354,74 +354,6 @@ def test_event_updates_fill_slots_from_ranges() -> None:
     assert apply_updates(kernel, live, [whole], {"evt": event}, map_sizes={"channel": 4}) == 4
     assert _contents(fake, live, "channel") == {k: _value(41 + k, 4) for k in range(4)}
     live.close()
-
-
-# ------------------------------------------------------------------ kernel layer additions
-
-
-def test_run_program_passes_the_context_and_returns_retval() -> None:
-    seen: dict[str, object] = {}
-
-    class Runner(FakeKernel):
-        def bpf(self, cmd: int, attr: ctypes.Structure, size: int, *, operation: str) -> int:
-            if cmd == abi.Cmd.PROG_TEST_RUN:
-                seen.update(fd=attr.prog_fd, ctx=ctypes.string_at(attr.ctx_in, attr.ctx_size_in), size=size)  # type: ignore[attr-defined]
-                attr.retval = 0xFFFFFFFF  # type: ignore[attr-defined]
-                return 0
-            return super().bpf(cmd, attr, size, operation=operation)
-
-    kernel = Kernel(Runner())
-    assert kernel.run_program(9, ctx=b"abc") == 0xFFFFFFFF
-    assert seen == {"fd": 9, "ctx": b"abc", "size": ctypes.sizeof(ProgTestRunAttr)}
-
-
-def test_update_batch_fallback_writes_each_element_from_the_same_buffers() -> None:
-    fake = FakeKernel()
-    kernel = Kernel(fake)
-    fd = kernel.create_map(MapType.ARRAY, 4, 2, 8)
-    fake.script("BPF_MAP_UPDATE_BATCH", errno=E.EOPNOTSUPP)
-    keys, values = keys_bytes(2, 3, 4), b"aabbcc"
-    assert kernel.update_batch(fd, keys, values, key_size=4, value_size=2) == 3
-    assert [(c.args["key"], c.args["value"]) for c in fake.calls_of("BPF_MAP_UPDATE_ELEM")] == [
-        (keys_bytes(2, 1, 4), b"aa"), (keys_bytes(3, 1, 4), b"bb"), (keys_bytes(4, 1, 4), b"cc")
-    ]
-
-
-def test_load_program_passes_btf_and_func_info() -> None:
-    fake = FakeKernel()
-    kernel = Kernel(fake)
-    kernel.load_program(ProgType.RAW_TRACEPOINT, fill_program(5, 4), "GPL", btf_fd=77, func_info=FILL_FUNC_INFO)
-    (call,) = fake.calls_of("BPF_PROG_LOAD")
-    assert (call.args["prog_btf_fd"], call.args["func_info_cnt"], call.args["func_info_rec_size"]) == (77, 2, 8)
-    kernel.load_program(ProgType.RAW_TRACEPOINT, fill_program(5, 4), "GPL")
-    assert (fake.calls_of("BPF_PROG_LOAD")[1].args["prog_btf_fd"], fake.calls_of("BPF_PROG_LOAD")[1].args["func_info"]) == (0, 0)
-
-
-PROG_TEST_RUN_LAYOUT = {
-    "prog_fd": 0, "retval": 4, "data_size_in": 8, "data_size_out": 12, "data_in": 16, "data_out": 24,
-    "repeat": 32, "duration": 36, "ctx_size_in": 40, "ctx_size_out": 44, "ctx_in": 48, "ctx_out": 56,
-    "flags": 64, "cpu": 68, "batch_size": 72,
-}
-
-
-def test_prog_test_run_attr_layout() -> None:
-    assert ctypes.sizeof(ProgTestRunAttr) == 80
-    assert {name: getattr(ProgTestRunAttr, name).offset for name, *_ in ProgTestRunAttr._fields_} == PROG_TEST_RUN_LAYOUT
-
-
-def test_prog_test_run_attr_layout_matches_the_uapi_header(tmp_path: Path) -> None:
-    cc = shutil.which("cc")
-    if cc is None:
-        if os.environ.get("CI") == "true":
-            raise RuntimeError("cc is required in CI to check the ABI against the UAPI headers")
-        pytest.skip("no C compiler")
-    lines = [f'printf("{n} %zu\\n", offsetof(union bpf_attr, test.{n}));' for n in PROG_TEST_RUN_LAYOUT]
-    src = tmp_path / "t.c"
-    src.write_text("#include <stddef.h>\n#include <stdio.h>\n#include <linux/bpf.h>\nint main(void) {\n"
-                   + "\n".join(lines) + "\nreturn 0; }\n")
-    subprocess.run([cc, "-o", str(tmp_path / "t"), str(src)], check=True, capture_output=True)
-    out = subprocess.run([str(tmp_path / "t")], check=True, capture_output=True, text=True).stdout
-    assert {n: int(o) for n, o in (line.split() for line in out.splitlines())} == PROG_TEST_RUN_LAYOUT
 
 
 # ------------------------------------------------------------------ live kernel
