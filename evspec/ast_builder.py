@@ -9,8 +9,6 @@ but the kind of event does not (``software/config=0/:u``) raise ``Fault`` with a
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from evspec import lexicon
 from evspec.ast import (
     AliasEvent,
@@ -45,6 +43,10 @@ from evspec.ast import (
 from evspec.diagnostics import Diagnostic, error
 from evspec.parser_lalr import BLANKS, Tok
 from evspec.span import Span
+
+TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 PARSER_ERROR = "parser error"  # perf's message for every syntax error
 

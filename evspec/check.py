@@ -7,14 +7,13 @@ Library code: returns diagnostics, never prints.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-
 from evspec.diagnostics import Diagnostic
 from evspec.inputs import SpecInput
 from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from pathlib import Path
 
     from evspec.ast import EventList

@@ -6,12 +6,12 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Sequence
 
 from evspec import __version__
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
+    from collections.abc import Sequence
     from typing import NoReturn
 
     from evspec.check import CheckedSpec

@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Iterator, Sequence
 
 from evspec.diagnostics import Source
 from evspec.span import Record, set_field
+
+TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
 
 
 class SpecInput(Record):

@@ -17,7 +17,6 @@ under Lark's Earley parser: the oracle of the differential tests. The parts:
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from functools import lru_cache
 
 from evspec import rules
@@ -26,6 +25,10 @@ from evspec.ast_builder import AstBuilder, Fault
 from evspec.diagnostics import Diagnostic, EvspecError
 from evspec.parser_lalr import LalrMachine, SyntaxStop
 from evspec.parser_tables import load_tables
+
+TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 __all__ = ["ParseResult", "analyze", "parse", "parse_terms", "machine", "earley_parser", "grammar_text"]
 

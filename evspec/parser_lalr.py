@@ -13,9 +13,14 @@ unchanged) and tokens of terminals named ``_X`` are dropped.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
-from evspec.parser_tables import LalrTables
+TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from evspec.parser_tables import LalrTables
+
+    Reduce = Callable[[list[object]], object]
 
 BLANKS = " \t\n\r\f\v"
 END = "$END"
@@ -55,9 +60,6 @@ class SyntaxStop(Exception):
         self.values = values
         self.expected = expected
         self.at_end = at_end
-
-
-Reduce = Callable[[list[object]], object]
 
 
 class LalrMachine:

@@ -8,8 +8,6 @@ problem is reported.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
-
 from evspec import lexicon
 from evspec.ast import (
     BpfEvent,
@@ -35,6 +33,10 @@ from evspec.ast import (
 )
 from evspec.diagnostics import Diagnostic, error, warning
 from evspec.span import Span
+
+TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Iterator, Sequence
 
 __all__ = ["check", "check_by_item", "check_event", "event_reference_names"]
 

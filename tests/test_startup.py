@@ -83,6 +83,28 @@ def test_check_of_a_valid_string_imports_only_what_it_needs(tmp_path: Path) -> N
         assert not _loaded(modules, top), f"{top} imported by 'evspec check -e cycles:u': {why}"
 
 
+def test_check_imports_no_library_beyond_what_argparse_brings(tmp_path: Path) -> None:
+    """Besides its own modules, the check path may import what argparse (with re, and gettext's
+    locale) brings in a fresh interpreter, the C decoder of the parser tables, and __future__."""
+    baseline_code = (
+        "import sys\n"
+        "before = set(sys.modules)\n"
+        "import argparse\n"
+        "argparse.ArgumentParser(prog='x').parse_args([])\n"
+        "print('\\n'.join(sorted(set(sys.modules) - before)))\n"
+    )
+    argparse_brings = set(subprocess.run([sys.executable, "-c", baseline_code], cwd=tmp_path, check=True,
+                                         capture_output=True, text=True).stdout.split())
+    startup_code = "import sys\nprint('\\n'.join(sorted(sys.modules)))\n"
+    at_startup = set(subprocess.run([sys.executable, "-c", startup_code], cwd=tmp_path, check=True,
+                                     capture_output=True, text=True).stdout.split())
+    status, modules = _modules_after(["check", "-e", "cycles:u"], tmp_path)
+    assert status == 0
+    extra = sorted(m for m in modules - at_startup - argparse_brings - {"_json", "__future__"}
+                   if m != "evspec" and not m.startswith("evspec."))
+    assert not extra, f"'evspec check -e cycles:u' imports {extra}"
+
+
 @pytest.mark.parametrize("event", ["cycles:x", "{cycles,", "./x.o/map:m.value[1...0]=1/", "cpu/event=1/,,"])
 def test_check_with_findings_stays_light(tmp_path: Path, event: str) -> None:
     status, modules = _modules_after(["check", "-e", event], tmp_path)

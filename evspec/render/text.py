@@ -20,10 +20,13 @@ the marks stay under the characters they point at whatever the string contains.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Sequence
 
 from evspec.diagnostics import Diagnostic, Severity, Source
 from evspec.span import Record, set_field
+
+TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
+if TYPE_CHECKING:
+    from collections.abc import Sequence
 
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me", "Zl", "Zp"})
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
