@@ -23,7 +23,7 @@ from evspec.loader.array_fill import KernelFill
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.live import LiveMap, LiveObject
-from evspec.loader.map_terms import KeyRange, MapUpdate, range_keys
+from evspec.loader.map_terms import MSG_EVTINH, MSG_EVTTYPE, MSG_NO_EVENT, KeyRange, MapUpdate, range_keys
 from evspec.loader.perf_abi import PerfType, SwConfig
 
 # Codes of applying map terms (catalogued in evspec.codes.kernel).
@@ -38,9 +38,7 @@ ERRNO_EVTDIM = 3919
 ERRNO_EVTINH = 3920
 ERRNO_EVTTYPE = 3921
 
-MSG_EVTDIM = "Cannot set event to BPF map in multi-thread tracing"
-MSG_EVTINH = "Doesn't support inherit event (Hint: use -i to turn off inherit)"
-MSG_EVTTYPE = "Can only put raw, hardware and BPF output event into a BPF map"
+MSG_EVTDIM = "Cannot set event to BPF map in multi-thread tracing"  # MSG_EVTINH, MSG_EVTTYPE: map_terms
 MSG_MAPSIZE = "Invalid map size for event setting"
 
 
@@ -184,7 +182,7 @@ def _write_event(
     if event is None:
         raise ObjectError(
             CODE_NO_EVENT, f"map '{update.map_name}': no event named '{update.event}' was opened",
-            perf_message="Event not found for map setting",
+            perf_message=MSG_NO_EVENT,
         )
     check_event_update(update, event, range_keys(ranges))
     key_size, value_size = lm.spec.key_size, lm.spec.value_size

@@ -48,6 +48,11 @@ BPF_MAP_HINT = (
     "     \t(add -v to see detail)"
 )
 
+# perf's words for a map:NAME.event= it will not apply (checked offline here, again in apply)
+MSG_NO_EVENT = "Event not found for map setting"
+MSG_EVTINH = "Doesn't support inherit event (Hint: use -i to turn off inherit)"
+MSG_EVTTYPE = "Can only put raw, hardware and BPF output event into a BPF map"
+
 VALUE_SIZES = (1, 2, 4, 8)
 OPTIONS = ("value", "event")
 
@@ -424,7 +429,7 @@ def _check_event_option(
                     codes.NO_SUCH_EVENT,
                     f"no earlier event named '{value.text}'",
                     value.span,
-                    "Event not found for map setting",
+                    MSG_NO_EVENT,
                     help=_event_names_help(value.text, defined_events),
                 )
             ]
@@ -447,7 +452,7 @@ def _check_event_option(
                 f"event '{value.text}' is a {facts.kind.value} event: perf record can put only raw, "
                 "hardware and bpf-output events into a BPF map",
                 value.span,
-                perf_message="Can only put raw, hardware and BPF output event into a BPF map",
+                perf_message=MSG_EVTTYPE,
             )
         )
     if facts is not None and facts.inherit:
@@ -458,7 +463,7 @@ def _check_event_option(
                 "a BPF map",
                 value.span,
                 help=("define it with no-inherit (bpf-output/no-inherit,name=...) or record with -i",),
-                perf_message="Doesn't support inherit event (Hint: use -i to turn off inherit)",
+                perf_message=MSG_EVTINH,
             )
         )
     return out

@@ -21,20 +21,19 @@ from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgTy
 
 TRACEFS = Path("/sys/kernel/tracing")
 SAMPLE_TYPE = SampleType.RAW | SampleType.TID | SampleType.TIME | SampleType.CPU
-HELPER_MAP_LOOKUP_ELEM = 1
+HELPER_MAP_LOOKUP_ELEM = abi.FUNC_MAP_LOOKUP_ELEM
 HELPER_PERF_EVENT_OUTPUT = 25
 
 
 # --------------------------------------------------------- a tiny assembler
 
 
-def insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
-    return struct.pack("<BBhi", code, (src << 4) | dst, off, imm)
+insn = abi.encode_insn
 
 
 def ld_map(dst: int) -> bytes:
     """ld_imm64 dst, <map> (imm 0: the relocation fills it in)."""
-    return insn(0x18, dst) + insn(0)
+    return insn(abi.OP_LD_IMM64, dst) + insn(0)
 
 
 def mov64_reg(dst: int, src: int) -> bytes:
@@ -54,10 +53,17 @@ def add64_imm(dst: int, imm: int) -> bytes:
 
 
 def call(helper: int) -> bytes:
-    return insn(0x85, imm=helper)
+    return insn(abi.OP_CALL, imm=helper)
 
 
-EXIT = insn(0x95)
+EXIT = insn(abi.OP_EXIT)
+
+
+def bpf_output_attr() -> PerfEventAttr:
+    """A sampling bpf-output event that wakes its reader at every sample."""
+    return PerfEventAttr(
+        type=PerfType.SOFTWARE, config=SwConfig.BPF_OUTPUT, sample_period=1, sample_type=SAMPLE_TYPE, wakeup_events=1
+    )
 
 
 def output_program() -> tuple[bytes, tuple[Relocation, ...]]:
@@ -135,14 +141,7 @@ class Session:
         arr = self.obj.map("arr").fd
         k.update_elem(arr, struct.pack("<I", 0), struct.pack("<I", value))
         for cpu in range(self.cpus):
-            attr = PerfEventAttr(
-                type=PerfType.SOFTWARE,
-                config=SwConfig.BPF_OUTPUT,
-                sample_period=1,
-                sample_type=SAMPLE_TYPE,
-                wakeup_events=1,
-            )
-            fd = k.perf_event_open(attr, pid=-1, cpu=cpu)
+            fd = k.perf_event_open(bpf_output_attr(), pid=-1, cpu=cpu)
             self.outputs.append(fd)
             self.rings.append(k.mmap_ring(fd, 8))
             k.update_elem(self.obj.map("channel").fd, struct.pack("<I", cpu), struct.pack("<I", fd))
@@ -371,14 +370,7 @@ def test_fixture_output_reaches_the_ring_buffer(kernel: Kernel, bpf_fixtures: Pa
     out = tp = -1
     ring = None
     try:
-        attr = PerfEventAttr(
-            type=PerfType.SOFTWARE,
-            config=SwConfig.BPF_OUTPUT,
-            sample_period=1,
-            sample_type=SAMPLE_TYPE,
-            wakeup_events=1,
-        )
-        out = kernel.perf_event_open(attr, pid=-1, cpu=0)
+        out = kernel.perf_event_open(bpf_output_attr(), pid=-1, cpu=0)
         ring = kernel.mmap_ring(out, 64)
         kernel.update_elem(obj.map("__bpf_stdout__").fd, bytes(4), struct.pack("<I", out))
         tp_attr = PerfEventAttr(
