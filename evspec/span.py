@@ -46,7 +46,8 @@ class _DataclassFields:
 
 class Record:
     """Base of the value classes. A record class lists its fields in ``__slots__`` (in constructor
-    order, annotated alike) and sets them in ``__init__`` with ``set_field``. Class keywords say
+    order, annotated alike) and sets them in ``__init__`` with ``set_field``; it is final, as the
+    methods here know only its own fields. Class keywords say
     what a ``field(...)`` would: ``uncompared`` fields are left out of equality and hashing,
     ``hidden`` ones out of the repr; ``frozen=False`` makes a mutable, unhashable record."""
 
@@ -58,6 +59,8 @@ class Record:
     def __init_subclass__(cls, uncompared: tuple[str, ...] = (), hidden: tuple[str, ...] = (),
                           frozen: bool = True) -> None:
         super().__init_subclass__()
+        if any(base.__dict__.get("__slots__") for base in cls.__mro__[1:]):
+            raise TypeError(f"{cls.__name__}: a record class with fields cannot be subclassed")
         names = cls.__slots__
         if tuple(cls.__annotations__) != names:
             raise TypeError(f"{cls.__name__}: annotate exactly the fields of __slots__, in order")

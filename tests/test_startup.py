@@ -325,9 +325,13 @@ def test_spans_order_validate_and_measure_like_before() -> None:
         3, Span(3, 6), Span(0, 5), "bc")
 
 
-def test_a_record_must_annotate_its_slots_in_order() -> None:
+def test_a_record_must_annotate_its_slots_in_order_and_is_final() -> None:
     with pytest.raises(TypeError, match="annotate exactly"):
         class Broken(Record):
             __slots__ = ("a", "b")
             b: int
             a: int
+    with pytest.raises(TypeError, match="cannot be subclassed"):
+        class Wider(Span):
+            __slots__ = ("width",)
+            width: int
