@@ -199,6 +199,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                     workload.start()
                 with paused_gc():
                     session.run(capture.drain if capture is not None else drain_live, workload, stop_fd)
+                if capture is not None:
+                    capture.add_lost_counts(session.lost_counts)
                 if workload is not None:
                     status = workload.wait()
         except ApplyError as exc:

@@ -2,7 +2,9 @@
 
 The file may be evspec's capture or perf record's own. Records are replayed in time order (as perf
 script does): COMM and FORK records name the tasks, samples become ``SampleLine``s and
-PERF_RECORD_LOST records ``LostLine``s, rendered by ``evspec.loader.script_output``.
+PERF_RECORD_LOST records ``LostLine``s, rendered by ``evspec.loader.script_output``. The
+PERF_RECORD_LOST_SAMPLES records written at the end of a recording (each event instance's exact
+loss count) follow, one line each; JSON output ends with record's summary line (samples, lost).
 """
 
 from __future__ import annotations
@@ -23,15 +25,37 @@ _U64 = struct.Struct("<Q")
 _COMM = struct.Struct("<II")
 _FORK = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
 _LOST = struct.Struct("<QQ")
-# sample_id_all trailer fields, in the order the kernel appends them (perf_event.h)
-_TRAILER_FIELDS = (
-    (1 << 1, "II", ("pid", "tid")),  # TID
-    (1 << 2, "Q", ("time",)),  # TIME
-    (1 << 6, "Q", ("id",)),  # ID
-    (1 << 9, "Q", ("stream_id",)),  # STREAM_ID
-    (1 << 7, "II", ("cpu", "_res")),  # CPU
-    (1 << 16, "Q", ("identifier",)),  # IDENTIFIER
-)
+_ANY_CPU = 0xFFFFFFFF  # (u32)-1 in a trailer: an instance that followed a task on any CPU
+
+
+class ScriptTotals:
+    """What the replayed records add up to: samples, the sum of the PERF_RECORD_LOST counts, and
+    the PERF_RECORD_LOST_SAMPLES records (each event instance's exact loss count)."""
+
+    __slots__ = ("samples", "lost_reported", "lost_samples")
+
+    def __init__(self) -> None:
+        self.samples = 0
+        self.lost_reported = 0
+        self.lost_samples: list[LostLine] = []
+
+    def summary(self) -> dict[str, int]:
+        """``evspec record``'s summary of the same run: lost is exact where the file says."""
+        lost = sum(x.lost for x in self.lost_samples) if self.lost_samples else self.lost_reported
+        out = {"samples": self.samples, "lost": lost}
+        if lost != self.lost_reported:
+            out["lost_reported"] = self.lost_reported
+        return out
+
+
+def lost_samples_text(line: LostLine) -> str:
+    return f"LOST_SAMPLES {line.lost} of {line.event} on cpu {line.cpu}\n"
+
+
+def lost_samples_json(line: LostLine) -> str:
+    import json
+
+    return json.dumps({"lost_samples": line.lost, "cpu": line.cpu, "event": line.event}) + "\n"
 
 
 def add_script_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
@@ -44,24 +68,6 @@ def add_script_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.set_defaults(func=script_main)
     return p
-
-
-class _Trailer:
-    """Reads the sample_id_all fields at the end of a non-sample record."""
-
-    def __init__(self, sample_type: int) -> None:
-        codes, names = "<", []
-        for bit, code, field_names in _TRAILER_FIELDS:
-            if sample_type & bit:
-                codes += code
-                names.extend(field_names)
-        self.struct = struct.Struct(codes)
-        self.names = tuple(names)
-
-    def read(self, buf: bytes, end: int, body_start: int) -> dict[str, int]:
-        if not self.names or end - self.struct.size < body_start:
-            return {}
-        return dict(zip(self.names, self.struct.unpack_from(buf, end - self.struct.size), strict=True))
 
 
 def _event_of(data: PerfData) -> tuple[int | None, dict[int, FileAttr]]:
@@ -106,18 +112,25 @@ def tracepoint_formats(data: PerfData) -> dict[int, TraceFormat]:
     return out
 
 
-def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
-    """The file's samples and losses in time order, with task names from its COMM/FORK records."""
+def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator[SampleLine | LostLine]:
+    """The file's samples and losses in time order, with task names from its COMM/FORK records;
+    ``totals`` (when given) counts them and collects the PERF_RECORD_LOST_SAMPLES records."""
     from evspec.loader.perf_abi import AttrFlag, RecordType
+    from evspec.loader.perfdata import SampleIdTrailer
     from evspec.loader.ringbuf import SampleLayout
     from evspec.loader.script_output import LostLine, SampleLine
 
+    totals = totals if totals is not None else ScriptTotals()
     id_pos, by_id = _event_of(data)
     first = data.attrs[0]
     layouts = {id(a): SampleLayout(a.sample_type) for a in data.attrs}
     formats = tracepoint_formats(data)
-    trailer = _Trailer(first.sample_type if first.parsed().flags & AttrFlag.SAMPLE_ID_ALL else 0)
+    trailer = SampleIdTrailer(first.sample_type if first.parsed().flags & AttrFlag.SAMPLE_ID_ALL else 0)
     buf = data.buf
+
+    def trailer_event(fields: dict[str, int]) -> FileAttr:
+        return by_id.get(fields.get("identifier", fields.get("id", -1)), first)
+
     # (time, file order, kind, values...) sorted before anything is printed
     queue: list[tuple[int, int, int, tuple[object, ...]]] = []
     for seq, rec in enumerate(data.records()):
@@ -141,6 +154,11 @@ def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
             extra = trailer.read(buf, end, start + _LOST.size)
             attr = by_id.get(lost_id, first)
             queue.append((extra.get("time", 0), seq, RecordType.LOST, (attr.name, extra.get("cpu", 0), lost)))
+        elif rec.type == RecordType.LOST_SAMPLES and rec.size >= 16:
+            (lost,) = _U64.unpack_from(buf, start)
+            extra = trailer.read(buf, end, start + _U64.size)
+            cpu = extra.get("cpu", 0)
+            totals.lost_samples.append(LostLine(trailer_event(extra).name, -1 if cpu == _ANY_CPU else cpu, lost))
     queue.sort(key=lambda item: (item[0], item[1]))
     comms: dict[int, str] = {}
     for time, _seq, kind, values in queue:
@@ -153,6 +171,7 @@ def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
                 comms[tid] = comms[ptid]  # type: ignore[index]
         elif kind == RecordType.LOST:
             name, cpu, lost = values
+            totals.lost_reported += lost  # type: ignore[operator]
             yield LostLine(name, cpu, lost)  # type: ignore[arg-type]
         else:
             attr, fields, raw = values
@@ -161,27 +180,34 @@ def script_lines(data: PerfData) -> Iterator[SampleLine | LostLine]:
             comm = comms.get(tid) or comms.get(pid) or f":{tid}"
             fmt = formats.get(id(attr))
             decoded = tuple(fmt.decode(raw).items()) if fmt is not None and raw is not None else None  # type: ignore[arg-type]
+            totals.samples += 1
             yield SampleLine(attr.name, comm, pid, tid, f.get("cpu", 0), time, f.get("period", 0), raw, decoded)  # type: ignore[arg-type, union-attr]
 
 
 def script_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
     from evspec.loader.errors import ObjectError
     from evspec.loader.perfdata import read_perf_data
-    from evspec.loader.script_output import JsonRenderer, TextRenderer, paused_gc
+    from evspec.loader.script_output import JsonRenderer, TextRenderer, paused_gc, summary_json
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
+    fmt_json = args.format == "json"
     try:
         data = read_perf_data(args.input)
-        renderer = JsonRenderer() if args.format == "json" else TextRenderer(name_width(data))
+        renderer = JsonRenderer() if fmt_json else TextRenderer(name_width(data))
         batch: list[SampleLine | LostLine] = []
+        totals = ScriptTotals()
         with paused_gc():
-            for line in script_lines(data):
+            for line in script_lines(data, totals):
                 batch.append(line)
                 if len(batch) >= 4096:
                     out.write(renderer.render(batch))
                     batch.clear()
             out.write(renderer.render(batch))
+        render_lost = lost_samples_json if fmt_json else lost_samples_text
+        out.write("".join(render_lost(x) for x in totals.lost_samples))
+        if fmt_json:
+            out.write(summary_json(totals.summary()))
         out.flush()
     except ObjectError as exc:
         err.write(f"evspec script: error: {exc.message}\n")

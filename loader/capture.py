@@ -1,11 +1,13 @@
 """Capture mode (``evspec record -o FILE``): ring-buffer bytes copied into a perf.data file.
 
-Each round takes every ring's new bytes in one copy (the wrap-around joined, the space handed back
-to the kernel at once), appends them to the file's data section and ends the round with
-PERF_RECORD_FINISHED_ROUND. Samples are not decoded: ``count_records`` finds the record boundaries
-by runs — records of one type and size follow each other, and a run is measured with strided
-byte slices at C speed — so a million equal samples cost a few slices, not a million steps.
-PERF_RECORD_LOST records are rare and read one by one for their counts.
+A round of reading writes every ring's new records straight from the mapped ring buffers (no
+copy in between: the slices of the mapping, the wrap-around as a second slice) with one writev()
+for all rings and the round's PERF_RECORD_FINISHED_ROUND, then hands the space back to the kernel.
+Samples are not decoded: ``count_span`` finds the record boundaries by runs — records of one
+header follow each other, and a run is checked with one strided copy of its headers at C speed —
+so a million equal samples cost a few slices, not a million steps. PERF_RECORD_LOST records are
+rare and read one by one for their counts. At the end, the events' own loss counts
+(PERF_FORMAT_LOST) go into the file as PERF_RECORD_LOST_SAMPLES, as perf record writes them.
 """
 
 from __future__ import annotations
@@ -18,8 +20,16 @@ from pathlib import Path
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.perf_abi import PerfType, RecordType
-from evspec.loader.perfdata import Feature, FileAttr, HostInfo, PerfDataWriter, build_tracing_data
-from evspec.loader.ringbuf import PerfRing, run_length
+from evspec.loader.perfdata import (
+    Feature,
+    FileAttr,
+    HostInfo,
+    PerfDataWriter,
+    SampleIdTrailer,
+    build_tracing_data,
+    lost_samples_record,
+)
+from evspec.loader.ringbuf import LostCount, PerfRing, RingSpan, run_length
 
 from evspec.codes import kernel as codes
 
@@ -39,34 +49,75 @@ class RecordCounts:
     lost_records: int  # how many PERF_RECORD_LOST records said so
 
 
-def count_records(chunk: bytes) -> RecordCounts:
-    """Samples and losses in ``chunk``, a run of whole records as a ring buffer holds them."""
+def _count(buffer: bytes | memoryview, pos: int, end: int) -> tuple[int, int, int, int]:
+    """Samples, lost samples and LOST records among the whole records of ``buffer[pos:end]``, and
+    where the first record that does not end there starts (``end`` when every one does)."""
     samples = lost = lost_records = 0
-    pos, end = 0, len(chunk)
-    window = _FIRST_WINDOW
-    while pos < end:
-        if pos + 8 > end:
-            raise ObjectError(codes.RING_BUFFER, f"a record header at {pos} is cut off at {end}")
-        rtype, _misc, size = _HEADER.unpack_from(chunk, pos)
-        if size < 8 or pos + size > end:
-            raise ObjectError(
-                codes.RING_BUFFER,
-                f"corrupt perf ring buffer record: header at {pos} says {size} bytes, {end - pos} are available",
-            )
+    window = _MAX_WINDOW  # a span is usually one run: try it whole, then small after a short run
+    while pos + 8 <= end:
+        rtype, _misc, size = _HEADER.unpack_from(buffer, pos)
+        if size < 8:
+            raise ObjectError(codes.RING_BUFFER, f"corrupt perf ring buffer record: header at {pos} says {size} bytes")
+        if pos + size > end:
+            break
         if rtype == RecordType.LOST:
             if size < 8 + _LOST.size:
                 raise ObjectError(codes.RING_BUFFER, f"corrupt perf ring buffer record: LOST of {size} bytes")
-            lost += _LOST.unpack_from(chunk, pos + 8)[1]
+            lost += _LOST.unpack_from(buffer, pos + 8)[1]
             lost_records += 1
             pos += size
             continue
         fits = min(window, (end - pos) // size)
-        run = run_length(chunk, pos, size, fits)
+        run = run_length(buffer, pos, size, fits)
         window = min(window * 4, _MAX_WINDOW) if run == fits else _FIRST_WINDOW
         if rtype == RecordType.SAMPLE:
             samples += run
         pos += run * size
+    return samples, lost, lost_records, pos
+
+
+def count_records(chunk: bytes | memoryview) -> RecordCounts:
+    """Samples and losses in ``chunk``, a run of whole records as a ring buffer holds them."""
+    samples, lost, lost_records, stop = _count(chunk, 0, len(chunk))
+    if stop < len(chunk):
+        _cut_off(chunk, stop)
     return RecordCounts(samples, lost, lost_records)
+
+
+def count_span(parts: Sequence[bytes | memoryview]) -> RecordCounts:
+    """``count_records`` over consecutive pieces of one run of whole records (a ring buffer's
+    span: a record may straddle the end of the data area)."""
+    samples = lost = lost_records = 0
+    carry = b""  # the beginning of a record that continues in the next piece
+    for part in parts:
+        pos = 0
+        if carry:
+            header = carry + bytes(part[: max(0, _HEADER.size - len(carry))])
+            size = _HEADER.unpack_from(header, 0)[2] if len(header) >= _HEADER.size else 0
+            rest = size - len(carry)
+            if size < _HEADER.size or rest > len(part):
+                carry += bytes(part)
+                continue
+            counts = count_records(carry + bytes(part[:rest]))
+            samples, lost, lost_records = samples + counts.samples, lost + counts.lost, lost_records + counts.lost_records
+            pos, carry = rest, b""
+        more_samples, more_lost, more_records, stop = _count(part, pos, len(part))
+        samples, lost, lost_records = samples + more_samples, lost + more_lost, lost_records + more_records
+        carry = bytes(part[stop:])
+    if carry:
+        _cut_off(carry, 0)
+    return RecordCounts(samples, lost, lost_records)
+
+
+def _cut_off(buffer: bytes | memoryview, pos: int) -> None:
+    end = len(buffer)
+    if pos + 8 > end:
+        raise ObjectError(codes.RING_BUFFER, f"a record header at {pos} is cut off at {end}")
+    size = _HEADER.unpack_from(buffer, pos)[2]
+    raise ObjectError(
+        codes.RING_BUFFER,
+        f"corrupt perf ring buffer record: header at {pos} says {size} bytes, {end - pos} are available",
+    )
 
 
 def comm_record(pid: int, tid: int, comm: str, identifier: int) -> bytes:
@@ -156,22 +207,40 @@ class Capture:
             self.writer.end_round()
 
     def drain(self) -> bool:
-        """One round: every ring's new bytes appended to the file. True when a ring held more than
-        1/16 of its size: the reader should come back at once."""
-        wrote = busy = False
+        """One round: every ring's new records appended to the file straight from the mapping,
+        then their space released. True when a ring held more than 1/16 of its size: the reader
+        should come back at once."""
+        taken: list[tuple[PerfRing, RingSpan]] = []
+        busy = False
         for ring in self.rings:
-            chunk = ring.take()
-            if chunk:
-                busy = busy or len(chunk) * 16 > ring.data_size
-                self.writer.write(chunk)
-                counts = count_records(chunk)
-                self.samples += counts.samples
-                self.lost += counts.lost
-                self.lost_records += counts.lost_records
-                wrote = True
-        if wrote:
-            self.writer.end_round()
+            span = ring.peek()
+            if span is None:
+                continue
+            counts = count_span(span.parts)
+            self.samples += counts.samples
+            self.lost += counts.lost
+            self.lost_records += counts.lost_records
+            busy = busy or span.size * 16 > ring.data_size
+            taken.append((ring, span))
+        if taken:
+            self.writer.write_round([part for _, span in taken for part in span.parts])
+            for ring, span in taken:
+                ring.release(span)
         return busy
+
+    def add_lost_counts(self, counts: Iterable[LostCount]) -> None:
+        """PERF_RECORD_LOST_SAMPLES for every event instance that lost samples, after the last
+        round (as perf record writes them at the end), with the instance's sample_id trailer."""
+        trailers = {i: SampleIdTrailer(a.sample_type) for a in self.writer.attrs for i in a.ids}
+        records = b"".join(
+            lost_samples_record(
+                c.lost, trailers[c.id].pack(id=c.id, identifier=c.id, cpu=c.cpu & 0xFFFFFFFF)
+            )
+            for c in counts
+            if c.lost and c.id in trailers
+        )
+        if records:
+            self.writer.write(records)
 
     def finish(self) -> None:
         """Write the features and the final header, and close the file (safe to call twice)."""

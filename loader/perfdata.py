@@ -6,7 +6,7 @@ Layout written here, as ``perf record`` lays it out::
     ids    (u64 event ids of every attr, attr after attr)
     attrs  (per attr: perf_event_attr of ``attr.size`` bytes, then the (offset, size) of its ids)
     data   (the kernel's records as the ring buffers hold them, PERF_RECORD_FINISHED_ROUND
-            after each round of reading)
+            after each round of reading; PERF_RECORD_LOST_SAMPLES at the end)
     feature index (one (offset, size) per feature bit set, in bit order), feature sections
 
 The header's data size is rewritten after every round, so a writer killed half-way leaves a file
@@ -27,7 +27,7 @@ from pathlib import Path
 from types import TracebackType
 
 from evspec.loader.errors import ObjectError
-from evspec.loader.perf_abi import PerfEventAttr, PerfType, SampleType, SwConfig
+from evspec.loader.perf_abi import PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
 
 from evspec.codes import kernel as codes
 
@@ -41,6 +41,7 @@ _DATA_SIZE_OFFSET = 48  # header: magic, size, attr_size, attrs (2 x u64), data.
 NAME_ALIGN = 64
 FINISHED_ROUND = 68  # PERF_RECORD_FINISHED_ROUND: header only, written by the tool
 _FINISHED_ROUND_RECORD = _RECORD_HEADER.pack(FINISHED_ROUND, 0, _RECORD_HEADER.size)
+_IOV_MAX = 1024  # Linux's UIO_MAXIOV: buffers one writev() takes
 
 
 class Feature(IntEnum):
@@ -306,6 +307,51 @@ def parse_tracing_data(data: bytes) -> dict[int, TraceFormat]:
     return out
 
 
+# ------------------------------------------------------------ sample ids
+
+# The sample_id_all trailer of non-sample records: these fields of the event's sample_type, in
+# this order (include/uapi/linux/perf_event.h, struct sample_id).
+_SAMPLE_ID_FIELDS = (
+    (SampleType.TID, "II", ("pid", "tid")),
+    (SampleType.TIME, "Q", ("time",)),
+    (SampleType.ID, "Q", ("id",)),
+    (SampleType.STREAM_ID, "Q", ("stream_id",)),
+    (SampleType.CPU, "II", ("cpu", "_reserved")),
+    (SampleType.IDENTIFIER, "Q", ("identifier",)),
+)
+
+
+class SampleIdTrailer:
+    """The sample_id_all trailer of an event's non-sample records (LOST, COMM, LOST_SAMPLES...)."""
+
+    def __init__(self, sample_type: int) -> None:
+        codes_, names = "<", []
+        for bit, code, field_names in _SAMPLE_ID_FIELDS:
+            if sample_type & bit:
+                codes_ += code
+                names.extend(field_names)
+        self.struct = struct.Struct(codes_)
+        self.names = tuple(names)
+
+    def pack(self, **values: int) -> bytes:
+        """The trailer with ``values`` by field name (pid, tid, time, id, stream_id, cpu,
+        identifier); fields not given are 0."""
+        return self.struct.pack(*(values.get(name, 0) for name in self.names))
+
+    def read(self, buf: bytes, end: int, body_start: int) -> dict[str, int]:
+        """The trailer fields of the record ending at ``end`` whose body starts at ``body_start``
+        (empty when the event has none or the record is too short to hold them)."""
+        if not self.names or end - self.struct.size < body_start:
+            return {}
+        return dict(zip(self.names, self.struct.unpack_from(buf, end - self.struct.size), strict=True))
+
+
+def lost_samples_record(lost: int, trailer: bytes) -> bytes:
+    """PERF_RECORD_LOST_SAMPLES as perf record writes it at the end of a run, from the count an
+    event's read() gave (PERF_FORMAT_LOST): header, u64 lost, the event's sample_id trailer."""
+    return _RECORD_HEADER.pack(RecordType.LOST_SAMPLES, 0, 16 + len(trailer)) + _U64.pack(lost) + trailer
+
+
 # ------------------------------------------------------------------- writer
 
 
@@ -364,10 +410,20 @@ class PerfDataWriter:
         )
 
     def _write(self, data: bytes | memoryview) -> None:
-        view = memoryview(data)
+        self._writev((data,))
+
+    def _writev(self, buffers: Sequence[bytes | memoryview]) -> None:
+        """Write ``buffers`` in order, with as few writev() calls as the kernel lets us."""
+        views = [memoryview(b) for b in buffers if len(b)]
+        first = 0
         try:
-            while view:
-                view = view[os.write(self.fd, view) :]
+            while first < len(views):
+                written = os.writev(self.fd, views[first : first + _IOV_MAX])
+                while written and written >= len(views[first]):
+                    written -= len(views[first])
+                    first += 1
+                if written:
+                    views[first] = views[first][written:]
         except OSError as exc:
             raise _write_error(self.path, exc) from None
 
@@ -376,10 +432,19 @@ class PerfDataWriter:
         self._write(data)
         self.data_size += len(data)
 
+    def write_round(self, chunks: Sequence[bytes | memoryview]) -> None:
+        """Append a round of reading (``chunks``: whole records, e.g. slices of the ring buffers
+        themselves) and its PERF_RECORD_FINISHED_ROUND in one writev(), then publish the size."""
+        self._writev([*chunks, _FINISHED_ROUND_RECORD])
+        self.data_size += sum(len(c) for c in chunks) + len(_FINISHED_ROUND_RECORD)
+        self._publish_size()
+
     def end_round(self) -> None:
         """Mark the end of a round of reading every ring (perf's FINISHED_ROUND) and publish the
         data size in the header, so that what was written so far is readable even if we die."""
-        self.write(_FINISHED_ROUND_RECORD)
+        self.write_round(())
+
+    def _publish_size(self) -> None:
         try:
             os.pwrite(self.fd, _U64.pack(self.data_size), _DATA_SIZE_OFFSET)
         except OSError as exc:

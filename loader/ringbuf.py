@@ -2,9 +2,9 @@
 
 The kernel writes records at ``data_head`` and we consume them from ``data_tail``. The protocol of
 include/uapi/linux/perf_event.h needs a load-acquire of ``data_head`` before the records are read,
-and a store-release of ``data_tail`` after they were copied out; both go through libatomic's
-``__atomic_load_8`` / ``__atomic_store_8`` (C11 semantics) when it is present. Without libatomic
-only x86_64 is safe, where every aligned load is an acquire and every store a release (TSO).
+and a store-release of ``data_tail`` after they were copied or written out. On x86_64 (TSO) plain
+aligned loads and stores are that; elsewhere they go through libatomic's ``__atomic_load_8`` /
+``__atomic_store_8`` (C11 semantics).
 """
 
 from __future__ import annotations
@@ -46,21 +46,26 @@ DECODED_SAMPLE_TYPES = (
 
 
 class Atomics:
-    """64-bit load-acquire and store-release on a shared mapping."""
+    """64-bit load-acquire and store-release on a shared mapping.
+
+    On x86_64 (TSO) every aligned load is an acquire and every store a release: ``plain`` is set
+    and the ring reader reads and writes the words directly (a libatomic call through ctypes costs
+    ten times as much). Elsewhere libatomic's C11 atomics are called."""
 
     def __init__(self, machine: str | None = None) -> None:
         self._load = self._store = None
+        machine = machine or platform.machine()
+        self.plain = machine in ("x86_64", "amd64")
+        if self.plain:
+            return
         try:
             lib = ctypes.CDLL("libatomic.so.1")
         except OSError:
-            machine = machine or platform.machine()
-            if machine not in ("x86_64", "amd64"):
-                raise KernelError(
-                    codes.RING_BUFFER,
-                    f"reading perf ring buffers on {machine} needs libatomic (libatomic.so.1) for "
-                    "acquire/release ordering; install it (Debian: libatomic1)",
-                ) from None
-            return
+            raise KernelError(
+                codes.RING_BUFFER,
+                f"reading perf ring buffers on {machine} needs libatomic (libatomic.so.1) for "
+                "acquire/release ordering; install it (Debian: libatomic1)",
+            ) from None
         self._load = lib["__atomic_load_8"]
         self._load.argtypes = (ctypes.c_void_p, ctypes.c_int)
         self._load.restype = ctypes.c_uint64
@@ -108,6 +113,17 @@ class Lost:
     """A PERF_RECORD_LOST: ``lost`` records of event ``id`` were dropped (the ring was full)."""
 
     id: int
+    lost: int
+
+
+@dataclass(frozen=True, slots=True)
+class LostCount:
+    """The samples one event instance had no room for in its ring, as the event counts them
+    (read() with PERF_FORMAT_LOST): every drop, reported by a PERF_RECORD_LOST or not."""
+
+    event: str
+    id: int  # the instance's kernel id (PERF_EVENT_IOC_ID)
+    cpu: int  # -1: the instance follows a task on any CPU
     lost: int
 
 
@@ -245,16 +261,27 @@ def decode_sample(body: bytes, misc: int, sample_type: int, layout: SampleLayout
     return Sample(misc, callchain=chain, raw=raw, **fields)  # type: ignore[arg-type]
 
 
-def run_length(chunk: bytes, pos: int, size: int, count: int) -> int:
-    """How many records from ``pos`` (at most ``count``, all ``size`` bytes apart) have the header
-    type and size of the one at ``pos``: bytes 0 (type; kernel types are < 256), 6 and 7 (size),
-    compared column by column with strided slices at C speed."""
-    stop = pos + count * size
-    run = count
-    for byte in (0, 6, 7):
-        column = chunk[pos + byte : stop : size]
-        run = min(run, len(column) - len(column.lstrip(column[:1])))
-    return run
+def run_length(buffer: bytes | memoryview, pos: int, size: int, count: int) -> int:
+    """How many records from ``pos`` (at most ``count``, all ``size`` bytes apart) have the 8-byte
+    header (type, misc, size) of the one at ``pos``.
+
+    The headers are gathered with one strided copy of the buffer seen as u64s and compared with
+    ``count`` copies of the first at C speed; only a run that stops early is bisected. Record
+    sizes are multiples of 8 in a ring buffer; another size is never part of a run."""
+    if count <= 1 or size % 8:
+        return min(count, 1)
+    headers = memoryview(buffer)[pos : pos + count * size].cast("Q")[:: size // 8].tobytes()
+    expected = headers[:_HEADER.size] * count
+    if headers == expected:
+        return count
+    same, differs = 1, count  # headers[:8 * same] matches, headers[:8 * differs] does not
+    while differs - same > 1:
+        middle = (same + differs) // 2
+        if headers[: 8 * middle] == expected[: 8 * middle]:
+            same = middle
+        else:
+            differs = middle
+    return same
 
 
 def walk_records(chunk: bytes) -> Iterator[tuple[int, int, int, int]]:
@@ -285,6 +312,19 @@ def decode_record(record: bytes, sample_type: int, layout: SampleLayout | None =
     return OtherRecord(rtype, misc, bytes(body))
 
 
+@dataclass(frozen=True, slots=True)
+class RingSpan:
+    """Records in a ring's data area: one slice of the mapping, or two when they wrap around its
+    end (a record may straddle them); ``head`` is the position to release once they are used."""
+
+    head: int
+    parts: tuple[memoryview, ...]
+
+    @property
+    def size(self) -> int:
+        return sum(len(part) for part in self.parts)
+
+
 class PerfRing:
     """The consumer side of one perf event ring buffer (a ``RingMapping``)."""
 
@@ -307,29 +347,62 @@ class PerfRing:
             )
         self._base = ring.address + self.data_offset
         self.layout = SampleLayout(sample_type)
+        # the data area in place, for writing records out without copying them first
+        self.view = memoryview((ctypes.c_char * self.data_size).from_address(self._base)).cast("B")
+        self._head = ctypes.c_uint64.from_address(ring.address + _HEAD)
+        self._tail = ctypes.c_uint64.from_address(ring.address + _TAIL)
+
+    def _span(self) -> tuple[int, int]:
+        """(tail, head): what the kernel wrote since the last release."""
+        if self.atomics.plain:
+            head = self._head.value
+        else:
+            head = self.atomics.load_acquire(self.ring.address + _HEAD)
+        tail = self._tail.value
+        if head - tail > self.data_size:
+            raise _corrupt(f"data_head {head} is more than the ring's {self.data_size} bytes past data_tail {tail}")
+        return tail, head
 
     def pending(self) -> int:
         """Bytes written by the kernel and not consumed yet."""
-        head = self.atomics.load_acquire(self.ring.address + _HEAD)
-        tail = ctypes.c_uint64.from_address(self.ring.address + _TAIL).value
+        tail, head = self._span()
         return head - tail
 
     def take(self) -> bytes:
         """Every record written since the last call, copied out in one piece (the wrap-around
         joined); the space is handed back to the kernel at once."""
-        head = self.atomics.load_acquire(self.ring.address + _HEAD)
-        tail = ctypes.c_uint64.from_address(self.ring.address + _TAIL).value
+        tail, head = self._span()
         if head == tail:
             return b""
-        if head - tail > self.data_size:
-            raise _corrupt(f"data_head {head} is more than the ring's {self.data_size} bytes past data_tail {tail}")
         start = tail & (self.data_size - 1)
         first = min(head - tail, self.data_size - start)
         chunk = ctypes.string_at(self._base + start, first)
         if first < head - tail:
             chunk += ctypes.string_at(self._base, head - tail - first)
-        self.atomics.store_release(self.ring.address + _TAIL, head)
+        self._release(head)
         return chunk
+
+    def peek(self) -> RingSpan | None:
+        """The records written since the last ``release``, in place (None when there are none).
+        The kernel does not overwrite them until they are released."""
+        tail, head = self._span()
+        if head == tail:
+            return None
+        start = tail & (self.data_size - 1)
+        end = start + head - tail
+        if end <= self.data_size:
+            return RingSpan(head, (self.view[start:end],))
+        return RingSpan(head, (self.view[start:], self.view[: end - self.data_size]))
+
+    def release(self, span: RingSpan) -> None:
+        """Hand the space of ``span`` (and of everything before it) back to the kernel."""
+        self._release(span.head)
+
+    def _release(self, head: int) -> None:
+        if self.atomics.plain:
+            self._tail.value = head
+        else:
+            self.atomics.store_release(self.ring.address + _TAIL, head)
 
     def records(self) -> Iterator[Record]:
         """Every record available now (the space is released before they are decoded)."""

@@ -43,7 +43,7 @@ from evspec.loader.perf_abi import (
     SwConfig,
 )
 from evspec.loader.perfdata import FileAttr
-from evspec.loader.ringbuf import PerfRing, SampleLayout, run_length, walk_records
+from evspec.loader.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.script_output import LostLine, SampleLine
 from evspec.loader.spec import ObjectSpec
 from evspec.loader.tracefs_format import TracepointDecoders
@@ -310,6 +310,7 @@ class RecordSession:
         self.samples = 0
         self.lost_reported = 0  # the sum of the PERF_RECORD_LOST counts read
         self.lost_counted: int | None = None  # the events' own counts (PERF_FORMAT_LOST), after run()
+        self.lost_counts: tuple[LostCount, ...] = ()  # the same per event instance
         self.probe_sharing: ProbeSharing | None = None
         self._lost_readable = False
         self._backlog: deque[_Pending] = deque()
@@ -714,13 +715,21 @@ class RecordSession:
         self.count_lost()
 
     def count_lost(self) -> None:
-        """Read every sampling event's own lost count (PERF_FORMAT_LOST) into ``lost_counted``;
-        left None when the kernel does not keep them."""
+        """Read every sampling event instance's own lost count (PERF_FORMAT_LOST) into
+        ``lost_counts`` and their sum into ``lost_counted``; left as they were when the kernel
+        does not keep them."""
         if not self._lost_readable:
             return
-        self.lost_counted = sum(
-            self.kernel.read_lost(fd) for ev in self.events if ev.sampling and not ev.tracking for fd in ev.all_fds()
-        )
+        counts: list[LostCount] = []
+        for ev in self.events:
+            if not ev.sampling or ev.tracking:
+                continue
+            fds = ev.all_fds()
+            cpus = [cpu for _row in ev.fds for cpu in (ev.cpus or self._target.cpus)]
+            for fd, cpu, ident in zip(fds, cpus, ev.ids, strict=True):
+                counts.append(LostCount(ev.name, ident, cpu, self.kernel.read_lost(fd)))
+        self.lost_counts = tuple(counts)
+        self.lost_counted = sum(c.lost for c in counts)
 
     # --------------------------------------------------------------- teardown
 

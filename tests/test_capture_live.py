@@ -220,6 +220,40 @@ def test_loss_counts_are_exact(workdir: Path) -> None:
     assert m is not None and int(m.group(1)) + int(m.group(2)) == calls, err
 
 
+def test_a_capture_carries_its_exact_losses(workdir: Path, perf_binary: str) -> None:
+    """From the file alone: samples + PERF_RECORD_LOST_SAMPLES counts == calls, for evspec script
+    (one loss line per CPU that lost samples, the JSON summary) as for perf report --stats."""
+    calls = 20_000
+    status, _, err = record("-m", "1", "-o", "cap.data", "-e", "./emit.o", "--", "./loop", str(calls))
+    assert status == 0, err
+    status, text, err = script("-i", "cap.data", "--format", "json")
+    assert status == 0 and err == ""
+    lines = [json.loads(line) for line in text.splitlines()]
+    totals = [x for x in lines if "lost_samples" in x]
+    summary = lines[-1]["summary"]
+    assert totals and all(x["event"] == "__bpf_stdout__" and x["lost_samples"] > 0 for x in totals)
+    assert len({x["cpu"] for x in totals}) == len(totals)
+    assert summary["lost"] == sum(x["lost_samples"] for x in totals)
+    assert summary["samples"] == len(json_rows(text)) and summary["samples"] + summary["lost"] == calls
+    assert summary.get("lost_reported", summary["lost"]) == sum(x.get("lost", 0) for x in lines[:-1])
+    status, text, _ = script("-i", "cap.data")
+    assert [line for line in text.splitlines() if line.startswith("LOST_SAMPLES ")] == [
+        f"LOST_SAMPLES {x['lost_samples']} of __bpf_stdout__ on cpu {x['cpu']}" for x in totals
+    ]
+    done = subprocess.run([perf_binary, "script", "-i", "cap.data"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    # perf's only complaint is the losses, as for a file of its own: the LOST chunks, the share lost
+    warnings = [line for line in done.stderr.splitlines() if line and not line.startswith(("Warning:", "Check IO"))]
+    chunks = sum(1 for x in lines if "lost" in x and "event" in x)  # the PERF_RECORD_LOST lines
+    assert len(warnings) == 2 and re.fullmatch(rf"Processed \d+ events and lost {chunks} chunks!", warnings[0])
+    assert warnings[1] == f"Processed {calls} samples and lost {100 * summary['lost'] / calls:.2f}%!"
+    stats = subprocess.run([perf_binary, "report", "--stats", "-i", "cap.data"], capture_output=True, text=True)
+    assert stats.returncode == 0, stats.stderr
+    per_event = stats.stdout[stats.stdout.index("__bpf_stdout__ stats:"):]
+    assert re.search(rf"SAMPLE events:\s+{summary['samples']}\n", per_event), per_event
+    assert re.search(rf"LOST_SAMPLES events:\s+{summary['lost']}\n", per_event), per_event
+
+
 def test_verbose_notes(workdir: Path) -> None:
     status, _, err = record("-v", "-e", "./emit.o", "--", "./loop", "1")
     assert status == 0

@@ -6,16 +6,17 @@ import argparse
 import ctypes
 import io
 import json
+import os
 import struct
 from pathlib import Path
 
 import pytest
 from evspec.loader import perfdata as pd
-from evspec.loader.capture import Capture, comm_record, count_records
+from evspec.loader.capture import Capture, comm_record, count_records, count_span
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
 from evspec.loader.perf_abi import PERF_ATTR_SIZE_VER7, MmapPage, PerfType, RecordType, SampleType, SwConfig
-from evspec.loader.ringbuf import PerfRing
+from evspec.loader.ringbuf import LostCount, PerfRing
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
 from evspec.script_cmd import add_script_parser, script_lines, script_main
@@ -242,6 +243,103 @@ def test_capture_copies_ring_bytes_and_counts(tmp_path: Path) -> None:
     assert (lost_line.event, lost_line.cpu, lost_line.lost) == ("__bpf_stdout__", 1, 3)  # type: ignore[union-attr]
 
 
+def test_count_span_joins_a_record_straddling_the_pieces() -> None:
+    one = sample(3, 1, 1, 1, 0, bytes(56))
+    chunk = one * 5 + lost(3, 11, 2, 0) + one * 3
+    for cut in (0, 4, 8, 100, len(one) * 5 + 12, len(chunk) - 8, len(chunk)):
+        pieces = [memoryview(chunk)[:cut], memoryview(chunk)[cut:]]
+        counts = count_span(pieces)
+        assert (counts.samples, counts.lost, counts.lost_records) == (8, 11, 1), cut
+    with pytest.raises(ObjectError, match="says 120 bytes, 100 are available"):
+        count_span([memoryview(one)[:60], memoryview(one)[60:100]])  # the span ends inside a record
+    with pytest.raises(ObjectError, match="header at 0 is cut off at 4"):
+        count_span([memoryview(one)[:4]])
+
+
+def test_capture_writes_straight_from_the_rings_in_one_writev(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    rings = [Ring(), Ring()]
+    recs = [sample(3, 7, 7, 100 + i, 0, b"w%d\0" % i) for i in range(3)]
+    for r in recs:
+        rings[0].put(r)  # the first record wraps around the end of the area
+    rings[1].put(lost(4, 2, 90, 1))
+    calls: list[list[bytes]] = []
+    real_writev = os.writev
+
+    def short_writev(fd: int, buffers: list[memoryview]) -> int:
+        calls.append([bytes(b) for b in buffers])
+        return real_writev(fd, [bytes(buffers[0])[:5]])  # the kernel takes 5 bytes at a time
+
+    capture = Capture(tmp_path / "c.data", [TRACKING, OUTPUT], [r.reader for r in rings], HOST)
+    monkeypatch.setattr(os, "writev", short_writev)
+    assert capture.drain() is True  # a ring held more than 1/16 of its 1024 bytes
+    monkeypatch.undo()
+    first = calls[0]
+    assert b"".join(first) == b"".join(recs) + lost(4, 2, 90, 1) + struct.pack("<IHH", 68, 0, 8)
+    # each ring's wrap-around is a second buffer, not a copy joined: 40 bytes up to the end
+    assert [len(b) for b in first] == [40, sum(map(len, recs)) - 40, 40, len(lost(4, 2, 90, 1)) - 40, 8]
+    assert all(r.page.data_tail == r.page.data_head for r in rings)
+    capture.finish()
+    data = pd.read_perf_data(tmp_path / "c.data")
+    assert [r.type for r in data.records()] == [RecordType.SAMPLE] * 3 + [RecordType.LOST, pd.FINISHED_ROUND]
+
+
+def test_a_failed_write_keeps_the_records_in_the_ring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ring = Ring()
+    ring.put(sample(3, 7, 7, 1, 0, b"kept\0"))
+    capture = Capture(tmp_path / "c.data", [TRACKING, OUTPUT], [ring.reader], HOST)
+
+    def full(fd: int, buffers: list[memoryview]) -> int:
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(os, "writev", full)
+    with pytest.raises(ObjectError, match="No space left on device"):
+        capture.drain()
+    assert ring.page.data_tail != ring.page.data_head  # not released: nothing was written
+    monkeypatch.undo()
+    capture.finish()
+
+
+def test_lost_samples_records_carry_the_instances_counts(tmp_path: Path) -> None:
+    capture = Capture(tmp_path / "c.data", [TRACKING, OUTPUT], [], HOST)
+    capture.writer.write(sample(3, 7, 7, 5, 0, b"a\0") + sample(4, 7, 7, 6, 1, b"b\0"))
+    capture.add_lost_counts(
+        [LostCount("__bpf_stdout__", 3, 0, 12), LostCount("__bpf_stdout__", 4, 1, 0), LostCount("__bpf_stdout__", 4, -1, 5)]
+    )
+    capture.finish()
+    data = pd.read_perf_data(tmp_path / "c.data")
+    refs = [r for r in data.records() if r.type == RecordType.LOST_SAMPLES]
+    trailer = pd.SampleIdTrailer(SAMPLE_TYPE)
+    assert [r.size for r in refs] == [16 + trailer.struct.size] * 2  # no record for a count of 0
+    got = [(struct.unpack_from("<Q", data.buf, r.offset + 8)[0], trailer.read(data.buf, r.offset + r.size, r.offset + 16))
+           for r in refs]
+    assert got == [
+        (12, {"pid": 0, "tid": 0, "time": 0, "cpu": 0, "_reserved": 0, "identifier": 3}),
+        (5, {"pid": 0, "tid": 0, "time": 0, "cpu": 0xFFFFFFFF, "_reserved": 0, "identifier": 4}),
+    ]
+    status, out, err = run_script(tmp_path / "c.data")
+    assert status == 0 and err == ""
+    assert out.endswith("LOST_SAMPLES 12 of __bpf_stdout__ on cpu 0\nLOST_SAMPLES 5 of __bpf_stdout__ on cpu -1\n")
+    status, out, _ = run_script(tmp_path / "c.data", "--format", "json")
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[2:] == [
+        {"lost_samples": 12, "cpu": 0, "event": "__bpf_stdout__"},
+        {"lost_samples": 5, "cpu": -1, "event": "__bpf_stdout__"},
+        {"summary": {"samples": 2, "lost": 17, "lost_reported": 0}},
+    ]
+
+
+def test_sample_id_trailer_follows_the_sample_type() -> None:
+    every = pd.SampleIdTrailer(
+        SampleType.TID | SampleType.TIME | SampleType.ID | SampleType.STREAM_ID | SampleType.CPU | SampleType.IDENTIFIER
+    )
+    assert every.names == ("pid", "tid", "time", "id", "stream_id", "cpu", "_reserved", "identifier")
+    packed = every.pack(pid=1, tid=2, time=3, id=4, stream_id=5, cpu=6, identifier=7)
+    assert packed == struct.pack("<IIQQQIIQ", 1, 2, 3, 4, 5, 6, 0, 7)
+    assert every.read(b"xxxxxxxx" + packed, 8 + len(packed), 8)["stream_id"] == 5
+    assert every.read(packed, len(packed), 8) == {}  # the record is too short to hold them
+    assert pd.SampleIdTrailer(SampleType.RAW).pack(pid=1) == b""
+
+
 # -------------------------------------------------------------- script
 
 
@@ -264,12 +362,13 @@ def test_script_orders_by_time_and_names_forked_tasks(tmp_path: Path) -> None:
     write_file(tmp_path / "f.data", records)
     status, out, err = run_script(tmp_path / "f.data", "--format", "json")
     assert status == 0 and err == ""
-    got = [json.loads(line) for line in out.splitlines()]
+    *got, summary = [json.loads(line) for line in out.splitlines()]
     assert [(r["comm"], r["tid"], r["time_ns"], r["string"]) for r in got] == [
         ("parent", 20, 100, "first"),
         ("parent", 21, 300, "child"),
         (":99", 99, 400, "nobody"),
     ]
+    assert summary == {"summary": {"samples": 3, "lost": 0}}
 
 
 def test_script_text_is_the_live_layout(tmp_path: Path) -> None:
@@ -283,7 +382,7 @@ def test_script_text_is_the_live_layout(tmp_path: Path) -> None:
 def test_script_warns_about_an_unfinished_file_and_fails_on_a_bad_one(tmp_path: Path) -> None:
     write_file(tmp_path / "f.data", sample(3, 5, 5, 1, 0, b"x\0"), finish=False)
     status, out, err = run_script(tmp_path / "f.data", "--format", "json")
-    assert status == 0 and len(out.splitlines()) == 1 and "not finished" in err
+    assert status == 0 and len(out.splitlines()) == 2 and "not finished" in err  # a sample, the summary
     (tmp_path / "bad.data").write_bytes(b"garbage!" * 20)
     status, out, err = run_script(tmp_path / "bad.data")
     assert status == 2 and out == "" and "does not start with PERFILE2" in err

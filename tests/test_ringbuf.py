@@ -221,7 +221,8 @@ def test_atomics_without_libatomic(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_atomics_with_libatomic() -> None:
     word = ctypes.c_uint64(1 << 40)
-    atomics = Atomics()
+    atomics = Atomics("aarch64")  # not TSO: libatomic's acquire/release calls
+    assert not atomics.plain and Atomics("x86_64").plain
     assert atomics.load_acquire(ctypes.addressof(word)) == 1 << 40
     atomics.store_release(ctypes.addressof(word), 3)
     assert word.value == 3
@@ -358,10 +359,12 @@ def test_lost_counts_are_read_from_the_events_when_the_kernel_keeps_them() -> No
     session._lost_readable = True
     ev = OpenedEvent("evt", perf_attr({"type": 1, "config": 10}), True)
     ev.fds = [[kernel.perf_event_open(ev.attr, pid=-1, cpu=0), kernel.perf_event_open(ev.attr, pid=-1, cpu=1)]]
+    ev.cpus, ev.ids = (0, 1), [41, 42]
     session.events.append(ev)
     session.lost_reported = 5
     session.count_lost()
     assert (session.lost_counted, session.lost) == (14, 14)
+    assert session.lost_counts == (ringbuf.LostCount("evt", 41, 0, 7), ringbuf.LostCount("evt", 42, 1, 7))
     assert session.summary() == {"samples": 0, "lost": 14, "lost_reported": 5}
     session.lost_counted = 5
     assert session.summary() == {"samples": 0, "lost": 5}
@@ -377,3 +380,49 @@ def test_a_short_read_of_an_event_is_an_error() -> None:
     with pytest.raises(KernelError, match="8 bytes, not the 16"):
         kernel.read_lost(fd)
     assert not kernel.lost_count_readable()
+
+
+def test_run_length_finds_where_a_run_of_equal_headers_stops() -> None:
+    one = full_sample(5, 5, 1, 0, b"abc")
+    size = len(one)
+    for stop in range(1, 40):
+        chunk = one * stop + lost_record(1) + one * 3
+        fits = min(40, len(chunk) // size)
+        assert ringbuf.run_length(chunk, 0, size, fits) == stop
+        assert ringbuf.run_length(memoryview(chunk), 0, size, fits) == stop  # a ring's mapping
+    other_misc = one[:4] + struct.pack("=H", 1) + one[6:]
+    assert ringbuf.run_length(one * 3 + other_misc, 0, size, 4) == 3  # the whole header counts
+    assert ringbuf.run_length(b"\0" * 36, 0, 12, 3) == 1  # not a ring record size: one at a time
+    assert ringbuf.run_length(one, 0, size, 0) == 0
+
+
+def test_peek_gives_the_records_in_place_and_release_frees_them() -> None:
+    ring = FakeRing(256)
+    ring.start_at(256 * 2 + 240)  # 16 bytes before the end
+    ring.write(RecordType.LOST, struct.pack("=QQ", 9, 1))
+    reader = PerfRing(ring.mapping, 0)
+    span = reader.peek()
+    assert span is not None and [len(p) for p in span.parts] == [16, 8] and span.size == 24
+    assert b"".join(bytes(p) for p in span.parts) == struct.pack("=IHHQQ", RecordType.LOST, 0, 24, 9, 1)
+    assert reader.pending() == 24  # not released yet: the kernel cannot write over it
+    ring.write(RecordType.LOST, struct.pack("=QQ", 8, 2))
+    reader.release(span)
+    assert ring.page.data_tail == 256 * 2 + 264 and reader.pending() == 24
+    again = reader.peek()
+    assert again is not None and len(again.parts) == 1 and bytes(again.parts[0])[8:16] == struct.pack("=Q", 8)
+    reader.release(again)
+    assert reader.peek() is None
+
+
+def test_the_ring_protocol_through_libatomic() -> None:
+    ring = FakeRing(256)
+    ring.start_at(200)
+    ring.write(RecordType.LOST, struct.pack("=QQ", 9, 1))
+    reader = PerfRing(ring.mapping, 0, atomics=Atomics("aarch64"))
+    assert reader.pending() == 24 and list(reader.records()) == [Lost(9, 1)]
+    assert ring.page.data_tail == ring.page.data_head == 224
+    ring.write(RecordType.LOST, struct.pack("=QQ", 8, 2))
+    span = reader.peek()
+    assert span is not None
+    reader.release(span)
+    assert ring.page.data_tail == 248
