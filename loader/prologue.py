@@ -19,10 +19,10 @@ signature matched by one glob) share one loaded program — what perf 4.7 did an
 from __future__ import annotations
 
 import re
-import struct
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from evspec.loader.bpf_abi import encode_insn
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.live import LiveObject, link_program, load_linked
@@ -49,14 +49,14 @@ _JNE_IMM, _JA, _CALL, _LD_IMM64 = 0x55, 0x05, 0x85, 0x18
 _S32 = range(-(1 << 31), 1 << 31)
 
 
-def _insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
-    return struct.pack("<BBhi", code, (src << 4) | dst, off, imm)
-
-
 def _ld_imm64(dst: int, value: int) -> bytes:
     value &= (1 << 64) - 1
     low, high = value & 0xFFFFFFFF, value >> 32
-    return struct.pack("<BBhI", _LD_IMM64, dst, 0, low) + struct.pack("<BBhI", 0, 0, 0, high)
+    return encode_insn(_LD_IMM64, dst=dst, imm=_signed32(low)) + encode_insn(0, imm=_signed32(high))
+
+
+def _signed32(value: int) -> int:
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _slot(index: int) -> int:
@@ -80,16 +80,16 @@ class _Code:
 
     def patch_error_jumps(self, target: int) -> None:
         for at in self.error_jumps:
-            self.insns[at] = _insn(_JNE_IMM, dst=0, off=target - (at + 1), imm=0)
+            self.insns[at] = encode_insn(_JNE_IMM, dst=0, off=target - (at + 1), imm=0)
 
 
 def _add(code: _Code, reg: int, value: int) -> None:
     if value == 0:
         return
     if value in _S32:
-        code.emit(_insn(_ADD64_IMM, dst=reg, imm=value))
+        code.emit(encode_insn(_ADD64_IMM, dst=reg, imm=value))
     else:  # an offset beyond ±2 GiB (a far symbol) goes through R2, which the read sets anyway
-        code.emit(_ld_imm64(ERROR_REG, value), _insn(_ADD64_REG, dst=reg, src=ERROR_REG))
+        code.emit(_ld_imm64(ERROR_REG, value), encode_insn(_ADD64_REG, dst=reg, src=ERROR_REG))
 
 
 def _cast(code: _Code, reg: int, vtype: ValueType, loaded_bits: int) -> None:
@@ -99,8 +99,8 @@ def _cast(code: _Code, reg: int, vtype: ValueType, loaded_bits: int) -> None:
         return  # already exact
     left = 64 - vtype.shift - width
     if left:
-        code.emit(_insn(_LSH64_IMM, dst=reg, imm=left))
-    code.emit(_insn(_ARSH64_IMM if vtype.signed else _RSH64_IMM, dst=reg, imm=64 - width))
+        code.emit(encode_insn(_LSH64_IMM, dst=reg, imm=left))
+    code.emit(encode_insn(_ARSH64_IMM if vtype.signed else _RSH64_IMM, dst=reg, imm=64 - width))
 
 
 def _fetch(code: _Code, index: int, place: FetchPlace, helper: int) -> None:
@@ -108,7 +108,7 @@ def _fetch(code: _Code, index: int, place: FetchPlace, helper: int) -> None:
     ``unsafe_ptr`` argument)."""
     work, slot = FIRST_ARG_REG, _slot(index)
     if place.reg_offset is not None:
-        code.emit(_insn(_LDX[8], dst=work, src=SAVED_CTX_REG, off=place.reg_offset))
+        code.emit(encode_insn(_LDX[8], dst=work, src=SAVED_CTX_REG, off=place.reg_offset))
     else:
         code.emit(_ld_imm64(work, place.address))
     loaded = 64
@@ -116,16 +116,16 @@ def _fetch(code: _Code, index: int, place: FetchPlace, helper: int) -> None:
         size = place.type.size if step == len(place.derefs) - 1 else POINTER_SIZE
         _add(code, work, offset)
         code.emit(
-            _insn(_MOV64_REG, dst=1, src=FRAME_REG),
-            _insn(_ADD64_IMM, dst=1, imm=slot),
-            _insn(_MOV64_IMM, dst=2, imm=size),
-            _insn(_CALL, imm=helper),
+            encode_insn(_MOV64_REG, dst=1, src=FRAME_REG),
+            encode_insn(_ADD64_IMM, dst=1, imm=slot),
+            encode_insn(_MOV64_IMM, dst=2, imm=size),
+            encode_insn(_CALL, imm=helper),
         )
         code.jump_if_failed()
-        code.emit(_insn(_LDX[size], dst=work, src=FRAME_REG, off=slot))
+        code.emit(encode_insn(_LDX[size], dst=work, src=FRAME_REG, off=slot))
         loaded = size * 8
     _cast(code, work, place.type, loaded)
-    code.emit(_insn(_STX_DW, dst=FRAME_REG, src=work, off=slot))
+    code.emit(encode_insn(_STX_DW, dst=FRAME_REG, src=work, off=slot))
 
 
 def assemble_prologue(places: Sequence[FetchPlace], *, user: bool) -> bytes:
@@ -138,20 +138,20 @@ def assemble_prologue(places: Sequence[FetchPlace], *, user: bool) -> bytes:
         )
     helper = HELPER_PROBE_READ_USER if user else HELPER_PROBE_READ_KERNEL
     code = _Code([], [])
-    code.emit(_insn(_MOV64_REG, dst=SAVED_CTX_REG, src=CTX_REG))
+    code.emit(encode_insn(_MOV64_REG, dst=SAVED_CTX_REG, src=CTX_REG))
     for index, place in enumerate(places):
         _fetch(code, index, place, helper)
     args = range(FIRST_ARG_REG, FIRST_ARG_REG + len(places))
     for index, reg in enumerate(args):
-        code.emit(_insn(_LDX[8], dst=reg, src=FRAME_REG, off=_slot(index)))
-    code.emit(_insn(_MOV64_IMM, dst=ERROR_REG, imm=0))
+        code.emit(encode_insn(_LDX[8], dst=reg, src=FRAME_REG, off=_slot(index)))
+    code.emit(encode_insn(_MOV64_IMM, dst=ERROR_REG, imm=0))
     if code.error_jumps:
-        error_block = [_insn(_MOV64_IMM, dst=ERROR_REG, imm=FETCH_FAILED)]
-        error_block += [_insn(_MOV64_IMM, dst=reg, imm=0) for reg in args]
-        code.emit(_insn(_JA, off=len(error_block)))
+        error_block = [encode_insn(_MOV64_IMM, dst=ERROR_REG, imm=FETCH_FAILED)]
+        error_block += [encode_insn(_MOV64_IMM, dst=reg, imm=0) for reg in args]
+        code.emit(encode_insn(_JA, off=len(error_block)))
         code.patch_error_jumps(len(code.insns))
         code.emit(*error_block)
-    code.emit(_insn(_MOV64_REG, dst=CTX_REG, src=SAVED_CTX_REG))
+    code.emit(encode_insn(_MOV64_REG, dst=CTX_REG, src=SAVED_CTX_REG))
     return b"".join(code.insns)
 
 
@@ -263,12 +263,6 @@ class PrologueCache:
 
     def close(self) -> None:
         """Close every loaded program; the first failure is raised after all were tried."""
-        first: KernelError | None = None
-        for _live, fd in self._loaded.values():
-            try:
-                self.kernel.close(fd)
-            except KernelError as exc:
-                first = first or exc
+        fds = [fd for _live, fd in self._loaded.values()]
         self._loaded.clear()
-        if first is not None:
-            raise first
+        self.kernel.close_all(fds)
