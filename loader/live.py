@@ -16,7 +16,6 @@ from __future__ import annotations
 import errno as E
 from collections.abc import Collection, Mapping
 from dataclasses import dataclass, replace
-from pathlib import Path
 from types import TracebackType
 
 from evspec.loader import bpf_abi as abi
@@ -31,6 +30,7 @@ from evspec.loader.btf_fixup import (
     probe_blobs,
     program_btf_info,
 )
+from evspec.loader.compile import possible_cpus  # also the size of a default perf event array
 from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError
 from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
 
@@ -277,13 +277,6 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
 # ----------------------------------------------------------------------- maps
 
 
-def possible_cpus(path: str = "/sys/devices/system/cpu/possible") -> int:
-    """The number of possible CPUs ("0-3,8-11" counts 8): the size of a default perf event array."""
-    count = 0
-    for part in Path(path).read_text().strip().split(","):
-        lo, _, hi = part.partition("-")
-        count += int(hi or lo) - int(lo) + 1
-    return count
 
 
 def _is_global_data(m: MapSpec) -> bool:

@@ -10,7 +10,7 @@ import pytest
 from evspec.loader import bpf_abi as abi
 from evspec.loader.fake_kernel import ALL_CAPABILITIES, FakeKernel
 from evspec.loader.kernel import ENOTSUPP, FIRST_LOG_SIZE, Kernel, KernelError, VerifierError
-from evspec.loader.live import link_program, load_object, possible_cpus
+from evspec.loader.live import link_program, load_object
 from evspec.loader.perf_abi import AttrFlag, PerfEventAttr, PerfType, SwConfig
 from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, Relocation
 from evspec.loader.syscalls import CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_RESOURCE, RLIM_INFINITY
@@ -651,14 +651,6 @@ def test_ioctl_on_a_closed_fd() -> None:
         kernel.enable(42)
     assert info.value.code == "EK008" and info.value.operation == "PERF_EVENT_IOC_ENABLE"
     assert info.value.message == "PERF_EVENT_IOC_ENABLE for perf event fd 42: Bad file descriptor (EBADF)"
-
-
-def test_possible_cpus_counts_ranges(tmp_path: object) -> None:
-    from pathlib import Path
-
-    f = Path(str(tmp_path)) / "possible"
-    f.write_text("0-3,8-11,16\n")
-    assert possible_cpus(str(f)) == 9
 
 
 def test_capability_constants() -> None:
