@@ -5,10 +5,11 @@ and a C loop calls getppid() N times (loop.c); both are built in a temp dir. Sid
 interleaved, the same ring size (-m PAGES) for both:
   perf record -q -m PAGES -o perf.data -e ./emit.o -- ./loop N
   evspec record -m PAGES -o cap.data -e ./emit.o -- ./loop N
-Printed per run: records lost by each (perf's counted from its file's LOST/LOST_SAMPLES records,
-capture's from its report), and for live mode (`evspec record --format text|json ... > /dev/null`)
-the exact loss count (PERF_FORMAT_LOST) next to what PERF_RECORD_LOST records reported, and samples
-printed per second of wall time. Then median wall times and their ratio (target <= 1.5x, evspec
+Printed per run: records lost by each, counted the same way from each file's records (the
+PERF_RECORD_LOST_SAMPLES that both write at the end; the capture's report must agree), and for
+live mode (`evspec record --format text|json ... > /dev/null`) the exact loss count
+(PERF_FORMAT_LOST) next to what PERF_RECORD_LOST records reported, and samples printed per second
+of wall time. Then median wall times and their ratio (target <= 1.5x, evspec
 losing no more than perf); live mode's code alone over the capture's data section: decoding (ring
 bytes -> SampleLine, target >= 500,000 records/s), decoding + text, decoding + JSON; and perf
 script's own rate printing its file.
@@ -56,22 +57,28 @@ def evspec_counts(stderr: str) -> tuple[int, int, int]:
     return int(samples), int(lost), int(reported or lost)
 
 
-def perf_file_counts(path: Path) -> tuple[int, int]:
-    """Samples and lost records of a perf.data file, from its records."""
+def file_counts(path: Path) -> tuple[int, int]:
+    """Samples and lost samples of a perf.data file, from its records alone: the losses are the
+    PERF_RECORD_LOST_SAMPLES counts (each event instance's exact count, written at the end by
+    perf record and evspec capture alike) or, in a file without them, the PERF_RECORD_LOST sums
+    (which they include: adding both would count those drops twice)."""
     import struct
 
     from evspec.loader.perf_abi import RecordType
     from evspec.loader.perfdata import read_perf_data
 
     data = read_perf_data(path)
-    samples = lost = 0
+    samples = reported = exact = 0
+    has_exact = False
     for rec in data.records():
         if rec.type == RecordType.SAMPLE:
             samples += 1
-        elif rec.type in (RecordType.LOST, RecordType.LOST_SAMPLES):
-            offset = 16 if rec.type == RecordType.LOST else 8
-            lost += struct.unpack_from("<Q", data.buf, rec.offset + offset)[0]
-    return samples, lost
+        elif rec.type == RecordType.LOST:
+            reported += struct.unpack_from("<Q", data.buf, rec.offset + 16)[0]
+        elif rec.type == RecordType.LOST_SAMPLES:
+            exact += struct.unpack_from("<Q", data.buf, rec.offset + 8)[0]
+            has_exact = True
+    return samples, exact if has_exact else reported
 
 
 def offline_rates(path: Path, repeats: int = 3) -> dict[str, float]:
@@ -126,25 +133,34 @@ def main() -> None:
                 for fmt in ("text", "json")}
         times: dict[str, list[float]] = {"perf": [], "capture": [], "text": [], "json": []}
         print(f"{opts.calls} getppid calls, {opts.pages} ring pages, {opts.runs} interleaved runs")
-        print("lost: perf's and capture's from their files' records and reports; live: exact count "
-              "(PERF_FORMAT_LOST) / reported by PERF_RECORD_LOST; rec/s: samples printed / wall time")
+        print("lost: perf's and capture's from their files' records (PERF_RECORD_LOST_SAMPLES); live: exact "
+              "count (PERF_FORMAT_LOST) / reported by PERF_RECORD_LOST; rec/s: samples printed / wall time")
         print(f"{'run':>3} {'perf lost':>10} {'capture lost':>13} {'text lost':>15} {'text rec/s':>11} "
               f"{'json lost':>15} {'json rec/s':>11}")
         perf_samples = 0
+        losses: dict[str, list[int]] = {"perf": [], "capture": []}
         for run in range(opts.runs):
             t, _ = timed(perf_cmd, folder)
             times["perf"].append(t)
-            perf_samples, perf_lost = perf_file_counts(folder / "perf.data")
+            perf_samples, perf_lost = file_counts(folder / "perf.data")
             t, err = timed(cap_cmd, folder)
             times["capture"].append(t)
-            _, cap_lost, _ = evspec_counts(err)
+            cap_samples, cap_lost = file_counts(folder / "cap.data")
+            if (cap_samples, cap_lost) != evspec_counts(err)[:2]:
+                sys.exit(f"capture_bench: the capture's report disagrees with its file ({cap_samples} samples, "
+                         f"{cap_lost} lost):\n{err}")
+            losses["perf"].append(perf_lost)
+            losses["capture"].append(cap_lost)
             row = f"{run:3d} {perf_lost:10d} {cap_lost:13d}"
             for fmt, cmd in live.items():
                 t, err = timed(cmd, folder)
                 times[fmt].append(t)
                 samples, lost, reported = evspec_counts(err)
                 row += f" {f'{lost}/{reported}':>15} {samples / t:11,.0f}"
-            print(row)
+            print(row, flush=True)
+        no_more = sum(c <= p for p, c in zip(losses["perf"], losses["capture"], strict=True))
+        print(f"lost in all runs: perf {sum(losses['perf'])}, capture {sum(losses['capture'])}; "
+              f"capture lost no more than perf in {no_more} of {opts.runs} runs (target: all)")
         med = {k: statistics.median(v) for k, v in times.items()}
         print(f"wall time median: perf {med['perf']:.3f} s, evspec capture {med['capture']:.3f} s, "
               f"ratio {med['capture'] / med['perf']:.2f}x (target <= 1.5x)")
