@@ -240,7 +240,9 @@ def test_a_capture_carries_its_exact_losses(workdir: Path, perf_binary: str) -> 
     assert [line for line in text.splitlines() if line.startswith("LOST_SAMPLES ")] == [
         f"LOST_SAMPLES {x['lost_samples']} of __bpf_stdout__ on cpu {x['cpu']}" for x in totals
     ]
-    done = subprocess.run([perf_binary, "script", "-i", "cap.data"], capture_output=True, text=True)
+    # (perf's own output is not always UTF-8)
+    done = subprocess.run([perf_binary, "script", "-i", "cap.data"], capture_output=True, encoding="utf-8",
+                          errors="replace")
     assert done.returncode == 0, done.stderr
     # perf's only complaint is the losses, as for a file of its own: the LOST chunks, the share lost
     warnings = [line for line in done.stderr.splitlines() if line and not line.startswith(("Warning:", "Check IO"))]
