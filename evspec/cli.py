@@ -17,6 +17,7 @@ if TYPE_CHECKING:
     from evspec.check import CheckedSpec
     from evspec.diagnostics import Diagnostic
     from evspec.inputs import SpecInput
+    from evspec.perf_check import DialectChecked
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 PERF_VERSIONS = ("4.7", "6.1", "6.5", "6.6")  # evspec.dialect.VERSIONS, without importing it
@@ -221,69 +222,35 @@ def _run_checks(inputs: Sequence[SpecInput], system, mode: str) -> list[CheckedS
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    """Findings in the chosen format; with ``--perf VERSION`` merged with that perf's verdicts
+    (``--format perf`` then prints what that perf prints, ``json`` adds each ``"perf"`` verdict)."""
     inputs = _inputs(args)
     system = _load_system(args.system)
     checked = _run_checks(inputs, system, args.mode)
-    if args.perf:
-        return _check_with_perf(args, checked, system)
-    diags = [d for c in checked for d in c.diagnostics]
+    results = _with_perf(args, checked, system) if args.perf else None
+    if results is None:
+        diags = [d for c in checked for d in c.diagnostics]
+    else:
+        diags = [d for r in results for d in r.diagnostics]
     fmt = args.format
     if fmt == "text":
         if diags:
             _print_text(diags, _use_color(args.color))
+    elif fmt == "perf" and results is not None:
+        for r in results:
+            sys.stdout.write(r.verdict.stdout)
+            sys.stderr.write(r.verdict.stderr)
     elif fmt == "perf":
         from evspec.render.perf import render_perf
 
         for c in checked:
             if c.diagnostics:
                 sys.stderr.write(render_perf(c.diagnostics))
-    else:
-        _write_machine_format(fmt, diags)
-    return _exit_status(args, diags)
-
-
-def _exit_status(args: argparse.Namespace, diags: Sequence[Diagnostic]) -> int:
-    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
-    return EXIT_FINDINGS if failing else EXIT_CLEAN
-
-
-def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> int:  # type: ignore[no-untyped-def]
-    """``check --perf VERSION``: findings with that perf's disagreements; ``--format perf`` prints
-    what that perf prints (its stdout echo included), ``json`` adds each string's ``"perf"`` verdict."""
-    from pathlib import Path
-
-    from evspec.perf_check import check_with_perf, perf_json
-
-    results = check_with_perf(checked, args.perf, system=system, cwd=Path.cwd(), mode=args.mode,
-                              term_width=_columns())
-    diags = [d for r in results for d in r.diagnostics]
-    fmt = args.format
-    if fmt == "text":
-        if diags:
-            _print_text(diags, _use_color(args.color))
-    elif fmt == "perf":
-        for r in results:
-            sys.stdout.write(r.verdict.stdout)
-            sys.stderr.write(r.verdict.stderr)
     elif fmt == "json":
         from evspec.render.jsonfmt import render_json
 
-        owners = [r for r in results for _ in r.diagnostics]
-        per_diag = {i: {"perf": perf_json(owner.verdict)} for i, owner in enumerate(owners)}
-        verdicts = [{"event": r.spec.input.text, "source": r.spec.input.source.to_json(), **perf_json(r.verdict)}
-                    for r in results]
-        extra = {"summary": {"perf_accepts": all(r.verdict.accepted for r in results)}, "perf": verdicts}
+        extra, per_diag = _perf_json(results) if results is not None else (None, None)
         sys.stdout.write(render_json(diags, extra=extra, diagnostic_extra=per_diag) + "\n")
-    else:
-        _write_machine_format(fmt, diags)
-    return _exit_status(args, diags)
-
-
-def _write_machine_format(fmt: str, diags: Sequence[Diagnostic]) -> None:
-    if fmt == "json":
-        from evspec.render.jsonfmt import render_json
-
-        sys.stdout.write(render_json(diags) + "\n")
     elif fmt == "sarif":
         from evspec.render.sarif import render_sarif
 
@@ -292,6 +259,28 @@ def _write_machine_format(fmt: str, diags: Sequence[Diagnostic]) -> None:
         from evspec.render.github import render_github
 
         sys.stdout.write(render_github(diags))
+    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> list[DialectChecked]:  # type: ignore[no-untyped-def]
+    from pathlib import Path
+
+    from evspec.perf_check import check_with_perf
+
+    return check_with_perf(checked, args.perf, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
+
+
+def _perf_json(results: Sequence[DialectChecked]) -> tuple[dict[str, object], dict[int, dict[str, object]]]:
+    """The JSON additions of ``--perf``: top-level keys, and the ``"perf"`` key of each diagnostic."""
+    from evspec.perf_check import perf_json
+
+    owners = [r for r in results for _ in r.diagnostics]
+    per_diag: dict[int, dict[str, object]] = {i: {"perf": perf_json(owner.verdict)} for i, owner in enumerate(owners)}
+    verdicts = [{"event": r.spec.input.text, "source": r.spec.input.source.to_json(), **perf_json(r.verdict)}
+                for r in results]
+    extra = {"summary": {"perf_accepts": all(r.verdict.accepted for r in results)}, "perf": verdicts}
+    return extra, per_diag
 
 
 def cmd_fmt(args: argparse.Namespace) -> int:
