@@ -26,9 +26,11 @@ from evspec.loader.live import LiveMap, LiveObject
 from evspec.loader.map_terms import MSG_EVTINH, MSG_EVTTYPE, MSG_NO_EVENT, KeyRange, MapUpdate, range_keys
 from evspec.loader.perf_abi import PerfType, SwConfig
 
+from evspec.codes import kernel as codes
+
 # Codes of applying map terms (catalogued in evspec.codes.kernel).
-CODE_APPLY = "EK101"
-CODE_NO_EVENT = "EK102"
+CODE_APPLY = codes.APPLY_FAILED
+CODE_NO_EVENT = codes.NO_EVENT_FOR_MAP
 
 APPLY_PREFIX = "ERROR: Apply config to BPF failed: "
 

@@ -27,11 +27,12 @@ from evspec.loader.perf_abi import PerfType
 from evspec.loader.section import AttachKind, SectionSpec, TracepointTarget, parse_section
 from evspec.loader.spec import ObjectSpec, ProgramSpec, ProgType
 
+from evspec.codes import kernel as codes
 from evspec.diagnostics import EvspecError
 
-CODE_ATTACH_UNSUPPORTED = "EK103"
-CODE_BAD_SECTION = "EK104"
-CODE_NO_TRACEPOINT = "EK105"
+CODE_ATTACH_UNSUPPORTED = codes.ATTACH_UNSUPPORTED
+CODE_BAD_SECTION = codes.BAD_SECTION
+CODE_NO_TRACEPOINT = codes.NO_TRACEPOINT
 
 TracepointIds = Callable[[str, str], int | None]
 

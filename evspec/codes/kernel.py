@@ -19,7 +19,16 @@ BAD_SIZE = "EK012"
 RING_BUFFER = "EK013"
 BTF_REJECTED = "EK014"
 
-# kprobes and uprobes: targets, tracefs entries, the probe PMUs (H6a, EK110-EK129).
+# Recording: applying map settings, attaching programs, the workload (EK101-EK109).
+APPLY_FAILED = "EK101"
+NO_EVENT_FOR_MAP = "EK102"
+ATTACH_UNSUPPORTED = "EK103"
+BAD_SECTION = "EK104"
+NO_TRACEPOINT = "EK105"
+WORKLOAD = "EK106"
+OBJECT = "EK107"
+
+# kprobes and uprobes: targets, tracefs entries, the probe PMUs (EK110-EK129).
 PROBE_TARGET = "EK110"
 PROBE_FUNCTION = "EK111"
 PROBE_ADDRESS = "EK112"
@@ -32,7 +41,7 @@ PROBE_SETTING = "EK118"
 PROBE_TOO_MANY = "EK120"
 PROBE_NAME_TOO_LONG = "EK121"
 
-# Argument prologues of probes (H6b, EK130-EK139).
+# Argument prologues of probes (EK130-EK139).
 PROBE_ARG_SYNTAX = "EK130"
 PROBE_ARG_REGISTER = "EK131"
 PROBE_ARG_TOO_MANY = "EK132"
@@ -44,7 +53,7 @@ PROBE_ARG_TYPE = "EK137"
 PROBE_ARG_SYMBOL = "EK138"
 PROLOGUE_REJECTED = "EK139"
 
-# Network hooks: XDP and tc programs attached through netlink (H6c, EK140-EK149).
+# Network hooks: XDP and tc programs attached through netlink (EK140-EK149).
 NET_NO_DEVICE = "EK140"
 NET_UNKNOWN_DEVICE = "EK141"
 NET_XDP_BUSY = "EK142"
@@ -53,12 +62,12 @@ NET_HOOK_TWICE = "EK144"
 NET_ATTACH_FAILED = "EK145"
 NET_DETACH_FAILED = "EK146"
 
-# Capture files (H5cap, EK150-EK159).
+# Capture files (EK150-EK159).
 PERF_DATA_CORRUPT = "EK150"
 PERF_DATA_UNSUPPORTED = "EK151"
 PERF_DATA_WRITE = "EK152"
 
-# Object BTF for the kernel, tracepoint formats (H5btf, EK160-EK169).
+# Object BTF for the kernel, tracepoint formats (EK160-EK169).
 BTF_FIXUP = "EK160"
 TRACEPOINT_FORMAT = "EK161"
 
