@@ -14,12 +14,16 @@ losing no more than perf); live mode's code alone over the capture's data sectio
 bytes -> SampleLine, target >= 500,000 records/s), decoding + text, decoding + JSON; and perf
 script's own rate printing its file.
 The evspec command is the console script next to sys.executable (use an installed wheel).
-Usage: python bench/capture_bench.py [--calls N] [--runs R] [--pages P]
+With --hogs H, H CPU-bound processes (unpinned, default nice) spin alongside each recording,
+started just before and killed just after it, the same way for perf and evspec: the readers then
+compete for a CPU. --capture-only leaves out the live-mode runs and rates.
+Usage: python bench/capture_bench.py [--calls N] [--runs R] [--pages P] [--hogs H] [--capture-only]
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import shutil
 import statistics
@@ -27,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "capture"
@@ -39,10 +44,24 @@ def build(folder: Path) -> None:
     subprocess.run(["cc", "-O2", "-o", str(folder / "loop"), str(DATA / "loop.c")], check=True)
 
 
-def timed(cmd: list[str], cwd: Path) -> tuple[float, str]:
-    start = time.perf_counter()
-    done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    elapsed = time.perf_counter() - start
+@contextlib.contextmanager
+def hogs(count: int) -> Iterator[None]:
+    """``count`` CPU-bound processes spinning until the block ends."""
+    spinners = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+    try:
+        time.sleep(0.05 if spinners else 0)  # running, not starting up, when the tool starts
+        yield
+    finally:
+        for spinner in spinners:
+            spinner.kill()
+            spinner.wait()
+
+
+def timed(cmd: list[str], cwd: Path, hog_count: int = 0) -> tuple[float, str]:
+    with hogs(hog_count):
+        start = time.perf_counter()
+        done = subprocess.run(cmd, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        elapsed = time.perf_counter() - start
     if done.returncode != 0:
         sys.exit(f"capture_bench: {' '.join(cmd)!r} failed ({done.returncode}):\n{done.stderr}")
     return elapsed, done.stderr
@@ -121,6 +140,8 @@ def main() -> None:
     ap.add_argument("--calls", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=5)
     ap.add_argument("--pages", type=int, default=128)
+    ap.add_argument("--hogs", type=int, default=0, help="CPU-bound processes running alongside each recording")
+    ap.add_argument("--capture-only", action="store_true", help="no live-mode runs or rates")
     opts = ap.parse_args()
     evspec = str(Path(sys.executable).with_name("evspec"))
     with tempfile.TemporaryDirectory() as tmp:
@@ -130,9 +151,10 @@ def main() -> None:
         perf_cmd = ["perf", "record", "-q", "-m", m, "-o", "perf.data", "-e", "./emit.o", "--", "./loop", n]
         cap_cmd = [evspec, "record", "-m", m, "-o", "cap.data", "-e", "./emit.o", "--", "./loop", n]
         live = {fmt: [evspec, "record", "-m", m, "--format", fmt, "-e", "./emit.o", "--", "./loop", n]
-                for fmt in ("text", "json")}
+                for fmt in ("text", "json") if not opts.capture_only}
         times: dict[str, list[float]] = {"perf": [], "capture": [], "text": [], "json": []}
-        print(f"{opts.calls} getppid calls, {opts.pages} ring pages, {opts.runs} interleaved runs")
+        print(f"{opts.calls} getppid calls, {opts.pages} ring pages, {opts.runs} interleaved runs, "
+              f"{opts.hogs} CPU hogs alongside")
         print("lost: perf's and capture's from their files' records (PERF_RECORD_LOST_SAMPLES); live: exact "
               "count (PERF_FORMAT_LOST) / reported by PERF_RECORD_LOST; rec/s: samples printed / wall time")
         print(f"{'run':>3} {'perf lost':>10} {'capture lost':>13} {'text lost':>15} {'text rec/s':>11} "
@@ -140,10 +162,10 @@ def main() -> None:
         perf_samples = 0
         losses: dict[str, list[int]] = {"perf": [], "capture": []}
         for run in range(opts.runs):
-            t, _ = timed(perf_cmd, folder)
+            t, _ = timed(perf_cmd, folder, opts.hogs)
             times["perf"].append(t)
             perf_samples, perf_lost = file_counts(folder / "perf.data")
-            t, err = timed(cap_cmd, folder)
+            t, err = timed(cap_cmd, folder, opts.hogs)
             times["capture"].append(t)
             cap_samples, cap_lost = file_counts(folder / "cap.data")
             if (cap_samples, cap_lost) != evspec_counts(err)[:2]:
@@ -153,7 +175,7 @@ def main() -> None:
             losses["capture"].append(cap_lost)
             row = f"{run:3d} {perf_lost:10d} {cap_lost:13d}"
             for fmt, cmd in live.items():
-                t, err = timed(cmd, folder)
+                t, err = timed(cmd, folder, opts.hogs)
                 times[fmt].append(t)
                 samples, lost, reported = evspec_counts(err)
                 row += f" {f'{lost}/{reported}':>15} {samples / t:11,.0f}"
@@ -161,9 +183,11 @@ def main() -> None:
         no_more = sum(c <= p for p, c in zip(losses["perf"], losses["capture"], strict=True))
         print(f"lost in all runs: perf {sum(losses['perf'])}, capture {sum(losses['capture'])}; "
               f"capture lost no more than perf in {no_more} of {opts.runs} runs (target: all)")
-        med = {k: statistics.median(v) for k, v in times.items()}
+        med = {k: statistics.median(v) for k, v in times.items() if v}
         print(f"wall time median: perf {med['perf']:.3f} s, evspec capture {med['capture']:.3f} s, "
               f"ratio {med['capture'] / med['perf']:.2f}x (target <= 1.5x)")
+        if opts.capture_only:
+            return
         print(f"live mode wall time median: text {med['text']:.3f} s, json {med['json']:.3f} s (to /dev/null)")
         rates = offline_rates(folder / "cap.data")
         print("live mode's code over the capture (records/s, best of 3): "

@@ -683,7 +683,7 @@ class RecordSession:
 
     def run(self, drain: Callable[[], object], workload: Workload | None, stop_fd: int | None = None) -> None:
         """Call ``drain`` whenever the rings have data (or every 200 ms; at once again while it
-        returns true, i.e. found much data or left some undecoded) until the workload exits,
+        returns true, i.e. found data or left some undecoded) until the workload exits,
         ``stop_fd`` becomes readable or, with -p, every traced task is gone; then disable the
         events, call ``drain`` until it returns false, and read the events' lost counts."""
         poller = select.poll()
