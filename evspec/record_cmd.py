@@ -230,10 +230,15 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
         for note in session.closing_notes:
             err.write(f"evspec record: {note}\n")
     if capture is not None:
-        lost = capture.lost if session.lost_counted is None else session.lost_counted
+        try:
+            counts = capture.counts  # read back from the file: the reader did not count
+        except ObjectError as exc:
+            err.write(f"evspec record: error: {exc.message}\n")
+            return status or EXIT_SETUP
+        lost = counts.lost if session.lost_counted is None else session.lost_counted
         err.write(
             f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} "
-            f"({capture.samples} samples, {lost} lost{_reported(lost, capture.lost)}) ]\n"
+            f"({counts.samples} samples, {lost} lost{_reported(lost, counts.lost)}) ]\n"
         )
     else:
         err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost"

@@ -3,10 +3,14 @@
 A round of reading writes every ring's new records straight from the mapped ring buffers (no
 copy in between: the slices of the mapping, the wrap-around as a second slice) with one writev()
 for all rings and the round's PERF_RECORD_FINISHED_ROUND, then hands the space back to the kernel.
-Samples are not decoded: ``count_span`` finds the record boundaries by runs — records of one
-header follow each other, and a run is checked with one strided copy of its headers at C speed —
-so a million equal samples cost a few slices, not a million steps. PERF_RECORD_LOST records are
-rare and read one by one for their counts. At the end, the events' own loss counts
+The reader does nothing else: samples and PERF_RECORD_LOST counts are read back from the file
+when they are asked for, after the recording (perf record counts its samples from its file at the
+end as well). Under CPU contention every microsecond the reader spends on a CPU it shares with
+the workload is paid back in waits for the next tick, while the rings fill. Samples are not
+decoded: ``count_span`` finds the record boundaries by runs — records of one header follow each
+other, and a run is checked with one strided copy of its headers at C speed — so a million equal
+samples cost a few slices, not a million steps. PERF_RECORD_LOST records are rare and read one by
+one for their counts. At the end, the events' own loss counts
 (PERF_FORMAT_LOST) go into the file as PERF_RECORD_LOST_SAMPLES, as perf record writes them.
 """
 
@@ -14,7 +18,7 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -39,6 +43,7 @@ _COMM_IDS = struct.Struct("<II")
 _ID_SAMPLE = struct.Struct("<IIQIIQ")  # sample_id_all trailer: TID, TIME, CPU, IDENTIFIER
 _FIRST_WINDOW = 16
 _MAX_WINDOW = 1 << 16
+_READ_PIECE = 1 << 23  # bytes of the file counted at a time
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
 
 
@@ -84,7 +89,7 @@ def count_records(chunk: bytes | memoryview) -> RecordCounts:
     return RecordCounts(samples, lost, lost_records)
 
 
-def count_span(parts: Sequence[bytes | memoryview]) -> RecordCounts:
+def count_span(parts: Iterable[bytes | memoryview]) -> RecordCounts:
     """``count_records`` over consecutive pieces of one run of whole records (a ring buffer's
     span: a record may straddle the end of the data area)."""
     samples = lost = lost_records = 0
@@ -107,6 +112,17 @@ def count_span(parts: Sequence[bytes | memoryview]) -> RecordCounts:
     if carry:
         _cut_off(carry, 0)
     return RecordCounts(samples, lost, lost_records)
+
+
+def _pieces(fd: int, start: int, size: int, piece: int = _READ_PIECE) -> Iterator[bytes]:
+    """``size`` bytes of the file ``fd`` from ``start``, read a piece at a time."""
+    end = start + size
+    while start < end:
+        data = os.pread(fd, min(piece, end - start), start)
+        if not data:
+            raise ObjectError(codes.PERF_DATA_WRITE, f"the file ends at byte {start}, {end} were written")
+        start += len(data)
+        yield data
 
 
 def _cut_off(buffer: bytes | memoryview, pos: int) -> None:
@@ -187,9 +203,7 @@ class Capture:
             features[Feature.TRACING_DATA] = tracing
         self.writer = PerfDataWriter(path, attrs, features=features)
         self.rings = tuple(rings)
-        self.samples = 0
-        self.lost = 0
-        self.lost_records = 0
+        self._counts: RecordCounts | None = None
 
     @property
     def path(self) -> Path:
@@ -198,6 +212,37 @@ class Capture:
     @property
     def bytes_written(self) -> int:
         return self.writer.data_size
+
+    @property
+    def counts(self) -> RecordCounts:
+        """Samples and PERF_RECORD_LOST counts of the records written so far, counted from the
+        file, not while reading: the reader spends its time on the rings alone (perf record, too,
+        counts its samples from the file at the end)."""
+        if self._counts is None or not self.writer.finished:
+            self._counts = self._count_written()
+        return self._counts
+
+    @property
+    def samples(self) -> int:
+        return self.counts.samples
+
+    @property
+    def lost(self) -> int:
+        return self.counts.lost
+
+    @property
+    def lost_records(self) -> int:
+        return self.counts.lost_records
+
+    def _count_written(self) -> RecordCounts:
+        start, size = self.writer.data_offset, self.writer.data_size
+        try:
+            with open(self.writer.path, "rb") as f:
+                return count_span(_pieces(f.fileno(), start, size))
+        except OSError as exc:
+            raise ObjectError(
+                codes.PERF_DATA_WRITE, f"cannot read back {self.writer.path} to count its records: {exc.strerror}"
+            ) from None
 
     def add_tasks(self, tasks: Iterable[tuple[int, int, str]], identifier: int) -> None:
         """COMM records for tasks that exist already (perf synthesizes them the same way)."""
@@ -217,13 +262,8 @@ class Capture:
         taken: list[tuple[PerfRing, RingSpan]] = []
         for ring in self.rings:
             span = ring.peek()
-            if span is None:
-                continue
-            counts = count_span(span.parts)
-            self.samples += counts.samples
-            self.lost += counts.lost
-            self.lost_records += counts.lost_records
-            taken.append((ring, span))
+            if span is not None:
+                taken.append((ring, span))
         if taken:
             self.writer.write_round([part for _, span in taken for part in span.parts])
             for ring, span in taken:

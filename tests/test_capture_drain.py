@@ -4,10 +4,14 @@ from __future__ import annotations
 
 import ctypes
 import struct
+from collections.abc import Iterable
 from pathlib import Path
 
+import pytest
+from evspec.loader import capture as capture_module
 from evspec.loader import perfdata as pd
-from evspec.loader.capture import Capture
+from evspec.loader.capture import Capture, RecordCounts
+from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
 from evspec.loader.perf_abi import MmapPage, PerfType, RecordType, SwConfig
 from evspec.loader.ringbuf import PerfRing
@@ -33,6 +37,12 @@ def one_sample(time: int) -> bytes:
     """A 56-byte bpf-output payload sampled with SAMPLE_TYPE (identifier, ip, tid, time, cpu, period, raw)."""
     body = struct.pack("<QQIIQIIQ", 3, 0, 7, 7, time, 0, 0, 1) + struct.pack("<I", 60) + bytes(60)
     return struct.pack("<IHH", RecordType.SAMPLE, 0, 8 + len(body)) + body
+
+
+def lost_record(count: int) -> bytes:
+    """A PERF_RECORD_LOST of ``count`` samples with the sample_id_all trailer of SAMPLE_TYPE."""
+    body = struct.pack("<QQ", 3, count) + struct.pack("<IIQIIQ", 0, 0, 0, 0, 0, 3)
+    return struct.pack("<IHH", RecordType.LOST, 0, 8 + len(body)) + body
 
 
 class Ring:
@@ -69,3 +79,41 @@ def test_drain_asks_for_another_round_while_any_records_arrive(tmp_path: Path) -
     data = pd.read_perf_data(tmp_path / "c.data")
     assert sum(r.type == RecordType.SAMPLE for r in data.records()) == 199
     assert sum(r.type == pd.FINISHED_ROUND for r in data.records()) == 2  # no empty rounds
+
+
+def test_records_are_counted_from_the_file_not_while_reading(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ring = Ring()
+    capture = Capture(tmp_path / "c.data", ATTRS, [ring.reader], HOST)
+    counted: list[int] = []
+    real_count_span = capture_module.count_span
+
+    def count_span(parts: Iterable[bytes | memoryview]) -> RecordCounts:
+        pieces = list(parts)
+        counted.append(sum(len(p) for p in pieces))
+        return real_count_span(pieces)
+
+    monkeypatch.setattr(capture_module, "count_span", count_span)
+    for time in range(10):
+        ring.put(one_sample(time))
+    ring.put(lost_record(7))
+    capture.drain()
+    assert counted == []  # the round only wrote and released
+    assert (capture.samples, capture.lost, capture.lost_records) == (10, 7, 1)
+    ring.put(one_sample(11))
+    capture.drain()
+    assert capture.samples == 11  # counted again while the file grows
+    capture.finish()
+    calls = len(counted)
+    assert (capture.samples, capture.lost) == (11, 7)
+    assert len(counted) == calls  # a finished file is counted once
+
+
+def test_a_corrupt_record_is_reported_when_counted(tmp_path: Path) -> None:
+    ring = Ring()
+    ring.put(one_sample(1))
+    ring.put(struct.pack("<IHH", RecordType.SAMPLE, 0, 4096) + bytes(8))  # says more than is there
+    capture = Capture(tmp_path / "c.data", ATTRS, [ring.reader], HOST)
+    capture.drain()
+    with pytest.raises(ObjectError, match="says 4096 bytes"):
+        _ = capture.samples
+    capture.finish()

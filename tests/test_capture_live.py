@@ -247,9 +247,12 @@ def test_a_capture_carries_its_exact_losses(workdir: Path, perf_binary: str) -> 
     # perf's only complaint is the losses, as for a file of its own: the LOST chunks, the share lost
     warnings = [line for line in done.stderr.splitlines() if line and not line.startswith(("Warning:", "Check IO"))]
     chunks = sum(1 for x in lines if "lost" in x and "event" in x)  # the PERF_RECORD_LOST lines
-    assert len(warnings) == 2 and re.fullmatch(rf"Processed \d+ events and lost {chunks} chunks!", warnings[0])
     drop_rate = summary["lost"] / (summary["samples"] + summary["lost"])  # perf's double arithmetic
-    assert warnings[1] == f"Processed {calls} samples and lost {drop_rate * 100.0:.2f}%!"
+    share_warned = drop_rate > 0.05  # perf warns of the share lost above 5% only
+    assert len(warnings) == 1 + share_warned, warnings
+    assert re.fullmatch(rf"Processed \d+ events and lost {chunks} chunks!", warnings[0])
+    if share_warned:
+        assert warnings[1] == f"Processed {calls} samples and lost {drop_rate * 100.0:.2f}%!"
     stats = subprocess.run([perf_binary, "report", "--stats", "-i", "cap.data"], capture_output=True, text=True)
     assert stats.returncode == 0, stats.stderr
     per_event = stats.stdout[stats.stdout.index("__bpf_stdout__ stats:"):]
