@@ -72,11 +72,14 @@ def _count(buffer: bytes | memoryview, pos: int, end: int) -> tuple[int, int, in
             lost_records += 1
             pos += size
             continue
+        if rtype != RecordType.SAMPLE:
+            pos += size  # a COMM, a FINISHED_ROUND between two rounds' runs: one at a time
+            continue
         fits = min(window, (end - pos) // size)
         run = run_length(buffer, pos, size, fits)
-        window = min(window * 4, _MAX_WINDOW) if run == fits else _FIRST_WINDOW
-        if rtype == RecordType.SAMPLE:
-            samples += run
+        # runs tend to be alike (a file's rounds, alternating sizes): the next try fits this one
+        window = min(window * 4, _MAX_WINDOW) if run == fits else max(_FIRST_WINDOW, 2 * run)
+        samples += run
         pos += run * size
     return samples, lost, lost_records, pos
 
