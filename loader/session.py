@@ -49,11 +49,11 @@ from evspec.loader.spec import ObjectSpec
 from evspec.loader.tracefs_format import TracepointDecoders
 
 from evspec.ast import EventList
-from evspec.codes.kernel import RING_BUFFER
+from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
 from evspec.system.model import System
 
-CODE_WORKLOAD = "EK106"
-CODE_OBJECT = "EK107"
+CODE_WORKLOAD = WORKLOAD
+CODE_OBJECT = OBJECT
 
 # IDENTIFIER first in every sample and at the end of every other record (sample_id_all): what maps
 # a record to its event in a capture file, for perf as for us. IP only because perf script refuses
