@@ -62,14 +62,6 @@ def _pages(text: str) -> int:
     return pages
 
 
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    out: list[int] = []
-    for part in text.split(","):
-        lo, _, hi = part.strip().partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return tuple(out)
-
-
 @contextmanager
 def _stop_signals(forward: list[int]) -> Iterator[int]:
     """SIGINT/SIGTERM: forward to the workload (pids in ``forward``) and wake the reader."""
@@ -136,7 +128,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     from evspec.loader.script_output import JsonRenderer, TextRenderer, paused_gc, summary_json
     from evspec.loader.session import DEFAULT_RING_PAGES, RecordOptions, RecordSession, Workload
     from evspec.render.text import render_text
-    from evspec.system import load_system
+    from evspec.system import load_system, parse_cpu_list
 
     out = stdout or sys.stdout
     err = stderr or sys.stderr
@@ -268,15 +260,3 @@ def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:
     elif args.all_cpus or args.cpu is not None:
         capture.add_tasks(existing_tasks(None), tracking.ids[0])
     return capture
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m evspec.record_cmd ...``: the sub-command on its own (until cli.py wires it)."""
-    parser = argparse.ArgumentParser(prog="evspec")
-    add_record_parser(parser.add_subparsers(dest="cmd", required=True))
-    args = parser.parse_args(["record", *(sys.argv[1:] if argv is None else argv)])
-    return record_main(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

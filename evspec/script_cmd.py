@@ -220,15 +220,3 @@ def script_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
         err.write(f"evspec script: warning: {args.input} was not finished by its writer; "
                   "read up to its last complete record\n")
     return 0
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m evspec.script_cmd -i FILE``: the sub-command on its own."""
-    parser = argparse.ArgumentParser(prog="evspec")
-    add_script_parser(parser.add_subparsers(dest="cmd", required=True))
-    args = parser.parse_args(["script", *(sys.argv[1:] if argv is None else argv)])
-    return script_main(args)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

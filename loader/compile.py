@@ -31,6 +31,7 @@ from pathlib import Path
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import bpf as codes
+from evspec.system.model import parse_cpu_list
 
 log = logging.getLogger(__name__)
 
@@ -63,11 +64,7 @@ def possible_cpus(sysfs: Path = Path("/sys/devices/system/cpu/possible")) -> int
         text = sysfs.read_text().strip()
     except OSError:
         return os.cpu_count() or 1
-    count = 0
-    for part in text.split(","):
-        first, _, last = part.partition("-")
-        count += int(last or first) - int(first) + 1
-    return count
+    return len(parse_cpu_list(text))
 
 
 def linux_version_code(release: str | None = None) -> int:

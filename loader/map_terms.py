@@ -36,17 +36,8 @@ from evspec.ast import (
 )
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
+from evspec.render.perf import BPF_MAP_HINT  # perf's hint block for every map-configuration error
 from evspec.span import Span
-
-# perf's hint block for every map-configuration error (tools/perf/util/parse-events.c, 4.7 – 6.5)
-BPF_MAP_HINT = (
-    "Hint:\tValid config terms:\n"
-    "     \tmap:[<arraymap>].value<indices>=[value]\n"
-    "     \tmap:[<eventmap>].event<indices>=[event]\n"
-    "\n"
-    "     \twhere <indices> is something like [0,3...5] or [all]\n"
-    "     \t(add -v to see detail)"
-)
 
 # perf's words for a map:NAME.event= it will not apply (checked offline here, again in apply)
 MSG_NO_EVENT = "Event not found for map setting"

@@ -50,7 +50,7 @@ from evspec.loader.tracefs_format import TracepointDecoders
 
 from evspec.ast import EventList
 from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
-from evspec.system.model import System
+from evspec.system.model import System, parse_cpu_list
 
 CODE_WORKLOAD = WORKLOAD
 CODE_OBJECT = OBJECT
@@ -94,11 +94,7 @@ class RecordOptions:
 
 
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
-    out: list[int] = []
-    for part in Path(path).read_text().strip().split(","):
-        lo, _, hi = part.partition("-")
-        out.extend(range(int(lo), int(hi or lo) + 1))
-    return tuple(out)
+    return parse_cpu_list(Path(path).read_text())
 
 
 def task_threads(pid: int) -> tuple[int, ...]:

@@ -320,7 +320,7 @@ def test_evspec_record_xdp_and_tc(sources: Path, veth: Veth, monkeypatch: pytest
 
 def test_sigterm_to_evspec_record_detaches(sources: Path, veth: Veth) -> None:
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evspec.record_cmd", "-a", "--dev", veth.host, "-e", "./xdp_count.c,./tc_count.c",
+        [sys.executable, "-m", "evspec", "record", "-a", "--dev", veth.host, "-e", "./xdp_count.c,./tc_count.c",
          "--", "sleep", "30"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=sources,
     )

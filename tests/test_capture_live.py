@@ -169,7 +169,7 @@ def test_evspec_script_reads_perfs_own_file(workdir: Path, perf_binary: str) -> 
 
 
 def _cli(*argv: str) -> subprocess.Popen[str]:
-    return subprocess.Popen([sys.executable, "-m", "evspec.record_cmd", *argv], stdout=subprocess.PIPE,
+    return subprocess.Popen([sys.executable, "-m", "evspec", "record", *argv], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, start_new_session=True)
 
 

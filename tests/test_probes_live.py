@@ -372,9 +372,9 @@ def test_entries_removed_after_sigint(workdir: Path) -> None:
 
 
 def _recorder(workdir: Path, *argv: str) -> subprocess.Popen[str]:
-    """``python -m evspec.record_cmd`` in its own session (process group), cwd outside the repo."""
+    """``python -m evspec record`` in its own session (process group), cwd outside the repo."""
     return subprocess.Popen(
-        [sys.executable, "-m", "evspec.record_cmd", *argv],
+        [sys.executable, "-m", "evspec", "record", *argv],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=workdir, start_new_session=True,
     )
 

@@ -197,7 +197,7 @@ def test_sigterm_to_the_cli_process(workdir: Path) -> None:
     import sys
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "evspec.record_cmd", "-e", "./raise.c", "--", "sleep", "5"],
+        [sys.executable, "-m", "evspec", "record", "-e", "./raise.c", "--", "sleep", "5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
     )
     try:
