@@ -7,7 +7,7 @@ from the sources, not run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 VERSIONS: tuple[str, ...] = ("4.7", "6.1", "6.5", "6.6")
 
@@ -141,32 +141,28 @@ PERF_61 = Profile(
     libbpf_v1=True,
 )
 
-PERF_65 = Profile(
-    **{
-        **{f: getattr(PERF_61, f) for f in Profile.__dataclass_fields__},
-        "version": "6.5",
-        "name_pattern": NAME_65,
-        "terms": TERMS_65,
-        "kernel_pmu_keywords": None,
-        "pmu_symbols": None,
-        "legacy_cache_token": True,
-        "hardware_terms": True,
-        "raw_symbol_check": False,
-        "mem_trailing_context": True,
-        "name_as_event": True,
-    }
+PERF_65 = replace(
+    PERF_61,
+    version="6.5",
+    name_pattern=NAME_65,
+    terms=TERMS_65,
+    kernel_pmu_keywords=None,
+    pmu_symbols=None,
+    legacy_cache_token=True,
+    hardware_terms=True,
+    raw_symbol_check=False,
+    mem_trailing_context=True,
+    name_as_event=True,
 )
 
-PERF_66 = Profile(
-    **{
-        **{f: getattr(PERF_65, f) for f in Profile.__dataclass_fields__},
-        "version": "6.6",
-        "bpf": None,
-        "arrays": False,
-        "tracepoint_error_at_event": True,
-        "bad_event_messages": True,
-        "no_value_copy_bug": False,
-    }
+PERF_66 = replace(
+    PERF_65,
+    version="6.6",
+    bpf=None,
+    arrays=False,
+    tracepoint_error_at_event=True,
+    bad_event_messages=True,
+    no_value_copy_bug=False,
 )
 
 PERF_47 = Profile(
