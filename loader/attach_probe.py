@@ -44,8 +44,8 @@ from typing import TYPE_CHECKING
 
 from evspec.loader.attach import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.elf_symbols import (
-    MAX_PROBE_POINTS,
     ElfSymbols,
+    check_probe_count,
     read_elf_symbols,
     uprobe_sites,
 )
@@ -460,13 +460,7 @@ def kernel_functions(kallsyms: Path, pattern: str, module: str | None) -> tuple[
             f"no function of {where} matches '{pattern}' ({kallsyms})",
             perf_message=PROBE_CHECK_MESSAGE,
         )
-    if len(names) > MAX_PROBE_POINTS:
-        raise ObjectError(
-            codes.PROBE_TOO_MANY,
-            f"'{pattern}' matches {len(names)} kernel functions; perf-probe makes at most "
-            f"{MAX_PROBE_POINTS} probe points from one definition",
-            help=("narrow the glob",),
-        )
+    check_probe_count(pattern, len(names), "kernel functions")
     return tuple(sorted(names))
 
 

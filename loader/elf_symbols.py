@@ -218,6 +218,17 @@ def _symbols(elf: ELFFile, section: SymbolTableSection) -> tuple[tuple[FunctionS
     return tuple(functions), tuple(objects)
 
 
+def check_probe_count(pattern: str, count: int, what: str) -> None:
+    """perf-probe makes at most MAX_PROBE_POINTS probe points from one definition."""
+    if count > MAX_PROBE_POINTS:
+        raise ObjectError(
+            codes.PROBE_TOO_MANY,
+            f"'{pattern}' matches {count} {what}; perf-probe makes at most {MAX_PROBE_POINTS} probe points "
+            "from one definition",
+            help=("narrow the glob",),
+        )
+
+
 def uprobe_sites(
     symbols: ElfSymbols, function: str | None, *, offset: int = 0, address: int | None = None
 ) -> tuple[UprobeSite, ...]:
@@ -229,13 +240,7 @@ def uprobe_sites(
             raise ValueError("uprobe_sites needs a function or an address")
         return (UprobeSite(None, address, symbols.file_offset(address)),)
     found = symbols.lookup(function)
-    if len(found) > MAX_PROBE_POINTS:
-        raise ObjectError(
-            codes.PROBE_TOO_MANY,
-            f"'{function}' matches {len(found)} functions in '{symbols.path}'; perf-probe makes at most "
-            f"{MAX_PROBE_POINTS} probe points from one definition",
-            help=("narrow the glob",),
-        )
+    check_probe_count(function, len(found), f"functions in '{symbols.path}'")
     sites: list[UprobeSite] = []
     for sym in found:
         if offset and sym.size and offset >= sym.size:
