@@ -29,7 +29,7 @@ import re
 import struct
 import sys
 from dataclasses import dataclass
-from functools import cached_property
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 from evspec.loader.btf import Btf, BtfError, BtfExt, BtfKind, BtfType, LineRecord
@@ -83,8 +83,12 @@ def read_object(path: str | os.PathLike[str]) -> ObjectSpec:
     return read_object_bytes(data, name)
 
 
+@lru_cache(maxsize=16)
 def read_object_bytes(data: bytes, path: str = "<memory>") -> ObjectSpec:
-    """Read a BPF object held in memory; ``path`` names it in messages and data map names."""
+    """Read a BPF object held in memory; ``path`` names it in messages and data map names.
+
+    The same bytes under the same name are read once per process (``evspec record`` checks an
+    object, then loads it; ObjectSpec is immutable, so the two share one)."""
     try:
         return _Reader(path, data).read()
     except ObjectError:

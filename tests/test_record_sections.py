@@ -51,3 +51,9 @@ def test_errors_about_a_source_name_the_source(tmp_path: Path) -> None:
                                   'SEC("raw_syscalls:sys_enter") int p(void *ctx) { return 0; }\n'
                                   'char _license[] SEC("license") = "GPL";\n')
     assert read_bpf_object("./p.c", True, tmp_path).path == "./p.c"
+
+
+def test_an_object_checked_then_loaded_is_read_once(bpf_fixtures: Path) -> None:
+    from evspec.loader.reader import read_object
+
+    assert read_object(bpf_fixtures / "maps.o") is read_object(bpf_fixtures / "maps.o")
