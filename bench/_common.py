@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import csv
-import os
 import statistics
 import subprocess
 import time
@@ -11,11 +10,12 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("EVSPEC_SHARED", REPO.parent / "shared"))
+#: the tests' copy of the acceptance corpus (tests/data/corpus: events.tsv and the BPF fixture sources)
+CORPUS = REPO / "tests" / "data" / "corpus"
 
 
 def corpus_strings() -> list[str]:
-    with (SHARED / "corpus" / "events.tsv").open(newline="") as f:
+    with (CORPUS / "events.tsv").open(newline="") as f:
         reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
         next(reader)
         return [row[0] for row in reader]

@@ -1,6 +1,6 @@
 """BPF object read + check speed, measured side by side in one run (issue 4).
 
-Objects: the corpus fixtures (../shared/corpus/bpf built with make in a temp folder) and one
+Objects: the corpus fixtures (tests/data/corpus/bpf built with make in a temp folder) and one
 generated object with 1,000 programs and 1,000 maps (`testgen.generate_big_source`, compiled once
 with `compile_source`; legacy maps keep clang fast).
 For each object: `read_object` in ms, and `check_specs` on an event string naming the object with
@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from _common import SHARED, best_rate
+from _common import CORPUS, best_rate
 
 VMLINUX = "/sys/kernel/btf/vmlinux"
 TARGET = "target: none set"
@@ -63,7 +63,7 @@ def ms_per_call(fn: Callable[[], object], seconds: float = 1.0) -> float:
 
 def build_fixtures(tmp: Path) -> Path:
     folder = tmp / "bpf"
-    shutil.copytree(SHARED / "corpus" / "bpf", folder)
+    shutil.copytree(CORPUS / "bpf", folder)
     subprocess.run(["make", "-s", "-C", str(folder)], check=True, stdout=subprocess.DEVNULL)
     return folder
 

@@ -35,7 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from _common import SHARED
+from _common import CORPUS
 
 BIG_SOURCE = """\
 #include <linux/bpf.h>
@@ -71,7 +71,7 @@ def run_or_fail(cmd: list[str], cwd: Path) -> None:
 
 def build(tmp: Path) -> Path:
     folder = tmp / "bpf"
-    shutil.copytree(SHARED / "corpus" / "bpf", folder)
+    shutil.copytree(CORPUS / "bpf", folder)
     subprocess.run(["make", "-s", "-C", str(folder), "stdout1.o"], check=True, stdout=subprocess.DEVNULL)
     (folder / "big.c").write_text(BIG_SOURCE)
     subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",

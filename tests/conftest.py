@@ -2,55 +2,21 @@
 
 from __future__ import annotations
 
-import csv
 import os
 import shutil
 import subprocess
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from corpus_files import CORPUS_BPF, CORPUS_TSV, CorpusRow, read_corpus
 
-REPO = Path(__file__).resolve().parent.parent
-SHARED = Path(os.environ.get("EVSPEC_SHARED", REPO.parent / "shared"))
-CORPUS = SHARED / "corpus"
 IN_CI = os.environ.get("CI") == "true"
 
 
-@dataclass(frozen=True)
-class CorpusRow:
-    line: int  # line number in events.tsv
-    string: str
-    syntax: str  # "ok" or "error@S-E: reason"
-    full: str
-    perf_message: str | None
-    perf61: str
-    note: str
-
-    @staticmethod
-    def verdict(field: str) -> tuple[str, int | None, int | None]:
-        """("ok", None, None) or ("error", start, end)."""
-        if field == "ok":
-            return ("ok", None, None)
-        head = field.split(":", 1)[0]
-        start, end = head.removeprefix("error@").split("-")
-        return ("error", int(start), int(end))
-
-
 def load_corpus() -> list[CorpusRow]:
-    path = CORPUS / "events.tsv"
-    if not path.exists():
-        if IN_CI:
-            raise RuntimeError(f"the shared corpus is missing: {path}")
-        pytest.skip(f"shared corpus not found at {path} (set EVSPEC_SHARED)")
-    rows = []
-    with path.open(newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        next(reader)
-        for n, rec in enumerate(reader, start=2):
-            string, syntax, full, pmsg, perf61, note = rec
-            rows.append(CorpusRow(n, string, syntax, full, None if pmsg == "-" else pmsg, perf61, note))
-    return rows
+    if not CORPUS_TSV.exists():
+        raise RuntimeError(f"the test corpus is missing: {CORPUS_TSV} (scripts/refresh_test_data.sh copies it)")
+    return read_corpus()
 
 
 @pytest.fixture(scope="session")
@@ -71,11 +37,7 @@ def _require(tool: str, why: str) -> str:
 def bpf_fixtures(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The corpus BPF fixtures, built once per session in a private copy (shared/ is read-only)."""
     _require("clang", "building the BPF fixtures")
-    src = CORPUS / "bpf"
-    if not src.is_dir():
-        if IN_CI:
-            raise RuntimeError(f"BPF fixture sources missing: {src}")
-        pytest.skip(f"BPF fixture sources not found at {src}")
+    src = CORPUS_BPF
     dest = tmp_path_factory.mktemp("bpf")
     shutil.copytree(src, dest, dirs_exist_ok=True)
     for p in dest.rglob("*"):

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import SEED_COMMITS
 from evspec.loader.compile import compile_source, linux_version_code, possible_cpus
 from evspec.loader.inspect import inspect_report, inspect_text, map_type_name
 from evspec.loader.reader import read_object
@@ -19,7 +20,6 @@ from evspec.loader.spec import MapType, ObjectSpec
 from evspec.loader.testgen import generate_big_source
 
 DATA = Path(__file__).parent / "data" / "objects"
-SEED = Path(os.environ.get("EVSPEC_SHARED", Path(__file__).resolve().parents[2] / "shared")) / "seed"
 NR_CPUS = possible_cpus()
 SEED_PROGRAMS = {
     # file: (maps {name: (type, key, value, entries)}, programs [(name, section)])
@@ -50,10 +50,7 @@ def _squash(text: str) -> str:
 
 def test_committed_sources_are_the_seeds() -> None:
     """Each committed file is the seed's text: only line breaks and the include name differ."""
-    seed_file = SEED / "perf-bpf-loader-commits.txt"
-    if not seed_file.exists():
-        pytest.skip(f"seed not found at {seed_file} (set EVSPEC_SHARED)")
-    seed = seed_file.read_text()
+    seed = SEED_COMMITS.read_text()
     found = dict(re.findall(r"(test_bpf_\w+\.c)(?: is:)?\s*/\*+ BEGIN \*+/(.*?)/\*+ END \*+/", seed, re.S))
     assert set(found) == set(SEED_PROGRAMS)
     for name, text in found.items():

@@ -6,28 +6,18 @@ ties the parametrization to the ``corpus`` fixture.
 
 from __future__ import annotations
 
-import csv
-import os
-from pathlib import Path
 from typing import Any
 
 import pytest
+from corpus_files import read_corpus
 
 from evspec.diagnostics import EvspecError, Severity
 from evspec.parser import analyze, parse
 from evspec.printer import print_events
 
-_TSV = Path(os.environ.get("EVSPEC_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
-_TSV = _TSV / "corpus" / "events.tsv"
-
 
 def _rows() -> list[tuple[int, str, str]]:
-    if not _TSV.exists():
-        return []
-    with _TSV.open(newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        next(reader)
-        return [(n, rec[0], rec[1]) for n, rec in enumerate(reader, start=2)]
+    return [(r.line, r.string, r.syntax) for r in read_corpus()]
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

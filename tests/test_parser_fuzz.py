@@ -6,13 +6,12 @@ the string, every code is catalogued, and whatever parses cleanly also round-tri
 
 from __future__ import annotations
 
-import csv
 import os
 import random
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
+from corpus_files import read_corpus
 
 from evspec.codes import catalogue
 from evspec.diagnostics import EvspecError
@@ -33,16 +32,9 @@ _TOKENS = [
 
 
 def _corpus() -> list[str]:
-    base = Path(os.environ.get("EVSPEC_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
-    path = base / "corpus" / "events.tsv"
     seeds = ["cycles:u", "{cpu-clock,task-clock}:W", "./a.o/map:channel.value[0,1,2,3...5]=101/",
              "bpf-output/no-inherit,name=evt/,./a.o/map:channel.event=evt/", "mem:0x1000/8:rw:u"]
-    if path.exists():
-        with path.open(newline="") as f:
-            reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-            next(reader)
-            seeds += [rec[0] for rec in reader]
-    return seeds
+    return seeds + [row.string for row in read_corpus()]
 
 
 def _mutate(rng: random.Random, text: str, alphabet: str) -> str:

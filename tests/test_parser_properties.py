@@ -3,12 +3,11 @@ production LALR parser agrees with Lark's Earley parser over the same grammar fi
 
 from __future__ import annotations
 
-import csv
 import dataclasses
 import os
-from pathlib import Path
 
 import pytest
+from corpus_files import read_corpus
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
@@ -308,14 +307,7 @@ def _same(text: str, start: str = "events") -> None:
 
 
 def _corpus_strings() -> list[str]:
-    base = Path(os.environ.get("EVSPEC_SHARED", Path(__file__).resolve().parent.parent.parent / "shared"))
-    path = base / "corpus" / "events.tsv"
-    if not path.exists():
-        return []
-    with path.open(newline="") as f:
-        reader = csv.reader(f, delimiter="\t", quoting=csv.QUOTE_NONE)
-        next(reader)
-        return [rec[0] for rec in reader]
+    return [row.string for row in read_corpus()]
 
 
 def test_earley_agrees_with_lalr_on_the_corpus(corpus: list[object]) -> None:
