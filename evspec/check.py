@@ -57,13 +57,13 @@ def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None
     options = options or CheckOptions()
     results: list[CheckedSpec] = []
     defined: dict[int, list[str]] = {}
-    facts: dict[int, dict[str, object]] = {}
+    facts: dict[int, _DefinedEvents] = {}
     for spec in inputs:
         earlier = defined.setdefault(spec.command, [])
         result = parser.analyze(spec.text, earlier_names=tuple(earlier))
         diags = list(result.diagnostics)
         if options.system is not None:
-            diags.extend(_semantic(result.events, options, facts.setdefault(spec.command, {})))
+            diags.extend(_semantic(result.events, options, facts.setdefault(spec.command, _DefinedEvents())))
         for event in result.events.events():
             earlier.extend(rules.event_reference_names(event, spec.text))
         diags.sort(key=lambda d: d.span.start)
@@ -72,18 +72,36 @@ def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None
     return results
 
 
-def _semantic(events: EventList, options: CheckOptions, defined_facts: dict[str, object]) -> list[Diagnostic]:
+class _DefinedEvents(Record, frozen=False):
+    """The events earlier strings of one command defined, for ``map:NAME.event=`` checks: their
+    facts by name, and the strings without BPF events whose facts are not taken yet (that takes
+    the loader, which a command without BPF objects never imports)."""
+
+    __slots__ = ("facts", "pending")
+    facts: dict[str, object]
+    pending: list[EventList]
+
+    def __init__(self) -> None:
+        self.facts = {}
+        self.pending = []
+
+
+def _semantic(events: EventList, options: CheckOptions, defined: _DefinedEvents) -> list[Diagnostic]:
     from evspec.ast import BpfEvent
     from evspec.compiler.resolve import check_semantics
 
     assert options.system is not None
     diags = list(check_semantics(events, options.system, options.mode))
-    bpf_events = [e for e in events.events() if isinstance(e, BpfEvent)]
-    if bpf_events:
-        from pathlib import Path
+    if not any(isinstance(e, BpfEvent) for e in events.events()):
+        defined.pending.append(events)
+        return diags
+    from pathlib import Path
 
-        from evspec.loader.object_check import check_bpf_events
+    from evspec.loader.object_check import check_bpf_events
 
-        cwd = options.cwd if options.cwd is not None else Path.cwd()
-        diags.extend(check_bpf_events(events, options.system, cwd, defined_facts))
+    cwd = options.cwd if options.cwd is not None else Path.cwd()
+    for earlier in defined.pending:  # no BPF event in them: this only records their facts
+        check_bpf_events(earlier, options.system, cwd, defined.facts)  # type: ignore[arg-type]
+    defined.pending.clear()
+    diags.extend(check_bpf_events(events, options.system, cwd, defined.facts))  # type: ignore[arg-type]
     return diags

@@ -18,7 +18,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from evspec.diagnostics import Diagnostic
     from evspec.loader.capture import Capture
     from evspec.loader.script_output import JsonRenderer, TextRenderer
     from evspec.loader.session import RecordSession
@@ -91,19 +90,6 @@ def _stop_requested(stop_fd: int) -> bool:
     return bool(select.select([stop_fd], [], [], 0)[0])
 
 
-def _runnable(diag: Diagnostic) -> Diagnostic:
-    """Sections perf cannot use (libbpf-style tracepoint/kprobe/uprobe, xdp, tc) are errors for
-    `evspec check`, which checks the perf-compatible language; `evspec record` attaches them."""
-    from dataclasses import replace
-
-    from evspec.codes.bpfconfig import SECTION_NOT_FOR_PERF
-    from evspec.diagnostics import Severity
-
-    if diag.code != SECTION_NOT_FOR_PERF or not diag.is_error:
-        return diag
-    return replace(diag, severity=Severity.WARNING, notes=(*diag.notes, "evspec record attaches it; perf cannot"))
-
-
 def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object] | None:
     from evspec.check import CheckOptions, check_specs
     from evspec.diagnostics import Source
@@ -112,7 +98,7 @@ def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object
 
     inputs = [SpecInput(text, Source("arg", index=i), command=0) for i, text in enumerate(args.events)]
     checked = check_specs(inputs, CheckOptions(system=system, mode="record"))  # type: ignore[arg-type]
-    diags = [_runnable(d) for c in checked for d in c.diagnostics]
+    diags = [d for c in checked for d in c.diagnostics]
     if any(d.is_error for d in diags):
         out.write(render_text(diags))
         return None
@@ -177,7 +163,11 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             if command:
                 workload = Workload(command)
                 forward.append(workload.pid)
-            session.prepare(lists, system, Path.cwd(), workload)  # type: ignore[arg-type]
+            try:
+                session.prepare(lists, system, Path.cwd(), workload)  # type: ignore[arg-type]
+            finally:
+                for warning in session.warnings:
+                    err.write(f"evspec record: warning: {warning}\n")
             if args.verbose:
                 for note in session.all_notes():
                     err.write(f"evspec record: {note}\n")
@@ -200,9 +190,9 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             if args.verbose:
                 err.write(f"evspec record: {exc.message}\n")
             status = exc.exit_status
-        except EvspecError as exc:
+        except EvspecError as exc:  # a finding about the event strings that only loading could make
             err.write(render_text(exc.diagnostics))
-            status = EXIT_SETUP
+            status = EXIT_FINDINGS
         except ObjectError as exc:
             err.write(f"evspec record: error: {exc.message}\n")
             for line in exc.help:

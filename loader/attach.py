@@ -79,9 +79,11 @@ class AttachOptions:
 
 class KindAttacher(Protocol):
     """Attaches the programs of one attach kind; one instance per recording session. ``notes``
-    are lines for ``record -v`` (e.g. how many programs served how many probe points)."""
+    are lines for ``record -v`` (e.g. how many programs served how many probe points);
+    ``warnings`` are printed always (what was left undone: a stale entry that could not go)."""
 
     notes: list[str]
+    warnings: list[str]
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ProgramAttach: ...
 
@@ -200,6 +202,10 @@ class Attacher:
     @property
     def notes(self) -> list[str]:
         return [line for handler in self._by_kind.values() for line in handler.notes]
+
+    @property
+    def warnings(self) -> list[str]:
+        return [line for handler in self._by_kind.values() for line in handler.warnings]
 
     def close(self) -> None:
         """Every kind attacher removes what it created; the first failure is raised last."""

@@ -421,6 +421,7 @@ class NetAttacher:
         self.kernel = kernel
         self.options = options
         self.notes: list[str] = []
+        self.warnings: list[str] = []
         self._netlink = netlink
         self._state_root = state_root
         self._ledger: Ledger | None = None
@@ -466,7 +467,7 @@ class NetAttacher:
                 if done is not None:
                     self.notes.append(f"{done} (left by evspec process {pid}, which is gone)")
             if kept:
-                self.notes.append(f"could not remove what evspec process {pid} left: {'; '.join(kept)}")
+                self.warnings.append(f"could not remove what evspec process {pid} left: {'; '.join(kept)}")
             else:
                 ledger.forget(path)
         self._note_ledger_problem(ledger)

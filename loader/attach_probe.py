@@ -143,6 +143,7 @@ class ProbeAttacher(ABC):
         self.kernel = kernel
         self.options = options
         self._notes: list[str] = []
+        self.warnings: list[str] = []
         self.tracefs_root = tracefs_root
         tracefs = open_tracefs(tracefs_root, writer=tracefs_writer, mount=mount, notes=self._notes)
         owner = Owner.of(os.getpid(), proc) or Owner(os.getpid(), 0)
@@ -153,7 +154,7 @@ class ProbeAttacher(ABC):
                     f"removed {len(removed)} stale {self.kind.value} event(s) of evspec runs that are "
                     f"gone: {', '.join(removed)}"
                 )
-            self._notes.extend(problems)
+            self.warnings.extend(problems)
         self.maker = ProbeEventMaker(self.kind, pmus=pmus, tracefs=tracefs, owner=owner)
         self._taken: set[str] = set()  # tracefs event names used in this session
         self._prologues: PrologueCache | None = None

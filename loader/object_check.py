@@ -1,7 +1,7 @@
 """The full offline check of a BPF event against its object (corpus README, Decision 10).
 
 Order: the file (missing, not a file), the object (compile a ``.c``, read it: ObjectError), no
-program, section names perf cannot use, unknown tracepoints, kprobes/uprobes the system cannot
+program, section names evspec cannot read or record cannot attach, unknown tracepoints, kprobes/uprobes the system cannot
 create (no ``kprobe_events``/``uprobe_events``, missing uprobe target or function), the same probe
 created twice without ``force=yes``; then the event's terms in order (event terms with the
 tracepoint term set, object terms with perf's map rules). Errors of the object itself are reported
@@ -20,6 +20,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.map_terms import EventFacts, EventKind, check_map_terms, facts_for_event
 from evspec.loader.section import (
     ADD_V_HELP,
+    RECORD_ATTACH_KINDS,
     AttachKind,
     ProbeTarget,
     SectionSpec,
@@ -27,9 +28,10 @@ from evspec.loader.section import (
     TracepointTarget,
     parse_section,
 )
-from evspec.loader.spec import ObjectSpec, ProgramSpec
+from evspec.loader.spec import CORE_HELP, ObjectSpec, ProgramSpec
 
 from evspec.ast import BpfEvent, EventList, Term, TermKind
+from evspec.codes import bpf as codes_bpf
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
 from evspec.span import Span
@@ -274,6 +276,9 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
         )
     else:
         _check_programs(check, spec)
+    reason = spec.unloadable_reason()
+    if reason is not None and not check.failed:
+        check.fail(codes_bpf.UNSUPPORTED, reason.removeprefix(f"{spec.path}: "), help=CORE_HELP)
     term_diags = _check_event_terms(event) + check_map_terms(
         event, spec, defined, truncate_values=env.truncate_values
     )
@@ -337,26 +342,32 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
         section = _parse_program_section(check, program)
         if section is not None:
             programs.append(_Program(program, section))
-    usable = [p for p in programs if p.section.perf_compatible]
-    for p in usable:
+    for p in programs:
         _check_tracepoint(check, p)
-    for p in usable:
+    for p in programs:
         if p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False:
             check.fail(
                 codes.NO_PROBE_SUPPORT,
-                f"section '{p.section.name}' is a kprobe, but this system has no kprobe_events",
+                f"section '{p.section.name}': a kprobe, but this system has no kprobe_events",
                 notes=_section_note(p.program),
                 help=("the kernel needs CONFIG_KPROBE_EVENTS=y (tracefs kprobe_events)",),
-                perf_message=PROBE_CHECK_MESSAGE,
-                perf_help=ADD_V_HELP,
+                **_perf_probe_words(p.section),
             )
-    for p in usable:
+    for p in programs:
         if p.section.attach is AttachKind.UPROBE:
             _check_uprobe(check, p)
     if check.failed:
         return
-    _check_duplicate_probes(check, usable)
-    _record_created_events(check, usable)
+    _check_duplicate_probes(check, programs)
+    _record_created_events(check, programs)
+
+
+def _perf_probe_words(section: SectionSpec) -> dict[str, str | None]:
+    """perf's wording for a probe it cannot create, where perf reads the section as a probe at
+    all (a libbpf-style section is refused by perf before that: ``check --perf`` says so)."""
+    if section.style is SectionStyle.PERF:
+        return {"perf_message": PROBE_CHECK_MESSAGE, "perf_help": ADD_V_HELP}
+    return {"perf_message": None, "perf_help": None}
 
 
 def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> SectionSpec | None:
@@ -390,28 +401,15 @@ def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> Section
                 perf_help=w.perf_help,
             )
         )
-    if not section.perf_compatible:
+    if section.attach not in RECORD_ATTACH_KINDS:
         check.fail(
-            codes.SECTION_NOT_FOR_PERF,
-            f"section '{program.section}': {section.perf_reason}",
+            codes.SECTION_NOT_RUNNABLE,
+            f"section '{program.section}': evspec record cannot attach {section.attach.value} "
+            "programs yet",
             notes=_section_note(program, section.main_span),
-            help=_perf_form_help(section),
-            perf_message=section.perf_message,
-            perf_help=ADD_V_HELP,
+            help=("`evspec inspect` shows the program; attach it with its own loader for now",),
         )
     return section
-
-
-def _perf_form_help(section: SectionSpec) -> tuple[str, ...]:
-    target = section.target
-    if isinstance(target, TracepointTarget):
-        return (f"write it the perf way: SEC(\"{target.system}:{target.event}\")",)
-    if isinstance(target, ProbeTarget) and target.point.function is not None:
-        func = target.point.function
-        suffix = "%return" if target.point.retprobe else (f"+{target.point.offset}" if target.point.offset else "")
-        prefix = f"exec={target.binary};" if target.binary else ""
-        return (f"write it the perf way: SEC(\"{prefix}{func}={func}{suffix}\")",)
-    return ("perf loads only tracepoint (SYS:EVENT) and kprobe/uprobe (EVENT=PROBE) programs",)
 
 
 def _check_tracepoint(check: _ObjectCheck, p: _Program) -> None:
@@ -436,14 +434,20 @@ def _check_tracepoint(check: _ObjectCheck, p: _Program) -> None:
     check.fail(
         codes.UNKNOWN_TRACEPOINT,
         f"section '{p.section.name}': unknown tracepoint '{target.name}'",
-        notes=(
-            *_section_note(p.program, target.span),
-            "perf 6.1 reports first 'Attach events in BPF object failed', then 'unknown tracepoint'",
-        ),
         help=("see the tracepoints with: evspec list tracepoint",),
-        perf_message="Attach events in BPF object failed",
-        perf_help=ADD_V_HELP,
+        **_perf_tracepoint_words(p.program, p.section, target),
     )
+
+
+def _perf_tracepoint_words(program: ProgramSpec, section: SectionSpec, target: TracepointTarget) -> dict[str, object]:
+    notes = _section_note(program, target.span)
+    if section.style is not SectionStyle.PERF:
+        return {"notes": notes}
+    return {
+        "notes": (*notes, "perf 6.1 reports first 'Attach events in BPF object failed', then 'unknown tracepoint'"),
+        "perf_message": "Attach events in BPF object failed",
+        "perf_help": ADD_V_HELP,
+    }
 
 
 def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
@@ -455,8 +459,7 @@ def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
             f"section '{p.section.name}' is a uprobe, but this system has no uprobe_events",
             notes=_section_note(p.program),
             help=("the kernel needs CONFIG_UPROBE_EVENTS=y (tracefs uprobe_events)",),
-            perf_message=PROBE_CHECK_MESSAGE,
-            perf_help=ADD_V_HELP,
+            **_perf_probe_words(p.section),
         )
         return
     binary = check.env.cwd / target.binary
@@ -465,9 +468,12 @@ def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
             codes.UPROBE_TARGET,
             f"section '{p.section.name}': uprobe target '{target.binary}' not found",
             notes=_section_note(p.program),
-            help=("exec= takes the full path of the probed binary",),
-            perf_message=PROBE_CHECK_MESSAGE,
-            perf_help=ADD_V_HELP,
+            help=(
+                "exec= takes the full path of the probed binary"
+                if p.section.style is SectionStyle.PERF
+                else "uprobe/PATH:FUNC takes the path of the probed binary",
+            ),
+            **_perf_probe_words(p.section),
         )
         return
     function = target.point.function
@@ -480,8 +486,7 @@ def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
             codes.UPROBE_TARGET,
             f"section '{p.section.name}': uprobe target: {exc.message}",
             notes=_section_note(p.program),
-            perf_message=PROBE_CHECK_MESSAGE,
-            perf_help=ADD_V_HELP,
+            **_perf_probe_words(p.section),
         )
         return
     if target.point.is_glob:
@@ -494,8 +499,7 @@ def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
             f"section '{p.section.name}': no function "
             f"{'matches' if target.point.is_glob else 'named'} '{function}' in '{target.binary}'",
             notes=_section_note(p.program),
-            perf_message=PROBE_CHECK_MESSAGE,
-            perf_help=ADD_V_HELP,
+            **_perf_probe_words(p.section),
         )
 
 

@@ -277,13 +277,16 @@ def errno_text(err: int | None) -> str:
 def process_start(pid: int, proc: Path = Path("/proc")) -> int | None:
     """Field 22 (starttime) of ``/proc/PID/stat``: with the pid, what tells a process from a later
     one that got its pid (the owners of tracefs entries here, of network-hook ledgers in
-    ``attach_net``); None if there is no such process."""
+    ``attach_net``); None if there is no such process, or it has exited and waits to be reaped (a
+    zombie, state Z or X: what a killed run is under a container init that reaps late or never)."""
     try:
         stat = (proc / str(pid) / "stat").read_text()
     except OSError:
         return None
     # the command name (field 2) is in parentheses and may hold spaces and ')'
     rest = stat[stat.rindex(")") + 2 :].split()
+    if rest[0] in ("Z", "X"):
+        return None
     return int(rest[19])
 
 

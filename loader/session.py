@@ -48,8 +48,9 @@ from evspec.loader.script_output import LostLine, SampleLine
 from evspec.loader.spec import ObjectSpec
 from evspec.loader.tracefs_format import TracepointDecoders
 
-from evspec.ast import EventList
+from evspec.ast import BpfEvent, EventList
 from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
+from evspec.diagnostics import EvspecError, Source
 from evspec.system.model import System, parse_cpu_list
 
 CODE_WORKLOAD = WORKLOAD
@@ -333,6 +334,12 @@ class RecordSession:
             out["probe_points"] = self.probe_sharing.points
         return out
 
+    @property
+    def warnings(self) -> list[str]:
+        """What ``record`` says even without ``-v``: what was left undone (a stale tracefs entry
+        or network hook of a dead run that could not be removed)."""
+        return self._attacher.warnings if self._attacher is not None else []
+
     def all_notes(self) -> list[str]:
         """What ``record -v`` says: the system's and attachers' notes from setup, each object's
         (BTF, func/line info), the kernel's (fields it lacks) and the tracepoint decoders'."""
@@ -359,7 +366,7 @@ class RecordSession:
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
                 spec = read_bpf_object(ref.event.path, ref.event.is_source, cwd)
-                specs.append((spec, plan_map_updates(ref.event, spec)))
+                specs.append((spec, _map_updates(ref.event, spec, lists[ref.spec_index], ref.spec_index)))
             stdout = plan_stdout(specs)
             for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
                 attachments = self._attacher.plan(spec)
@@ -778,3 +785,13 @@ def _no_tracepoints(system: str, event: str) -> int | None:
 
 
 __all__ = ["RecordOptions", "RecordSession", "Workload", "RingMapping", "possible_cpus"]
+
+
+
+def _map_updates(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_index: int) -> list[MapUpdate]:
+    """The object's map updates; a refused term is reported in its event string (the -e it is)."""
+    try:
+        return plan_map_updates(event, spec)
+    except EvspecError as exc:
+        where = Source("arg", index=spec_index)
+        raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None

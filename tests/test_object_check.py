@@ -212,24 +212,52 @@ def test_section_warnings_become_warnings_on_the_path(files: Files) -> None:
 
 
 @pytest.mark.parametrize(
-    ("section", "perf"),
+    "section",
     [
-        ("tracepoint/syscalls/sys_enter_write", "Invalid config string"),
-        ("kprobe/do_sys_openat2", "Invalid config string"),
-        ("xdp", "Invalid config string"),
-        ("uprobe//opt/app/target:myfn1", "Attach events in BPF object failed"),
+        "tracepoint/syscalls/sys_enter_write",
+        "tp/syscalls/sys_enter_write",
+        "kprobe/do_sys_openat2",
+        "kretprobe/do_sys_openat2",
+        "xdp",
+        "tc",
+        f"uprobe/{TARGET}:myfn1",
+        f"uretprobe/{TARGET}:myfn2",
     ],
 )
-def test_libbpf_sections_are_not_usable_by_perf(files: Files, section: str, perf: str) -> None:
+def test_libbpf_sections_record_runs_are_accepted(files: Files, section: str) -> None:
+    """Decision 10: libbpf's names are evspec's language; `check --perf` predicts perf's refusal."""
     files.add("lb.o", spec(section))
-    d = only(check_bpf_event(event("./lb.o"), files.env(kprobe_events=True), {}))
-    assert (d.code, d.span, d.perf_message) == ("EB108", Span(0, 6), perf)
+    assert check_bpf_event(event("./lb.o"), files.env(kprobe_events=True), {}) == []
 
 
-def test_libbpf_tracepoint_help_shows_the_perf_form(files: Files) -> None:
-    files.add("lt.o", spec("tracepoint/syscalls/sys_enter_write"))
-    d = only(check_bpf_event(event("./lt.o"), files.env(), {}))
-    assert d.help == ('write it the perf way: SEC("syscalls:sys_enter_write")',)
+@pytest.mark.parametrize(
+    ("section", "kind"),
+    [("raw_tp/sched_switch", "raw_tracepoint"), ("raw_tracepoint/sched_switch", "raw_tracepoint"),
+     ("socket", "socket"), ("perf_event", "perf_event")],
+)
+def test_libbpf_sections_record_cannot_attach_are_refused(files: Files, section: str, kind: str) -> None:
+    files.add("lb.o", spec(section))
+    d = only(check_bpf_event(event("./lb.o"), files.env(), {}))
+    assert (d.code, d.span, d.perf_message) == ("EB108", Span(0, 6), None)
+    assert d.message == f"section '{section}': evspec record cannot attach {kind} programs yet"
+
+
+def test_libbpf_kprobe_without_kprobe_events(files: Files) -> None:
+    """perf's words belong to perf's own sections only: perf refuses this one for its name."""
+    files.add("kp2.o", spec("kprobe/do_sys_openat2"))
+    d = only(check_bpf_event(event("./kp2.o"), files.env(), {}))
+    assert (d.code, d.span, d.perf_message) == ("EB144", Span(0, 7), None)
+
+
+@pytest.mark.parametrize(
+    ("section", "code"),
+    [("tracepoint/nosuch/event", "EB143"), ("uprobe//opt/app/missing:myfn1", "EB145"),
+     (f"uprobe/{TARGET}:nosuchfn", "EB146")],
+)
+def test_libbpf_sections_are_checked_like_perf_ones(files: Files, section: str, code: str) -> None:
+    files.add("lb.o", spec(section))
+    d = only(check_bpf_event(event("./lb.o"), files.env(), {}))
+    assert (d.code, d.span, d.perf_message) == (code, Span(0, 6), None)
 
 
 def test_unknown_tracepoint(files: Files) -> None:

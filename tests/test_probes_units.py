@@ -122,10 +122,10 @@ def test_tracefs_lines(location: ProbeLocation, line: str) -> None:
     assert location.tracefs_line("g", "e") == line
 
 
-def _fake_proc(root: Path, processes: dict[int, int]) -> Path:
+def _fake_proc(root: Path, processes: dict[int, int], zombies: tuple[int, ...] = ()) -> Path:
     for pid, start in processes.items():
         (root / str(pid)).mkdir(parents=True)
-        fields = ["S"] + ["0"] * 18 + [str(start), "0"]
+        fields = ["Z" if pid in zombies else "S"] + ["0"] * 18 + [str(start), "0"]
         (root / str(pid) / "stat").write_text(f"{pid} (a (b) c) {' '.join(fields)}\n")
     root.mkdir(parents=True, exist_ok=True)
     return root
@@ -141,6 +141,13 @@ def test_owner_group_round_trip_and_liveness(tmp_path: Path) -> None:
     assert not Owner(41, 999).alive(proc)  # the pid was reused by another process
     assert not Owner(42, 1000).alive(proc)
     assert Owner.of(os.getpid()) == ME and ME.alive()
+
+
+def test_a_zombie_owner_is_gone(tmp_path: Path) -> None:
+    """Killed and not reaped: /proc/PID/stat is still there, in state Z; the owner is dead."""
+    proc = _fake_proc(tmp_path, {41: 1000, 43: 1000}, zombies=(43,))
+    assert process_start(41, proc) == 1000 and process_start(43, proc) is None
+    assert Owner(41, 1000).alive(proc) and not Owner(43, 1000).alive(proc)
 
 
 def test_entries_of_another_pid_namespace_are_never_stale(tmp_path: Path) -> None:
@@ -401,10 +408,15 @@ def test_construction_sweeps_stale_entries(tmp_path: Path, target: Path) -> None
     fake.tracefs.add(location, "evspec_999999999_1", "probe")  # no such pid
     fake.tracefs.add(location, GROUP, "mine")  # this process's: kept
     fake.tracefs.add(ProbeLocation(ProbeKind.KPROBE, False, symbol="f"), "evspec_999999999_1", "k")
+    fake.tracefs.add(location, "evspec_999999998_1", "busy")
+    fake.busy.add("evspec_999999998_1/busy")
     attacher = _attacher(UprobeAttacher, tmp_path, fake)
     assert attacher.notes == ["removed 1 stale uprobe event(s) of evspec runs that are gone: "
                               "evspec_999999999_1/probe"]
-    assert [e.event for e in fake.tracefs.entries(ProbeKind.UPROBE)] == ["mine"]
+    # a refused removal is a warning: record prints those without -v
+    assert attacher.warnings == ["could not remove the stale uprobe event evspec_999999998_1/busy of process "
+                                 "999999998: Device or resource busy (EBUSY)"]
+    assert sorted(e.event for e in fake.tracefs.entries(ProbeKind.UPROBE)) == ["busy", "mine"]
     assert len(fake.tracefs.entries(ProbeKind.KPROBE)) == 1  # the kprobe attacher sweeps those
 
 
@@ -536,6 +548,8 @@ def test_session_opens_and_attaches_kprobes_on_the_fake_kernel(
     from evspec.parser import parse
 
     shutil.copy(TARGET_C.parent / "kprobe.c", tmp_path / "kprobe.c")
+    shutil.copy(TARGET_C.parent / "probes.h", tmp_path / "probes.h")
+    (tmp_path / "target.h").write_text("/* kprobe.c probes the kernel: no target */\n")
     fake = FakeTracefs.create(tmp_path / "tracefs", kinds=(ProbeKind.KPROBE,) if way == "tracefs" else ())
     pmus = _pmus(tmp_path / "pmus", *(("kprobe",) if way == "pmu" else ()))
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.KPROBE, lambda kernel, options: KprobeAttacher(

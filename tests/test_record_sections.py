@@ -1,4 +1,5 @@
-"""`evspec record` runs sections perf cannot use (libbpf-style), which `evspec check` rejects."""
+"""libbpf-style sections: `evspec check` accepts what `evspec record` runs (corpus Decision 10),
+refuses what record cannot attach, and `check --perf` still predicts perf's rejection."""
 
 from __future__ import annotations
 
@@ -23,10 +24,40 @@ def _record(*argv: str) -> tuple[int, str, str]:
     return status, out.getvalue(), err.getvalue()
 
 
-def test_check_rejects_a_libbpf_tracepoint_section(bpf_fixtures: Path) -> None:
-    spec = SpecInput("./lt.o", Source("arg", index=0), command=0)
-    [checked] = check_specs([spec], CheckOptions(system=corpus_system(), cwd=bpf_fixtures))
-    assert [(d.code, d.is_error) for d in checked.diagnostics] == [("EB108", True)]
+def _check_one(text: str, cwd: Path) -> list[tuple[str, bool, str]]:
+    spec = SpecInput(text, Source("arg", index=0), command=0)
+    [checked] = check_specs([spec], CheckOptions(system=corpus_system(), cwd=cwd))
+    return [(d.code, d.is_error, d.message) for d in checked.diagnostics]
+
+
+def test_check_accepts_a_libbpf_tracepoint_section(bpf_fixtures: Path) -> None:
+    """Decision 10: check accepts what record runs; only --perf says that perf 6.1 refuses it."""
+    from evspec.dialect import predict
+
+    assert _check_one("./lt.o", bpf_fixtures) == []
+    verdict = predict("./lt.o", "6.1", system=corpus_system(), cwd=bpf_fixtures)
+    assert not verdict.accepted and verdict.error is not None
+    assert verdict.error.message == "Invalid config string"
+
+
+def test_check_refuses_a_libbpf_kprobe_where_there_are_no_kprobes(bpf_fixtures: Path) -> None:
+    [(code, is_error, message)] = _check_one("./kp2.o", bpf_fixtures)
+    assert (code, is_error) == ("EB144", True)
+    assert message == "section 'kprobe/do_sys_openat2': a kprobe, but this system has no kprobe_events"
+
+
+def test_check_refuses_a_program_kind_record_cannot_attach(tmp_path: Path) -> None:
+    """A raw tracepoint is read fine, but record has no attacher for it: check says so."""
+    import subprocess
+
+    (tmp_path / "raw.c").write_text('#include <linux/bpf.h>\n#include <bpf/bpf_helpers.h>\n'
+                                    'SEC("raw_tp/sched_switch") int on_switch(void *ctx) { return 0; }\n'
+                                    'char _license[] SEC("license") = "GPL";\n')
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c",
+                    "raw.c", "-o", "raw.o"], cwd=tmp_path, check=True)
+    [(code, is_error, message)] = _check_one("./raw.o", tmp_path)
+    assert (code, is_error) == ("EB108", True)
+    assert message == "section 'raw_tp/sched_switch': evspec record cannot attach raw_tracepoint programs yet"
 
 
 def test_record_attaches_a_libbpf_tracepoint_section(
@@ -35,7 +66,7 @@ def test_record_attaches_a_libbpf_tracepoint_section(
     monkeypatch.chdir(bpf_fixtures)
     status, out, err = _record("-v", "-e", "./lt.o", "--", "sh", "-c", "echo hi >/dev/null")
     assert status == 0, err
-    assert "EB108" in err and "evspec record attaches it; perf cannot" in err
+    assert "warning" not in err and "error" not in err
     assert "syscalls:sys_enter_write" in out  # the tracepoint event's samples are printed
 
 
@@ -57,3 +88,44 @@ def test_an_object_checked_then_loaded_is_read_once(bpf_fixtures: Path) -> None:
     from evspec.loader.reader import read_object
 
     assert read_object(bpf_fixtures / "maps.o") is read_object(bpf_fixtures / "maps.o")
+
+
+def test_check_sees_events_of_earlier_strings_without_objects(bpf_fixtures: Path) -> None:
+    """An event defined by an earlier -e that names no object still counts for map:NAME.event=:
+    an ARRAY map given an event is refused offline, on the option, with perf's words."""
+    inputs = [SpecInput(text, Source("arg", index=i), command=0)
+              for i, text in enumerate(["bpf-output/name=evt/", "./maps.o/map:arr.event=evt/"])]
+    first, second = check_specs(inputs, CheckOptions(system=corpus_system(), cwd=bpf_fixtures))
+    assert first.diagnostics == ()
+    [d] = second.diagnostics
+    assert (d.code, d.span.start, d.span.end) == ("EB129", 17, 22)
+    assert d.perf_message == "Can't use this config term with this map type"
+
+
+def test_record_reports_a_refused_map_term_in_its_string(
+    bpf_fixtures: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(bpf_fixtures)
+    status, out, err = _record("-i", "-e", "bpf-output/name=evt/", "-e", "./maps.o/map:arr.event=evt/", "--", "true")
+    assert (status, out) == (1, ""), err
+    assert "error[EB129]: map 'arr' is an ARRAY map, .event needs a PERF_EVENT_ARRAY\n --> -e #2, col 18\n" in err
+    assert "  | ./maps.o/map:arr.event=evt/\n  |                  ^^^^^\n" in err
+    assert "  = perf: Can't use this config term with this map type\n" in err
+
+
+def test_a_term_refused_while_loading_keeps_its_event_string(bpf_fixtures: Path, root_kernel: None) -> None:
+    """The session (no check stage in front) places what plan_map_updates refuses in its -e."""
+    from evspec.loader.session import RecordSession
+
+    from evspec.diagnostics import EvspecError
+    from evspec.parser import parse
+
+    text = "./maps.o/map:nosuch.value=1/"
+    session = RecordSession()
+    try:
+        with pytest.raises(EvspecError) as exc:
+            session.prepare([parse("cpu-clock"), parse(text)], None, bpf_fixtures, None)
+    finally:
+        session.close()
+    [d] = exc.value.diagnostics
+    assert (d.code, d.event, d.source, d.span.start, d.span.end) == ("EB123", text, Source("arg", index=1), 13, 19)

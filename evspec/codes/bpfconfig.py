@@ -14,7 +14,7 @@ UNKNOWN_SETTING = "EB104"
 BAD_SETTING_VALUE = "EB105"
 BAD_TRACEPOINT_SECTION = "EB106"
 BAD_LIBBPF_SECTION = "EB107"
-SECTION_NOT_FOR_PERF = "EB108"
+SECTION_NOT_RUNNABLE = "EB108"
 KEYLESS_SETTING = "WB109"
 SETTING_NO_EFFECT = "WB110"
 
@@ -131,14 +131,16 @@ CODES: tuple[CodeInfo, ...] = (
         "Complete the name, or use perf's form (SYS:EVENT, EVENT=PROBE).",
     ),
     CodeInfo(
-        SECTION_NOT_FOR_PERF,
-        "libbpf-style section name perf cannot use",
-        "evspec understands libbpf's section names (tracepoint/SYS/EVENT, kprobe/FUNC, xdp, ...), but "
-        "perf's BPF loader does not: a name without '=' or ':' is `Invalid config string`, and "
-        "uprobe/PATH:FUNC is read as an unknown tracepoint. Such objects cannot be used as perf "
-        "events.",
-        'SEC("tracepoint/syscalls/sys_enter_write")',
-        'Use perf\'s form: SEC("syscalls:sys_enter_write"), SEC("func=do_sys_openat2").',
+        SECTION_NOT_RUNNABLE,
+        "program of a kind evspec record cannot attach yet",
+        "evspec reads libbpf's section names as part of its language, and `evspec check` accepts "
+        "what `evspec record` runs: tracepoints (perf's SYS:EVENT, libbpf's tracepoint/ and tp/), "
+        "kprobes and uprobes (both styles), xdp and tc. Other kinds (raw_tp/, socket, perf_event) "
+        "are read and shown by `evspec inspect`, but record has no way to attach them yet. "
+        "`check --perf VERSION` tells separately whether that perf can use the section at all.",
+        'SEC("raw_tp/sched_switch")',
+        "Use a tracepoint section (SEC(\"tracepoint/sched/sched_switch\")), or attach the program "
+        "with its own loader.",
     ),
     CodeInfo(
         KEYLESS_SETTING,
