@@ -480,14 +480,38 @@ class LineRecord:
     line_off: int = 0
 
 
+#: enum bpf_core_relo_kind (include/uapi/linux/bpf.h), by number
+CORE_RELO_KINDS: dict[int, str] = {
+    0: "field_byte_offset", 1: "field_byte_size", 2: "field_exists", 3: "field_signed",
+    4: "field_lshift_u64", 5: "field_rshift_u64", 6: "type_id_local", 7: "type_id_target",
+    8: "type_exists", 9: "type_size", 10: "enumval_exists", 11: "enumval_value", 12: "type_matches",
+}
+
+
+@dataclass(frozen=True, slots=True)
+class CoreRelo:
+    """One ``struct bpf_core_relo``: the instruction (byte offset in its ELF section), the local
+    type, the access string (``0:1:2``) and the kind (CORE_RELO_KINDS; unknown numbers kept)."""
+
+    insn_off: int
+    type_id: int
+    access: str
+    kind: int
+
+    @property
+    def kind_name(self) -> str:
+        return CORE_RELO_KINDS.get(self.kind, f"kind {self.kind}")
+
+
 class BtfExt:
-    """A parsed ``.BTF.ext`` blob: per ELF section, its func_info and line_info records.
+    """A parsed ``.BTF.ext`` blob: per ELF section, its func_info, line_info and (when the header
+    has room for it) core_relo records.
 
     Section names and strings live in the ``.BTF`` string section, hence the ``btf`` argument.
     Records are decoded per section, on request.
     """
 
-    __slots__ = ("_data", "_order", "_btf", "_func", "_line")
+    __slots__ = ("_data", "_order", "_btf", "_func", "_line", "_core")
 
     def __init__(self, data: bytes, btf: Btf) -> None:
         self._data = bytes(data)
@@ -496,6 +520,11 @@ class BtfExt:
             self._data, "BTF.ext", _EXT_HEADER_LEN, ("func_info area", "line_info area"))
         self._func = self._sections(hdr_len + f_off, f_len, 8, "func_info")
         self._line = self._sections(hdr_len + l_off, l_len, 16, "line_info")
+        self._core: dict[str, tuple[int, int, int]] = {}
+        if hdr_len >= _EXT_HEADER_LEN + 8:  # core_relo_off, core_relo_len
+            c_off, c_len = struct.unpack_from(self._order + "II", self._data, _EXT_HEADER_LEN)
+            _area(len(self._data) - hdr_len, c_off, c_len, "the BTF.ext core_relo area")
+            self._core = self._sections(hdr_len + c_off, c_len, 16, "core_relo")
 
     def _sections(self, start: int, length: int, min_rec: int, what: str) -> dict[str, tuple[int, int, int]]:
         """Section name -> (offset of the first record, record count, record size)."""
@@ -551,6 +580,21 @@ class BtfExt:
                                   line_col & 0x3FF, file_off, line_off))
         return tuple(out)
 
+    def core_relos(self, section: str) -> tuple[CoreRelo, ...]:
+        """The CO-RE relocation records of ``section``, in file order."""
+        where = self._core.get(section)
+        if where is None:
+            return ()
+        pos, count, size = where
+        unpack = struct.Struct(self._order + "IIII").unpack_from
+        out = []
+        for i in range(count):
+            off, tid, access_off, kind = unpack(self._data, pos + i * size)
+            if not 0 < tid < len(self._btf):
+                raise BtfError(f"BTF.ext core_relo of {section!r} names type {tid}, which does not exist")
+            out.append(CoreRelo(off, tid, self._btf.string(access_off), kind))
+        return tuple(out)
+
     @property
     def sections(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys([*self._func, *self._line]))
+        return tuple(dict.fromkeys([*self._func, *self._line, *self._core]))

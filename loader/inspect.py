@@ -47,7 +47,12 @@ def _program_entry(p: ProgramSpec, attach: dict[str, Any]) -> dict[str, Any]:
         "attach": attach,
         "relocations": [{"insn": r.insn_index, "kind": r.kind, "target": r.target, "addend": r.addend}
                         for r in p.relocations],
+        "core_relocations": _core_entries(p),
     }
+
+
+def _core_entries(p: ProgramSpec) -> list[dict[str, Any]]:
+    return [{"insn": r.insn, "kind": r.kind, "type": r.type_name, "access": r.access} for r in p.core_relocations]
 
 
 def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> dict[str, Any]:
@@ -64,8 +69,8 @@ def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> d
         "btf": spec.btf is not None,
         "maps": [_map_entry(m) for m in spec.maps],
         "programs": programs,
-        "subprograms": [{"name": p.name, "section": p.section, "insns": p.insn_count}
-                        for p in spec.subprograms],
+        "subprograms": [{"name": p.name, "section": p.section, "insns": p.insn_count,
+                         "core_relocations": _core_entries(p)} for p in spec.subprograms],
     }
 
 
@@ -115,8 +120,15 @@ def inspect_text(report: dict[str, Any]) -> str:
         for r in p.get("relocations", ()):
             extra = f"+{r['addend']}" if r["addend"] else ""
             lines.append(f"      insn {r['insn']}: {r['kind']} {r['target']}{extra}")
+        lines.extend(_core_lines(p))
     if report.get("subprograms"):
         lines.append(f"subprograms: {len(report['subprograms'])}")
         for p in report["subprograms"]:
             lines.append(f"  {p['name']}: section {p['section']!r}  insns {p['insns']}")
+            lines.extend(_core_lines(p))
     return "\n".join(lines) + "\n"
+
+
+def _core_lines(p: dict[str, Any]) -> list[str]:
+    return [f"      insn {r['insn']}: CO-RE {r['kind']} {r['type']} access {r['access']}"
+            for r in p.get("core_relocations", ())]

@@ -31,9 +31,11 @@ from evspec.loader.btf_fixup import (
     program_btf_info,
 )
 from evspec.loader.compile import possible_cpus  # also the size of a default perf event array
+from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError
-from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.spec import CORE_HELP, LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
 
+from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes
 
 _MAP_SECTIONS = (".maps", "maps")
@@ -481,6 +483,9 @@ def load_object(
             codes.PROGRAM_TYPE,
             f"{spec.path}: no program type given for program(s) {', '.join(repr(n) for n in missing)}",
         )
+    reason = spec.unloadable_reason()
+    if reason is not None:
+        raise ObjectError(bpf_codes.UNSUPPORTED, reason, help=CORE_HELP)
     kernel = kernel or Kernel()
     attach = expected_attach_types or {}
     live = LiveObject(kernel, spec)

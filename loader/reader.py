@@ -35,7 +35,16 @@ from pathlib import Path
 from evspec.loader.btf import Btf, BtfError, BtfExt, BtfKind, BtfType, LineRecord
 from evspec.loader.elf_reader import SHF_ALLOC, BpfElf, Rel, Section, Symbol
 from evspec.loader.errors import ObjectError
-from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, Relocation, SectionLayout
+from evspec.loader.spec import (
+    CoreRelocation,
+    LineInfo,
+    MapSpec,
+    MapType,
+    ObjectSpec,
+    ProgramSpec,
+    Relocation,
+    SectionLayout,
+)
 
 from evspec.codes import bpf as codes
 
@@ -199,7 +208,7 @@ class _Reader:
                 name=f.name, section=f.section.name,
                 insns=self.elf.contents(f.section)[f.offset:f.end], offset=f.offset,
                 relocations=tuple(relocations.get((f.section.index, f.offset), ())),
-                line_info=self.line_info(f))
+                line_info=self.line_info(f), core_relocations=self.core_relocations(f))
             (programs if f.is_program else subprograms).append(spec)
         return ObjectSpec(
             path=self.path, license=self.license(), kernel_version=self.kernel_version(),
@@ -391,6 +400,27 @@ class _Reader:
         hi = bisect.bisect_left(offsets, f.end)
         return tuple(LineInfo((r.insn_off - f.offset) // INSN_SIZE, r.file, r.line, r.column,
                               r.source_line) for r in records[lo:hi])
+
+    def core_relocations(self, f: _Function) -> tuple[CoreRelocation, ...]:
+        ext = self.btf_ext
+        if ext is None:
+            return ()
+        try:
+            records = ext.core_relos(f.section.name)
+        except BtfError as exc:
+            raise self.fail(codes.CORRUPT_BTF_EXT, f"corrupt BTF.ext: {exc}", None) from None
+        out = []
+        for r in records:
+            if not f.offset <= r.insn_off < f.end:
+                continue
+            if r.insn_off % INSN_SIZE:
+                raise self.fail(codes.CORRUPT_BTF_EXT, f"corrupt BTF.ext: a CO-RE relocation of section "
+                                f"{f.section.name!r} is at byte {r.insn_off}, inside an instruction", None)
+            assert self.btf is not None  # a .BTF.ext is read only with its .BTF
+            t = self.btf.type(r.type_id)
+            type_name = f"{t.kind.name.lower()} {t.name or '(anon)'}"
+            out.append(CoreRelocation((r.insn_off - f.offset) // INSN_SIZE, r.kind_name, type_name, r.access))
+        return tuple(out)
 
     def section_lines(self, section: str) -> tuple[list[LineRecord], list[int]]:
         """The line records of a section sorted by offset, and their offsets (decoded once)."""

@@ -107,6 +107,25 @@ class LineInfo:
     source_line: str
 
 
+CORE_HELP = ("`evspec inspect OBJ.o` lists the relocations; build the object without CO-RE "
+             "(no preserve_access_index, BPF_CORE_READ or vmlinux.h) to run it with this version",)
+
+
+@dataclass(frozen=True, slots=True)
+class CoreRelocation:
+    """A CO-RE relocation record of a function (``.BTF.ext`` core_relo): the instruction it
+    patches (index inside the function), its kind (``field_byte_offset``, ...), the local type it
+    starts from (``struct task_struct___mine``) and the access string (``0:1``)."""
+
+    insn: int
+    kind: str
+    type_name: str
+    access: str
+
+    def describe(self) -> str:
+        return f"{self.kind} of {self.type_name} (access {self.access}) at instruction {self.insn}"
+
+
 @dataclass(frozen=True, slots=True)
 class ProgramSpec:
     name: str  # function symbol
@@ -115,6 +134,7 @@ class ProgramSpec:
     offset: int = 0  # offset of the function inside its section
     relocations: tuple[Relocation, ...] = ()
     line_info: tuple[LineInfo, ...] = ()
+    core_relocations: tuple[CoreRelocation, ...] = ()
 
     @property
     def insn_count(self) -> int:
@@ -142,6 +162,21 @@ class ObjectSpec:
     btf: bytes | None = field(default=None, repr=False)  # the raw .BTF section, for loading
     btf_ext: bytes | None = field(default=None, repr=False)
     layouts: tuple[SectionLayout, ...] = field(default=(), repr=False)  # with .BTF only
+
+    def core_relocations(self) -> tuple[tuple[ProgramSpec, CoreRelocation], ...]:
+        """Every CO-RE relocation of the object's functions (programs and subprograms)."""
+        return tuple((p, r) for p in (*self.programs, *self.subprograms) for r in p.core_relocations)
+
+    def unloadable_reason(self) -> str | None:
+        """Why evspec cannot load this object correctly (None: it can). Loading an object while
+        ignoring its CO-RE relocations would read wrong offsets without a word, so it is refused."""
+        relos = self.core_relocations()
+        if not relos:
+            return None
+        prog, first = relos[0]
+        return (f"{self.path}: {len(relos)} CO-RE relocation(s), which evspec cannot apply yet "
+                f"(the first: program '{prog.name}', {first.describe()}); loaded without them the "
+                "programs would read wrong offsets")
 
     def map(self, name: str) -> MapSpec | None:
         for m in self.maps:
