@@ -70,11 +70,12 @@ def list_main(args: argparse.Namespace) -> int:
 
 
 def snapshot_main(args: argparse.Namespace) -> int:
-    from evspec.system import load_system, snapshot
+    from evspec.system import load_system
+    from evspec.system.snapshot import snapshot_text
 
     system = load_system("live")
     assert system is not None
-    text = json.dumps(snapshot(system), indent=1, sort_keys=True) + "\n"
+    text = snapshot_text(system)
     if args.output == "-":
         sys.stdout.write(text)
     else:

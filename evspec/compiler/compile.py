@@ -228,7 +228,9 @@ def _new_evsel(base: BaseEvsel, spec_index: int, source: str) -> _Evsel:
         "exclude_guest": 1,  # perf's event_attr_init: not a guest profiler
     }
     if base.type == A.PERF_TYPE_BREAKPOINT:
-        attr.update(bp_type=base.bp_type, bp_addr=base.bp_addr, bp_len=base.bp_len)
+        # bp_addr/bp_len share their words with config1/config2: a mem: event sets the first, the
+        # breakpoint PMU's terms (breakpoint/config1=ADDR,config2=LEN/) the second
+        attr.update(bp_type=base.bp_type, bp_addr=base.bp_addr or base.config1, bp_len=base.bp_len or base.config2)
     else:
         attr.update(config1=base.config1, config2=base.config2)
     attr["config3"] = base.config3
@@ -529,10 +531,11 @@ def _apply_config_terms(ev: _Evsel) -> None:
 
 
 def _branch_mode(text: str) -> int:
-    """perf's ``parse_branch_str`` for one name; only privilege bits means 'any branch'."""
+    """perf's ``parse_branch_str`` for one name; only privilege bits means any branch at those
+    privilege levels."""
     mode = A.BRANCH_SAMPLE_TYPES.get(text.lower(), 0)
-    if not mode & ~A.BRANCH_PLM_ALL:
-        mode = A.BRANCH_SAMPLE_TYPES["any"]
+    if not mode & ~A.BRANCH_PLM_ALL:  # u, k, hv keep their privilege bit (perf 6.1: KERNEL|ANY)
+        mode |= A.BRANCH_SAMPLE_TYPES["any"]
     return mode
 
 

@@ -69,8 +69,8 @@ def _tracepoints(system: System | None) -> list[ListedEvent]:
     try:
         return [
             ListedEvent(f"{sys_name}:{event}", "tracepoint", "Tracepoint event")
-            for sys_name in system.tracepoint_systems()
-            for event in system.tracepoint_events(sys_name)
+            for sys_name in sorted(system.tracepoint_systems())
+            for event in sorted(system.tracepoint_events(sys_name))
         ]
     except TracefsUnavailable:
         return []

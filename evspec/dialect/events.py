@@ -9,7 +9,6 @@ modifiers, "event parser found nothing") and their names (``map:…event=`` look
 from __future__ import annotations
 
 import fnmatch
-import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -148,7 +147,7 @@ class PerfState:
         except TracefsUnavailable:
             self._tracepoint_error(column, sys, event, tracefs=False)
             raise AssertionError from None
-        return tuple(s for s in _directory_order(self.system, known) if s not in SKIP_SYSTEMS)
+        return tuple(s for s in known if s not in SKIP_SYSTEMS)  # directory order: perf's
 
     def _tracepoint_event(self, sys: str, event: str, column: int) -> list[Evsel]:
         from evspec.system.model import TracefsUnavailable
@@ -339,23 +338,6 @@ class PerfState:
         if group and not evsels:
             return True
         return text.count("p") <= 3
-
-
-def _directory_order(system: System, names: tuple[str, ...]) -> tuple[str, ...]:
-    """perf walks tracefs in readdir order and stops at the first system that lacks the event, so
-    the order decides which system its message names. For the live machine that is the order of
-    this machine's tracefs; a snapshot has no order, and its sorted one stands in."""
-    from evspec.system.live import LiveSystem
-
-    if not isinstance(system, LiveSystem):
-        return names
-    try:
-        listed = os.listdir(TRACING_EVENTS)
-    except OSError:
-        return names
-    known = set(names)
-    ordered = [n for n in listed if n in known]
-    return (*ordered, *sorted(known - set(ordered)))
 
 
 def _alias_index(word: str, table: tuple[tuple[str, ...], ...]) -> int:

@@ -200,12 +200,8 @@ class LiveSystem(System):
     def tracepoint_systems(self) -> tuple[str, ...]:
         if self._systems is None:
             events = self._tracing_events()
-            self._systems = tuple(
-                sorted(
-                    s
-                    for s in self._fs.listdir(events)
-                    if s not in TRACEFS_NON_SYSTEMS and self._fs.is_dir(events / s)
-                )
+            self._systems = tuple(  # directory order: the order perf walks them in
+                s for s in self._fs.listdir(events) if s not in TRACEFS_NON_SYSTEMS and self._fs.is_dir(events / s)
             )
         return self._systems
 
@@ -223,11 +219,7 @@ class LiveSystem(System):
             else:
                 folder = self._tracing_events() / system
                 self._events[system] = tuple(
-                    sorted(
-                        e
-                        for e in self._fs.listdir(folder)
-                        if e not in TRACEFS_NON_EVENTS and self._fs.is_dir(folder / e)
-                    )
+                    e for e in self._fs.listdir(folder) if e not in TRACEFS_NON_EVENTS and self._fs.is_dir(folder / e)
                 )
         return self._events[system]
 

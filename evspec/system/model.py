@@ -265,11 +265,12 @@ class System(ABC):
 
     @abstractmethod
     def tracepoint_systems(self) -> tuple[str, ...]:
-        """Every trace system name, sorted."""
+        """Every trace system name, in the system's own order (tracefs directory order: the order
+        perf walks them in, so that globs expand as perf expands them)."""
 
     @abstractmethod
     def tracepoint_events(self, system: str) -> tuple[str, ...]:
-        """Every event of ``system``, sorted; empty if there is no such system."""
+        """Every event of ``system``, in directory order; empty if there is no such system."""
 
     @abstractmethod
     def tracepoint_id(self, system: str, event: str) -> int | None:

@@ -91,7 +91,7 @@ class SnapshotSystem(System):
 
     def tracepoint_systems(self) -> tuple[str, ...]:
         self._require_tracefs()
-        return tuple(sorted(self._tracepoints))
+        return tuple(self._tracepoints)
 
     def has_tracepoint_system(self, system: str) -> bool:
         self._require_tracefs()
@@ -99,7 +99,7 @@ class SnapshotSystem(System):
 
     def tracepoint_events(self, system: str) -> tuple[str, ...]:
         self._require_tracefs()
-        return tuple(sorted(self._tracepoints.get(system, {})))
+        return tuple(self._tracepoints.get(system, {}))
 
     def tracepoint_id(self, system: str, event: str) -> int | None:
         self._require_tracefs()
@@ -213,8 +213,14 @@ def _cpu_list_text(cpus: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
+def snapshot_text(system: System) -> str:
+    """The snapshot file's text. Not sort_keys: trace systems and events keep the machine's
+    directory order (perf's glob order); everything else is sorted by ``snapshot`` already."""
+    return json.dumps(snapshot(system), indent=1) + "\n"
+
+
 def write_snapshot(system: System, path: str | os.PathLike[str]) -> None:
-    Path(path).write_text(json.dumps(snapshot(system), indent=1, sort_keys=True) + "\n")
+    Path(path).write_text(snapshot_text(system))
 
 
 def read_snapshot(path: str | os.PathLike[str], *, cwd: str | None = None) -> SnapshotSystem:
