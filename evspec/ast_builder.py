@@ -163,6 +163,9 @@ class AstBuilder:
         kind = lexicon.classify_word(word)
         if sub is None:
             if terms is None:  # NAME or NAME ':'
+                if word == "mem" and colon is not None:
+                    raise _fault("ES010", "breakpoint 'mem:' needs an address", span,
+                                 "write the address to watch: mem:0x1000, mem:0x1000/8:w")
                 return self._named(head, kind, None, None, span)
             if tail.colon is not None and not (kind == "raw" or isinstance(kind, lexicon.CacheWord)):
                 raise self._colon_after_terms(head, terms, tail, span)

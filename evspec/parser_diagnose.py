@@ -184,6 +184,15 @@ def _at_end(text: str, stack: _Stack) -> Diagnostic:
                  perf_message=PARSER_ERROR)
 
 
+def _index_item_span(text: str, pos: int) -> Span:
+    """The bad item of an index list at ``pos``: up to the next ',', ']', '...' or blank (a token
+    may run on past the item: 'x]' lexes as one word)."""
+    end = pos + 1
+    while end < len(text) and text[end] not in ",]" and text[end] not in BLANKS and not text.startswith("...", end):
+        end += 1
+    return Span(pos, end)
+
+
 def _numeric_type_colon(stack: _Stack) -> bool:
     event = stack.current_event()
     return len(event) == 2 and is_tok(event[0], "NUMBER")
@@ -210,8 +219,9 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
                        "list indices and ranges (e.g. [0,3...6]) or write [all]")
         if "]" not in text[pos:]:
             return err("ES004", "index list is not closed (missing ']')", Span(lsqb.start_pos, lsqb.start_pos + 1))
-        return err("ES001", f"unexpected {shown} in an index list",
-                   span, "an index list holds numbers and ranges a...b separated by ',', or 'all'")
+        item = _index_item_span(text, pos)
+        return err("ES001", f"unexpected '{text[item.start:item.end]}' in an index list",
+                   item, "an index list holds numbers and ranges a...b separated by ',', or 'all'")
     if kind == "RBRACE":
         if prev_type in ("LBRACE", "NAMED_LBRACE"):
             return err("ES005", "empty group", Span(trimmed(prev).start, span.end),  # type: ignore[arg-type]

@@ -102,10 +102,11 @@ def check_event(event: Event, names: Iterable[str] = ()) -> list[Diagnostic]:
     terms: Terms | None = getattr(event, "terms", None)
     if terms is not None:
         if isinstance(event, SymbolEvent) and event.kind is SymbolKind.TOOL:
-            diags.append(error(
-                "ES033", f"tool event '{event.name}' takes no terms", terms.span,
-                help=(f"write '{event.name}' alone",), perf_message="parser error",
-            ))
+            if terms.items:  # an empty term list says nothing (COMPAT 1.12: duration_time//)
+                diags.append(error(
+                    "ES033", f"tool event '{event.name}' takes no terms", terms.span,
+                    help=(f"write '{event.name}' alone",), perf_message="parser error",
+                ))
         else:
             known = names if isinstance(names, (set, frozenset)) else set(names)
             diags.extend(_terms(event, terms, known))

@@ -30,6 +30,7 @@ from evspec.codes import catalogue
 from evspec.diagnostics import EvspecError, Severity
 from evspec.parser import analyze, parse, parse_terms
 from evspec.parser_recover import split_items
+from evspec.printer import print_events
 from evspec.span import Span
 
 # (string, code, start, end): the first diagnostic of the string.
@@ -145,6 +146,15 @@ FIRST_DIAGNOSTIC = [
     ("./maps.o/map:arr.event=1/", "ES045", 23, 24),
     ("./maps.o/map:arr.value=5,foo=1/", "ES046", 25, 28),
     ("./a.o/map:channel.event=evt/", "ES047", 24, 27),
+    # COMPAT 1.12 and the corpus rules on spans
+    ("cycles/period=1 /", "ES003", 15, 16),
+    ("cycles/period=1, /", "ES010", 17, 18),
+    ("mem:", "ES010", 0, 4),
+    ("{mem:}", "ES010", 1, 5),
+    ("cycles,mem:", "ES010", 7, 11),
+    ("./maps.o/map:arr.value[0,x]=1/", "ES001", 25, 26),
+    ("./maps.o/map:arr.value[0, xy ]=1/", "ES001", 26, 28),
+    ("cycles/period=1/ux", "ES020", 17, 18),
 ]
 
 
@@ -418,3 +428,18 @@ def test_parse_terms_errors(text: str, code: str, start: int, end: int) -> None:
         parse_terms(text)
     first = info.value.diagnostics[0]
     assert (first.code, first.span) == (code, Span(start, end))
+
+
+@pytest.mark.parametrize(("text", "canonical"), [
+    ("cycles/period=1, name=x/", "cycles/period=1,name=x/"),
+    ("cycles/period=1 ,name=x/", "cycles/period=1,name=x/"),
+    ("cycles/period=1 , name=x,\ttime=0/u", "cycles/period=1,name=x,time=0/u"),
+    ("duration_time//", "duration_time//"),
+    ("user_time//u", "user_time//u"),
+])
+def test_blanks_around_term_commas_and_empty_tool_term_lists(text: str, canonical: str) -> None:
+    """COMPAT 1.12: blanks around a term list's ',' as around an event list's; a tool event with
+    an empty term list is valid."""
+    result = analyze(text)
+    assert result.ok and result.diagnostics == (), result.diagnostics
+    assert print_events(result.events) == canonical

@@ -54,7 +54,8 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         "ES010", "missing part",
         "A part the construct needs is missing: the CONFIG of a numeric TYPE:CONFIG event, the "
-        "length after 'mem:ADDR/', the value after '=', a term name after ','.",
+        "address after 'mem:', the length after 'mem:ADDR/', the value after '=', a term name "
+        "after ','.",
         "1:", "Complete the construct (e.g. '1:0', 'mem:0x1000/8', 'period=1000').",
     ),
     CodeInfo(
