@@ -224,3 +224,18 @@ def test_warning_colour_is_yellow() -> None:
 def test_summary_line(errors: int, warnings: int, line: str) -> None:
     diags = [error("ES001", "e", Span(0, 0))] * errors + [warning("WS001", "w", Span(0, 0))] * warnings
     assert summary_line(diags) == line
+
+
+def test_perfs_own_words_close_the_block() -> None:
+    """Users search for perf's messages: a diagnostic that has one shows it, after help and notes."""
+    diag = error("EB123", "map 'chanel' does not exist in the object", Span(11, 17), event="./a.o/map:chanel.value=1/",
+                 help=("did you mean 'channel'?",), perf_message="Target map doesn't exist")
+    assert block(diag)[-3:] == [
+        "  |",
+        "  = help: did you mean 'channel'?",
+        "  = perf: Target map doesn't exist",
+    ]
+    same = error("ES001", "parser error", Span(0, 1), event="x", perf_message="parser error")
+    assert not any("= perf:" in line for line in block(same))  # nothing to add when the words are perf's already
+    bare = error("EB124", "index 8 is too large", Span(0, 1), event="x", perf_message="Index too large")
+    assert block(bare)[-2:] == ["  |", "  = perf: Index too large"]

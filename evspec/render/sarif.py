@@ -20,7 +20,6 @@ from evspec.span import Span
 
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 SARIF_VERSION = "2.1.0"
-INFORMATION_URI = "https://github.com/evspec/evspec"
 
 
 def _text(text: str) -> dict[str, str]:
@@ -90,8 +89,9 @@ def _result(diag: Diagnostic, rule_index: int) -> dict[str, object]:
     return result
 
 
-def sarif_log(diags: Sequence[Diagnostic], information_uri: str = INFORMATION_URI) -> dict[str, object]:
-    """The SARIF log as a dict: one run of the ``evspec`` tool, rules for the codes that occur."""
+def sarif_log(diags: Sequence[Diagnostic], information_uri: str | None = None) -> dict[str, object]:
+    """The SARIF log as a dict: one run of the ``evspec`` tool, rules for the codes that occur.
+    The project has no public home page yet: ``informationUri`` is written only when given."""
     catalogue = codes.catalogue()
     rule_index: dict[str, int] = {}
     rules: list[dict[str, object]] = []
@@ -99,12 +99,10 @@ def sarif_log(diags: Sequence[Diagnostic], information_uri: str = INFORMATION_UR
         if diag.code not in rule_index:
             rule_index[diag.code] = len(rules)
             rules.append(_rule(diag.code, catalogue.get(diag.code), diag.severity))
-    driver = {
-        "name": "evspec",
-        "version": evspec.__version__,
-        "informationUri": information_uri,
-        "rules": rules,
-    }
+    driver: dict[str, object] = {"name": "evspec", "version": evspec.__version__}
+    if information_uri is not None:
+        driver["informationUri"] = information_uri
+    driver["rules"] = rules
     run = {
         "tool": {"driver": driver},
         "columnKind": "unicodeCodePoints",
@@ -113,6 +111,6 @@ def sarif_log(diags: Sequence[Diagnostic], information_uri: str = INFORMATION_UR
     return {"$schema": SARIF_SCHEMA, "version": SARIF_VERSION, "runs": [run]}
 
 
-def render_sarif(diags: Sequence[Diagnostic], information_uri: str = INFORMATION_URI) -> str:
+def render_sarif(diags: Sequence[Diagnostic], information_uri: str | None = None) -> str:
     """The SARIF 2.1.0 log as indented JSON (no trailing newline)."""
     return json.dumps(sarif_log(diags, information_uri), indent=2, ensure_ascii=False)

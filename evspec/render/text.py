@@ -12,6 +12,9 @@
       |
       = help: write each modifier once
 
+A diagnostic with perf's own wording for the problem ends in ``= perf: MESSAGE`` (``Target map
+doesn't exist``, ``Index too large``, ...), since that is the text users search for.
+
 The event string is shown with control and invisible characters escaped (``\\t``, ``\\x00``,
 ``\\u200b``) and carets are placed by display width (east-asian wide characters take two cells), so
 the marks stay under the characters they point at whatever the string contains.
@@ -201,9 +204,11 @@ def render_diagnostic(diag: Diagnostic, color: bool = False) -> str:
     marks += [_Mark(*shown.cells(lb.span.start, lb.span.end), "-", lb.message) for lb in diag.labels]
     out.extend(f"{bar} {line}" for line in _mark_lines(marks, style))
 
-    if diag.help or diag.notes:
+    # perf's own wording is what users search for: shown whenever perf has one
+    perf = (diag.perf_message,) if diag.perf_message is not None and diag.perf_message != diag.message else ()
+    if diag.help or diag.notes or perf:
         out.append(bar)
-    for kind, texts in (("help", diag.help), ("note", diag.notes)):
+    for kind, texts in (("help", diag.help), ("note", diag.notes), ("perf", perf)):
         for text in texts:
             first, *rest = text.split("\n")
             out.append(f"{gutter} {style.paint('= ' + kind + ':', _BOLD)} {first}")
