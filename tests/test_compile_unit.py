@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import pytest
 
+from evspec import parser
 from evspec.compiler import attr as A
 from evspec.compiler import check_semantics, compile_events, list_events
 from evspec.compiler.listing import to_json
 from evspec.diagnostics import EvspecError
 from evspec.system import SnapshotSystem
 from evspec.system.fixtures import corpus_data, corpus_system, hybrid_system, intel_system
-
-parser = pytest.importorskip("evspec.parser")
 
 
 def plan(text: str, system=None, mode: str = "stat"):  # type: ignore[no-untyped-def]

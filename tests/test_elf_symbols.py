@@ -68,6 +68,18 @@ def _nm(path: Path, name: str, dynamic: bool = False) -> int:
     raise AssertionError(f"nm does not list {name}")
 
 
+def _readelf_file_offset(path: Path, address: int) -> int:
+    """The file offset of ``address`` by the PT_LOAD lines of ``readelf -lW`` (binutils)."""
+    out = subprocess.run(["readelf", "-lW", str(path)], capture_output=True, text=True, check=True).stdout
+    for line in out.splitlines():
+        parts = line.split()
+        if parts and parts[0] == "LOAD":  # Type Offset VirtAddr PhysAddr FileSiz MemSiz Flg Align
+            offset, vaddr, filesz = int(parts[1], 16), int(parts[2], 16), int(parts[4], 16)
+            if vaddr <= address < vaddr + filesz:
+                return address - vaddr + offset
+    raise AssertionError(f"readelf shows no LOAD segment of {path} holding {address:#x}")
+
+
 @pytest.mark.parametrize(("name", "shared", "table"), [
     ("pie", True, ".symtab"), ("nopie", False, ".symtab"), ("lib.so", True, ".symtab"), ("stripped.so", True, ".dynsym"),
 ])
@@ -77,6 +89,7 @@ def test_file_offset_of_each_kind_of_binary(built: Path, name: str, shared: bool
     assert (symbols.shared, symbols.table) == (shared, table)
     (site,) = uprobe_sites(symbols, "probed_mul")
     assert site.address == _nm(path, "probed_mul", dynamic=table == ".dynsym")
+    assert site.file_offset == _readelf_file_offset(path, site.address)
     with path.open("rb") as f:
         f.seek(site.file_offset)
         at_offset = f.read(16)
@@ -134,7 +147,9 @@ def test_bare_address_and_addresses_outside_the_segments(built: Path) -> None:
     symbols = read_elf_symbols(built / "nopie")
     address = _nm(built / "nopie", "main")
     (site,) = uprobe_sites(symbols, None, address=address)
-    assert site.function is None and site.file_offset == symbols.file_offset(address)
+    assert site.function is None and site.address == address
+    assert site.file_offset == _readelf_file_offset(built / "nopie", address)
+    assert site.file_offset != address  # non-PIE: the offset is not the address itself
     with pytest.raises(ObjectError, match="address 0x10 is not in a loaded segment") as exc:
         uprobe_sites(symbols, None, address=0x10)
     assert exc.value.code == codes.PROBE_ADDRESS

@@ -16,6 +16,7 @@ from evspec.loader import bpf_abi as abi
 from evspec.loader.kernel import Kernel, KernelError, RingMapping, VerifierError
 from evspec.loader.live import LiveObject, load_object
 from evspec.loader.perf_abi import AttrFlag, PerfEventAttr, PerfType, SampleType, SwConfig
+from evspec.loader.reader import read_object
 from evspec.loader.ringbuf import Lost, PerfRing, Sample, wait_readable
 from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, Relocation
 
@@ -335,8 +336,7 @@ def test_two_hundred_cycles_leave_no_descriptor_behind(kernel: Kernel, no_leaks:
 
 
 def _read_fixture(path: Path) -> ObjectSpec:
-    reader = pytest.importorskip("evspec.loader.reader")
-    return reader.read_object(path)  # type: ignore[no-any-return]
+    return read_object(path)
 
 
 @pytest.mark.parametrize("name", ["maps.o", "legacy_maps.o"])

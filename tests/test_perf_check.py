@@ -121,13 +121,34 @@ def test_cli_json_perf_rejects(capsys: pytest.CaptureFixture[str]) -> None:
     assert doc["diagnostics"][0]["perf"]["verdict"] == "error"
 
 
-def test_cli_perf_format_prints_what_perf_prints(capsys: pytest.CaptureFixture[str]) -> None:
-    from evspec.dialect import predict
+# strings perf 6.1 rejects whatever the machine (no file, PMU or tracepoint of this one involved)
+PERF_STAT_REJECTS = (
+    "cycles/foo=1/", "cpu-clock/period=1,foo/", "sched:read", "{cycles,", "cpu-clock:uu", "cycles:ppppp",
+)
 
-    status, out, err = _cli(capsys, "--perf", "6.1", "--format", "perf", "-e", "cycles/foo=1/")
-    expected = predict("cycles/foo=1/", "6.1", term_width=80)
-    assert status == 1 and err == expected.stderr and out == expected.stdout
-    assert err.startswith("event syntax error: 'cycles/foo=1/'")
+
+@pytest.mark.perf
+@pytest.mark.parametrize("text", PERF_STAT_REJECTS)
+def test_cli_perf_format_prints_what_perf_prints(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Path, perf_binary: str, text: str
+) -> None:
+    """`check --mode stat --perf 6.1 --format perf` prints what the installed perf 6.1 prints for
+    `perf stat -e TEXT -- true`, run as test_dialect_live.py runs it (a temporary folder, COLUMNS=80,
+    LINES=24, stdout not a terminal; a rejection is exit status 129)."""
+    import os
+    import subprocess
+
+    env = {**os.environ, "COLUMNS": "80", "LINES": "24"}
+    perf = subprocess.run([perf_binary, "stat", "-e", text, "--", "true"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert perf.returncode == 129 and "Run 'perf list' for a list of valid events" in perf.stderr, perf.stderr
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("COLUMNS", "80")
+    monkeypatch.setenv("LINES", "24")
+    monkeypatch.delenv("EVSPEC_SYSTEM", raising=False)
+    status, out, err = _cli(capsys, "--mode", "stat", "--perf", "6.1", "--format", "perf", "-e", text)
+    assert status == 1
+    assert (err, out) == (perf.stderr, perf.stdout)
 
 
 def test_cli_perf_format_matches_the_installed_perf(

@@ -399,7 +399,13 @@ def test_entry_removed_by_someone_else_is_not_an_error(tmp_path: Path, target: P
     attacher = _attacher(UprobeAttacher, tmp_path, fake)
     _plan(attacher, f"exec={target};probe=probed_add")
     fake.tracefs.remove(ProbeKind.UPROBE, GROUP, "probe")
+    before = len(fake.writes)
     attacher.close()
+    assert fake.writes[before:] == [f"-:{GROUP}/probe"]  # close tried to remove it, took ENOENT as done
+    assert fake.tracefs.entries(ProbeKind.UPROBE) == () and fake.lines(ProbeKind.UPROBE) == []
+    written = len(fake.writes)
+    attacher.close()
+    assert len(fake.writes) == written  # the entry is forgotten
 
 
 def test_construction_sweeps_stale_entries(tmp_path: Path, target: Path) -> None:

@@ -42,8 +42,12 @@ class Setup:
 @pytest.fixture(scope="module")
 def setup(root_kernel: None, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
     if shutil.which("clang") is None:
+        if os.environ.get("CI") == "true":
+            pytest.fail("clang is required in CI (scripts/test.sh installs it)")
         pytest.skip("clang not installed")
     if not UPROBE_PMU.exists():
+        if os.environ.get("CI") == "true":
+            pytest.fail(f"the CI kernel has a uprobe PMU, but {UPROBE_PMU} is missing")
         pytest.skip("the kernel has no uprobe PMU")
     d = tmp_path_factory.mktemp("prologue-live")
     targets = {}

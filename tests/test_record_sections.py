@@ -84,10 +84,6 @@ def test_errors_about_a_source_name_the_source(tmp_path: Path) -> None:
     assert read_bpf_object("./p.c", True, tmp_path).path == "./p.c"
 
 
-def test_an_object_checked_then_loaded_is_read_once(bpf_fixtures: Path) -> None:
-    from evspec.loader.reader import read_object
-
-    assert read_object(bpf_fixtures / "maps.o") is read_object(bpf_fixtures / "maps.o")
 
 
 def test_check_sees_events_of_earlier_strings_without_objects(bpf_fixtures: Path) -> None:

@@ -153,7 +153,14 @@ def test_apply_checks_in_perfs_order(event: EventInstances, keys: list[int], mes
 
 @pytest.mark.parametrize("perf_type", [0, 4])
 def test_hardware_and_raw_events_fit_a_map(perf_type: int) -> None:
-    check_event_update(UPDATE, _event(perf_type=perf_type, config=0), [0, 1])
+    event = _event(perf_type=perf_type, config=0)
+    assert event.storable and not event.is_bpf_output  # storable for its type, not as a bpf-output
+    assert check_event_update(UPDATE, event, [0, 1]) is None  # a key for each of its 2 CPU slots: accepted
+    # a key past its CPU slots is refused by the size check, the last in perf's order: the event
+    # went through every check before it (threads, inherit, type)
+    with pytest.raises(ApplyError) as info:
+        check_event_update(UPDATE, event, [0, 1, 2])
+    assert (info.value.perf_message, info.value.exit_status) == (MSG_MAPSIZE, 178)
 
 
 # ------------------------------------------------------------------ attach plan

@@ -152,7 +152,6 @@ def test_intel_and_hybrid_fixtures() -> None:
 
 
 def test_alias_parameters() -> None:
-    pytest.importorskip("evspec.parser")
     cpu = intel_system().pmu("cpu")
     assert cpu.alias("ld_lat.any").parameters() == ("ldlat",)
     assert cpu.alias("cpu-cycles").parameters() == ()
