@@ -83,8 +83,8 @@ def file_counts(path: Path) -> tuple[int, int]:
     (which they include: adding both would count those drops twice)."""
     import struct
 
-    from evspec.loader.perf_abi import RecordType
-    from evspec.loader.perfdata import read_perf_data
+    from evspec.loader.abi.perf import RecordType
+    from evspec.loader.output.perfdata import read_perf_data
 
     data = read_perf_data(path)
     samples = reported = exact = 0
@@ -104,10 +104,10 @@ def offline_rates(path: Path, repeats: int = 3) -> dict[str, float]:
     """Records/s of live mode's own code over a capture's data section (best of ``repeats``):
     decoding alone (ring bytes -> SampleLine, RecordSession.decode) and decoding plus text or
     JSON rendering (the strings live mode writes, built and joined, not written)."""
-    from evspec.loader.fake_kernel import FakeKernel
     from evspec.loader.kernel import Kernel
-    from evspec.loader.perfdata import read_perf_data
-    from evspec.loader.script_output import JsonRenderer, TextRenderer, paused_gc
+    from evspec.loader.kernel.fake import FakeKernel
+    from evspec.loader.output.perfdata import read_perf_data
+    from evspec.loader.output.script import JsonRenderer, TextRenderer, paused_gc
     from evspec.loader.session import OpenedEvent, RecordSession
 
     data = read_perf_data(path)

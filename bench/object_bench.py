@@ -69,8 +69,8 @@ def build_fixtures(tmp: Path) -> Path:
 
 
 def build_big(tmp: Path, progs: int, maps: int) -> Path:
-    from evspec.loader.compile import compile_source
-    from evspec.loader.testgen import generate_big_source
+    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.testgen import generate_big_source
 
     source = tmp / "big" / "big.c"
     source.parent.mkdir()
@@ -83,7 +83,7 @@ def build_big(tmp: Path, progs: int, maps: int) -> Path:
 
 def measure(obj: Path) -> tuple[float, float, float, str] | None:
     from evspec.loader.errors import ObjectError
-    from evspec.loader.reader import read_object
+    from evspec.loader.object.reader import read_object
 
     from evspec.check import CheckOptions, check_specs
     from evspec.diagnostics import Source

@@ -22,8 +22,8 @@ from _common import best_rate, corpus_strings, interleaved_wall
 
 
 def throughput() -> None:
-    from evspec.ast_builder import AstBuilder
     from evspec.parser import analyze, earley_parser, parse
+    from evspec.parser.builder import AstBuilder
 
     strings = corpus_strings()
     analyze(strings[0])  # build the parser before timing

@@ -114,7 +114,7 @@ def in_process_costs(specs: Sequence[str], runs: int, folder: Path) -> list[floa
     import argparse
     import io
 
-    from evspec.record_cmd import add_record_parser, record_main
+    from evspec.cli.record import add_record_parser, record_main
 
     def once(spec: str) -> float:
         parser = argparse.ArgumentParser()

@@ -1,3 +1,3 @@
-from evspec.cli import main
+from evspec.cli.app import main
 
 raise SystemExit(main())

@@ -53,7 +53,6 @@ class CheckOptions(Record, frozen=False):
 def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:
     """Check each event string; strings of one command see the events defined before them."""
     from evspec import parser, rules
-
     options = options or CheckOptions()
     results: list[CheckedSpec] = []
     defined: dict[int, list[str]] = {}
@@ -97,7 +96,7 @@ def _semantic(events: EventList, options: CheckOptions, defined: _DefinedEvents)
         return diags
     from pathlib import Path
 
-    from evspec.loader.object_check import check_bpf_events
+    from evspec.loader.object.check import check_bpf_events
 
     cwd = options.cwd if options.cwd is not None else Path.cwd()
     for earlier in defined.pending:  # no BPF event in them: this only records their facts

@@ -19,21 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
-from evspec.loader.apply import EventInstances, apply_updates
-from evspec.loader.attach import (
-    Attacher,
-    AttachOptions,
-    ProbeEvent,
-    ProgramAttach,
-    attach_program,
-    program_types,
-)
-from evspec.loader.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
-from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel, KernelError, RingMapping
-from evspec.loader.live import LiveObject, load_object, possible_cpus
-from evspec.loader.map_terms import MapUpdate, plan_map_updates
-from evspec.loader.perf_abi import (
+from evspec.loader.abi.perf import (
     PERF_ATTR_SIZE_VER7,
     AttrFlag,
     PerfEventAttr,
@@ -42,11 +28,25 @@ from evspec.loader.perf_abi import (
     SampleType,
     SwConfig,
 )
-from evspec.loader.perfdata import FileAttr
-from evspec.loader.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
-from evspec.loader.script_output import LostLine, SampleLine
-from evspec.loader.spec import ObjectSpec
-from evspec.loader.tracefs_format import TracepointDecoders
+from evspec.loader.attach.attacher import (
+    Attacher,
+    AttachOptions,
+    ProbeEvent,
+    ProgramAttach,
+    attach_program,
+    program_types,
+)
+from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import Kernel, KernelError, RingMapping
+from evspec.loader.load.apply import EventInstances, apply_updates
+from evspec.loader.load.live import LiveObject, load_object, possible_cpus
+from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+from evspec.loader.object.map_terms import MapUpdate, plan_map_updates
+from evspec.loader.object.spec import ObjectSpec
+from evspec.loader.output.perfdata import FileAttr
+from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
+from evspec.loader.output.script import LostLine, SampleLine
+from evspec.loader.output.tracefs_format import TracepointDecoders
 
 from evspec.ast import BpfEvent, EventList
 from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
@@ -208,8 +208,8 @@ def read_bpf_object(path: str, is_source: bool, cwd: Path) -> ObjectSpec:
     it, not the compile cache's object."""
     from dataclasses import replace
 
-    from evspec.loader.compile import compile_source
-    from evspec.loader.reader import read_object
+    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.reader import read_object
 
     full = cwd / path
     if not is_source:

@@ -15,7 +15,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from evspec.parser_tablegen import generate  # noqa: E402 - the repository's package, not an installed one
+from evspec.parser.tablegen import generate  # noqa: E402 - the repository's package, not an installed one
 
 GRAMMAR = REPO / "grammar" / "events.lark"
 TABLES = REPO / "grammar" / "events_tables.json"

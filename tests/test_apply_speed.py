@@ -15,10 +15,12 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from evspec.loader import apply as ap
-from evspec.loader import array_fill
-from evspec.loader import bpf_abi as abi
-from evspec.loader.apply import (
+from evspec.loader.abi import bpf as abi
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.fake import Call, FakeKernel
+from evspec.loader.load import apply as ap
+from evspec.loader.load import array_fill
+from evspec.loader.load.apply import (
     BATCH_CHUNK,
     KERNEL_FILL_MIN,
     ApplyError,
@@ -27,7 +29,7 @@ from evspec.loader.apply import (
     check_event_update,
     keys_bytes,
 )
-from evspec.loader.array_fill import (
+from evspec.loader.load.array_fill import (
     BPF_MAX_LOOPS,
     CALLBACK_START,
     FILL_BTF,
@@ -36,12 +38,10 @@ from evspec.loader.array_fill import (
     KernelFill,
     fill_program,
 )
-from evspec.loader.btf import Btf, BtfKind
-from evspec.loader.fake_kernel import Call, FakeKernel
-from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.live import LiveObject, load_object
-from evspec.loader.map_terms import MapUpdate, plan_map_updates, range_keys
-from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgType
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.btf import Btf, BtfKind
+from evspec.loader.object.map_terms import MapUpdate, plan_map_updates, range_keys
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgType
 
 from evspec.parser import parse
 
@@ -363,7 +363,7 @@ class CountingFunnel:
     """The real funnel, counting the bpf commands that go through it."""
 
     def __init__(self) -> None:
-        from evspec.loader.syscalls import LinuxFunnel
+        from evspec.loader.kernel.syscalls import LinuxFunnel
 
         self.inner = LinuxFunnel()
         self.ops: list[str] = []

@@ -9,9 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-from evspec.loader.elf_reader import SECTION_HEADER_SIZE, BpfElf
 from evspec.loader.errors import ObjectError
-from evspec.loader.reader import read_object, read_object_bytes
+from evspec.loader.object.elf import SECTION_HEADER_SIZE, BpfElf
+from evspec.loader.object.reader import read_object, read_object_bytes
 
 from evspec.codes import bpf as codes
 
@@ -92,7 +92,7 @@ def test_unknown_section_types_keep_their_number(bpf_fixtures: Path) -> None:
 def test_reading_an_object_does_not_import_pyelftools(bpf_fixtures: Path, tmp_path: Path) -> None:
     code = (
         "import sys\n"
-        "from evspec.loader.reader import read_object\n"
+        "from evspec.loader.object.reader import read_object\n"
         f"spec = read_object({str(bpf_fixtures / 'stdout1.o')!r})\n"
         "assert spec.programs and spec.maps\n"
         "print(sorted(m for m in sys.modules if m.split('.')[0] == 'elftools'))\n"

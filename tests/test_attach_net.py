@@ -1,4 +1,4 @@
-"""xdp and tc attachment (loader/attach_net.py) against a fake netlink and the fake kernel (no root)."""
+"""xdp and tc attachment (loader/attach/net.py) against a fake netlink and the fake kernel (no root)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from evspec.loader.attach import KIND_ATTACHERS, Attacher, AttachOptions, ProgramAttach
-from evspec.loader.attach_net import (
+from evspec.loader.attach.attacher import KIND_ATTACHERS, Attacher, AttachOptions, ProgramAttach
+from evspec.loader.attach.net import (
     TC_H_EGRESS_HOOK,
     TC_H_INGRESS_HOOK,
     XDP_FLAGS_DRV_MODE,
@@ -29,11 +29,11 @@ from evspec.loader.attach_net import (
     process_start,
 )
 from evspec.loader.errors import ObjectError
-from evspec.loader.fake_kernel import FakeKernel
 from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.live import LiveObject, load_object
-from evspec.loader.section import AttachKind
-from evspec.loader.spec import ObjectSpec, ProgramSpec
+from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.section import AttachKind
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 
 from evspec.codes import lookup
 
@@ -166,7 +166,7 @@ def obj(*sections: str) -> ObjectSpec:
 
 def plan_and_attach(world: World, spec: ObjectSpec, attacher: NetAttacher) -> tuple[LiveObject, tuple[ProgramAttach, ...]]:
     """Through the real dispatcher: Attacher.plan → load_object → attach_hooks."""
-    from evspec.loader.attach import program_types
+    from evspec.loader.attach.attacher import program_types
 
     registry = {AttachKind.XDP: lambda k, o: attacher, AttachKind.TC: lambda k, o: attacher}
     outer = Attacher(world.kernel, attacher.options)
@@ -192,7 +192,7 @@ def error_of(call: Callable[[], object]) -> ObjectError:
 
 
 def test_registered_for_xdp_and_tc() -> None:
-    assert KIND_ATTACHERS[AttachKind.XDP] == KIND_ATTACHERS[AttachKind.TC] == "evspec.loader.attach_net:NetAttacher"
+    assert KIND_ATTACHERS[AttachKind.XDP] == KIND_ATTACHERS[AttachKind.TC] == "evspec.loader.attach.net:NetAttacher"
 
 
 def test_plan_uses_the_sections_dev_before_the_command_line(world: World) -> None:
@@ -542,7 +542,7 @@ def test_process_start_of_a_missing_process() -> None:
 
 
 def _section(prog: ProgramSpec):  # type: ignore[no-untyped-def]
-    from evspec.loader.section import parse_section
+    from evspec.loader.object.section import parse_section
 
     return parse_section(prog.section)
 

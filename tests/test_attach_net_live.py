@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from evspec.loader.attach_net import STATE_ROOT
+from evspec.loader.attach.net import STATE_ROOT
 from evspec.loader.errors import ObjectError
-from evspec.loader.script_output import SampleLine
+from evspec.loader.output.script import SampleLine
 
 DATA = Path(__file__).parent / "data" / "net"
 PORT = 31337
@@ -202,9 +202,9 @@ def test_a_clsact_qdisc_that_was_there_stays(sources: Path, veth: Veth) -> None:
 
 def _foreign_xdp(source: Path, index: int) -> object:
     """Attach xdp_count as somebody else would; returns the loaded object (keep it open)."""
-    from evspec.loader.compile import compile_source
-    from evspec.loader.live import load_object
-    from evspec.loader.reader import read_object
+    from evspec.loader.load.live import load_object
+    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.reader import read_object
     from pyroute2 import IPRoute
 
     live = load_object(read_object(compile_source(source)), {"xdp_count": 6})
@@ -233,11 +233,11 @@ def test_somebody_elses_xdp_program_is_refused_then_forced_away(sources: Path, v
 
 KILLED_RUN = """
 import sys, time
-from evspec.loader.attach import Attacher, AttachOptions, program_types
-from evspec.loader.compile import compile_source
+from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
+from evspec.loader.object.compile import compile_source
 from evspec.loader.kernel import Kernel
-from evspec.loader.live import load_object
-from evspec.loader.reader import read_object
+from evspec.loader.load.live import load_object
+from evspec.loader.object.reader import read_object
 kernel = Kernel()
 attacher = Attacher(kernel, AttachOptions(lambda s, e: None, dev=sys.argv[2]))
 for source in sys.argv[3:]:
@@ -296,7 +296,7 @@ def test_unknown_interface_is_named(sources: Path, veth: Veth) -> None:
 
 
 def _record_cli(*argv: str) -> tuple[int, str, str]:
-    from evspec.record_cmd import add_record_parser, record_main
+    from evspec.cli.record import add_record_parser, record_main
 
     parser = argparse.ArgumentParser()
     add_record_parser(parser.add_subparsers(dest="cmd"))

@@ -10,9 +10,12 @@ import struct
 from pathlib import Path
 
 import pytest
-from evspec.loader import bpf_abi as abi
-from evspec.loader.btf import Btf, BtfError, BtfExt, BtfKind, RawType, write_btf
-from evspec.loader.btf_fixup import (
+from evspec.loader.abi import bpf as abi
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.load.live import load_object, probe_btf_features
+from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, RawType, write_btf
+from evspec.loader.object.btf_fixup import (
     ALL_FEATURES,
     BtfFeatures,
     BtfFixupError,
@@ -22,10 +25,7 @@ from evspec.loader.btf_fixup import (
     probe_blobs,
     program_btf_info,
 )
-from evspec.loader.fake_kernel import FakeKernel
-from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.live import load_object, probe_btf_features
-from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, SectionLayout
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, SectionLayout
 
 K = BtfKind
 NONE = BtfFeatures(**{name: False for name in ALL_FEATURES.__dataclass_fields__})
@@ -123,7 +123,7 @@ def secinfos(data: bytes, name: str) -> tuple[int, list[tuple[str, int, int]]]:
 
 
 def test_writer_reproduces_clangs_blobs_byte_for_byte(bpf_fixtures: Path) -> None:
-    from evspec.loader.reader import read_object
+    from evspec.loader.object.reader import read_object
 
     checked = 0
     for path in sorted(bpf_fixtures.glob("*.o")):

@@ -8,13 +8,13 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from evspec.loader import capture as capture_module
-from evspec.loader import perfdata as pd
-from evspec.loader.capture import Capture, RecordCounts
+from evspec.loader.abi.perf import MmapPage, PerfType, RecordType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
-from evspec.loader.perf_abi import MmapPage, PerfType, RecordType, SwConfig
-from evspec.loader.ringbuf import PerfRing
+from evspec.loader.output import capture as capture_module
+from evspec.loader.output import perfdata as pd
+from evspec.loader.output.capture import Capture, RecordCounts
+from evspec.loader.output.ringbuf import PerfRing
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))

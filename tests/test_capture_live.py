@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from evspec.record_cmd import add_record_parser, record_main
-from evspec.script_cmd import add_script_parser, script_main
+from evspec.cli.record import add_record_parser, record_main
+from evspec.cli.script import add_script_parser, script_main
 
 DATA = Path(__file__).parent / "data" / "capture"
 PAYLOAD = (bytes([7]) + bytes(7) + b"getppid record").ljust(56, b"\0") + bytes(4)  # + the kernel's padding

@@ -11,8 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
-from evspec.loader import compile as compile_mod
-from evspec.loader.compile import (
+from evspec.loader.errors import ObjectError
+from evspec.loader.object import compile as compile_mod
+from evspec.loader.object.compile import (
     cache_refusal,
     compile_flags,
     compile_source,
@@ -21,8 +22,7 @@ from evspec.loader.compile import (
     parse_depfile,
     possible_cpus,
 )
-from evspec.loader.errors import ObjectError
-from evspec.loader.reader import read_object
+from evspec.loader.object.reader import read_object
 
 PROGRAM = """\
 #include <linux/bpf.h>
@@ -186,7 +186,7 @@ def test_world_writable_cache_is_refused(clang: str, source: Path, tmp_path: Pat
     cache.mkdir()
     cache.chmod(0o777)
     assert "writable by group or others (mode 0777)" in (cache_refusal(cache) or "")
-    with caplog.at_level(logging.WARNING, logger="evspec.loader.compile"):
+    with caplog.at_level(logging.WARNING, logger="evspec.loader.object.compile"):
         first = compile_source(source, cache_dir=cache)
         second = compile_source(source, cache_dir=cache)
     assert len(calls.compiles) == 2  # no cache: clang ran twice

@@ -10,13 +10,13 @@ from pathlib import Path
 
 import pytest
 from corpus_files import DATA
-from evspec.loader.btf import Btf, BtfExt
 from evspec.loader.errors import ObjectError
-from evspec.loader.fake_kernel import FakeKernel
-from evspec.loader.inspect import inspect_report, inspect_text
 from evspec.loader.kernel import Kernel
-from evspec.loader.live import load_object
-from evspec.loader.reader import read_object_bytes
+from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.load.live import load_object
+from evspec.loader.object.btf import Btf, BtfExt
+from evspec.loader.object.inspect import inspect_report, inspect_text
+from evspec.loader.object.reader import read_object_bytes
 
 from evspec.check import CheckOptions, check_specs
 from evspec.diagnostics import Source

@@ -8,7 +8,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from evspec.loader.elf_symbols import (
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.elf_symbols import (
     MAX_PROBE_POINTS,
     ElfSymbols,
     FunctionSymbol,
@@ -16,7 +17,6 @@ from evspec.loader.elf_symbols import (
     read_elf_symbols,
     uprobe_sites,
 )
-from evspec.loader.errors import ObjectError
 
 from evspec.codes import kernel as codes
 

@@ -13,9 +13,9 @@ import shutil
 import subprocess
 
 import pytest
-from evspec.loader import bpf_abi as b
-from evspec.loader import perf_abi as p
-from evspec.loader import syscalls
+from evspec.loader.abi import bpf as b
+from evspec.loader.abi import perf as p
+from evspec.loader.kernel import syscalls
 
 # struct -> (size, {field: offset}); from include/uapi/linux/bpf.h and perf_event.h (Linux 6.4).
 EXPECTED: dict[type[ctypes.Structure], tuple[int, dict[str, int]]] = {

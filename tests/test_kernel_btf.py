@@ -16,16 +16,16 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from evspec.loader.btf import Btf, BtfKind
-from evspec.loader.btf_fixup import BtfFeatures, fixup_btf
-from evspec.loader.compile import compile_source
+from evspec.loader.abi.perf import PerfEventAttr, PerfType
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, VerifierError
-from evspec.loader.live import LiveObject, load_object
-from evspec.loader.perf_abi import PerfEventAttr, PerfType
-from evspec.loader.reader import read_object
-from evspec.loader.section import parse_section
-from evspec.loader.spec import ObjectSpec, ProgType
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.btf import Btf, BtfKind
+from evspec.loader.object.btf_fixup import BtfFeatures, fixup_btf
+from evspec.loader.object.compile import compile_source
+from evspec.loader.object.reader import read_object
+from evspec.loader.object.section import parse_section
+from evspec.loader.object.spec import ObjectSpec, ProgType
 
 from evspec.diagnostics import EvspecError
 

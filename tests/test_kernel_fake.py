@@ -7,13 +7,21 @@ import errno as E
 import struct
 
 import pytest
-from evspec.loader import bpf_abi as abi
-from evspec.loader.fake_kernel import ALL_CAPABILITIES, FakeKernel
+from evspec.loader.abi import bpf as abi
+from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SwConfig
 from evspec.loader.kernel import ENOTSUPP, FIRST_LOG_SIZE, Kernel, KernelError, VerifierError
-from evspec.loader.live import link_program, load_object
-from evspec.loader.perf_abi import AttrFlag, PerfEventAttr, PerfType, SwConfig
-from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, Relocation
-from evspec.loader.syscalls import CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_RESOURCE, RLIM_INFINITY
+from evspec.loader.kernel.fake import ALL_CAPABILITIES, FakeKernel
+from evspec.loader.kernel.syscalls import CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN, CAP_SYS_RESOURCE, RLIM_INFINITY
+from evspec.loader.load.live import link_program, load_object
+from evspec.loader.object.spec import (
+    LineInfo,
+    MapSpec,
+    MapType,
+    ObjectSpec,
+    ProgramSpec,
+    ProgType,
+    Relocation,
+)
 
 from evspec.codes import lookup
 

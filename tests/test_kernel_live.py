@@ -12,13 +12,13 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from evspec.loader import bpf_abi as abi
+from evspec.loader.abi import bpf as abi
+from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SampleType, SwConfig
 from evspec.loader.kernel import Kernel, KernelError, RingMapping, VerifierError
-from evspec.loader.live import LiveObject, load_object
-from evspec.loader.perf_abi import AttrFlag, PerfEventAttr, PerfType, SampleType, SwConfig
-from evspec.loader.reader import read_object
-from evspec.loader.ringbuf import Lost, PerfRing, Sample, wait_readable
-from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, Relocation
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.reader import read_object
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, Relocation
+from evspec.loader.output.ringbuf import Lost, PerfRing, Sample, wait_readable
 
 TRACEFS = Path("/sys/kernel/tracing")
 SAMPLE_TYPE = SampleType.RAW | SampleType.TID | SampleType.TIME | SampleType.CPU

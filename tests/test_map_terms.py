@@ -6,7 +6,7 @@ import re
 import sys
 
 import pytest
-from evspec.loader.map_terms import (
+from evspec.loader.object.map_terms import (
     BPF_MAP_HINT,
     EventFacts,
     EventKind,
@@ -16,7 +16,7 @@ from evspec.loader.map_terms import (
     plan_map_updates,
     range_keys,
 )
-from evspec.loader.spec import MapSpec, MapType, ObjectSpec
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 
 from evspec.ast import (
     AllIndices,

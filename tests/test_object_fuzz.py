@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.reader import read_object_bytes
+from evspec.loader.object.reader import read_object_bytes
 
 CASES = 4000 if os.environ.get("CI") == "true" else 400
 SEED = int(os.environ.get("EVSPEC_FUZZ_SEED", "20160412"))

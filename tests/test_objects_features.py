@@ -11,9 +11,9 @@ import struct
 from pathlib import Path
 
 import pytest
-from evspec.loader.compile import compile_source
-from evspec.loader.reader import data_map_name, read_object
-from evspec.loader.spec import MapType, ObjectSpec, ProgramSpec, Relocation
+from evspec.loader.object.compile import compile_source
+from evspec.loader.object.reader import data_map_name, read_object
+from evspec.loader.object.spec import MapType, ObjectSpec, ProgramSpec, Relocation
 
 SOURCE = r"""
 #include <linux/bpf.h>

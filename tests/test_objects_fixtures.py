@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.reader import read_object
-from evspec.loader.spec import MapType, ObjectSpec
+from evspec.loader.object.reader import read_object
+from evspec.loader.object.spec import MapType, ObjectSpec
 
 # The maps table of corpus/README.md: name -> (type, key size, value size, entries).
 MAPS_O = {

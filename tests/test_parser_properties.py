@@ -14,9 +14,9 @@ from lark.exceptions import UnexpectedInput
 
 from evspec import lexicon
 from evspec.ast import AllIndices, BpfEvent, EventList, Group, IndexList
-from evspec.ast_builder import AstBuilder, Fault
 from evspec.parser import analyze, earley_parser, machine, parse
-from evspec.parser_lalr import SyntaxStop
+from evspec.parser.builder import AstBuilder, Fault
+from evspec.parser.driver import SyntaxStop
 from evspec.printer import print_events
 from evspec.span import Span
 

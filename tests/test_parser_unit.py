@@ -29,7 +29,7 @@ from evspec.ast import (
 from evspec.codes import catalogue
 from evspec.diagnostics import EvspecError, Severity
 from evspec.parser import analyze, parse, parse_terms
-from evspec.parser_recover import split_items
+from evspec.parser.recover import split_items
 from evspec.printer import print_events
 from evspec.span import Span
 

@@ -1,4 +1,4 @@
-"""`check --perf VERSION`: that perf's verdict merged into evspec's findings (evspec.perf_check)."""
+"""`check --perf VERSION`: that perf's verdict merged into evspec's findings (evspec.dialect.check)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import pytest
 
 from evspec.check import CheckOptions, check_specs
 from evspec.diagnostics import Source
+from evspec.dialect.check import check_with_perf, perf_json
 from evspec.inputs import SpecInput
-from evspec.perf_check import check_with_perf, perf_json
 from evspec.span import Span
 from evspec.system.fixtures import corpus_system
 
@@ -83,7 +83,7 @@ def test_every_version_predicts(bpf_fixtures: Path, version: str) -> None:
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    from evspec.cli import main
+    from evspec.cli.app import main
 
     status = main(["check", *argv])
     out, err = capsys.readouterr()
@@ -91,7 +91,7 @@ def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]
 
 
 def test_cli_versions_match_the_dialect_package() -> None:
-    from evspec.cli import PERF_VERSIONS
+    from evspec.cli.app import PERF_VERSIONS
     from evspec.dialect import VERSIONS
 
     assert PERF_VERSIONS == VERSIONS

@@ -11,15 +11,15 @@ import struct
 from pathlib import Path
 
 import pytest
-from evspec.loader import perfdata as pd
-from evspec.loader.capture import Capture, comm_record, count_records, count_span
+from evspec.loader.abi.perf import PERF_ATTR_SIZE_VER7, MmapPage, PerfType, RecordType, SampleType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
-from evspec.loader.perf_abi import PERF_ATTR_SIZE_VER7, MmapPage, PerfType, RecordType, SampleType, SwConfig
-from evspec.loader.ringbuf import LostCount, PerfRing
+from evspec.loader.output import perfdata as pd
+from evspec.loader.output.capture import Capture, comm_record, count_records, count_span
+from evspec.loader.output.ringbuf import LostCount, PerfRing
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
-from evspec.script_cmd import add_script_parser, script_lines, script_main
+from evspec.cli.script import add_script_parser, script_lines, script_main
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 4, 2, ("evspec", "record", "-o", "x"))
 PAGE = 4096

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.probe_args import (
+from evspec.loader.object.probe_args import (
     AARCH64,
     X86_64,
     Deref,
@@ -27,7 +27,7 @@ from evspec.loader.probe_args import (
     parse_type,
     resolve_args,
 )
-from evspec.loader.section import ProbeArg
+from evspec.loader.object.section import ProbeArg
 
 from evspec.span import Span
 

@@ -22,10 +22,10 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from evspec.loader.elf_symbols import read_elf_symbols, uprobe_sites
-from evspec.loader.probe_events import Owner
+from evspec.loader.attach.probe_events import Owner
+from evspec.loader.object.elf_symbols import read_elf_symbols, uprobe_sites
 
-from evspec.record_cmd import add_record_parser, record_main
+from evspec.cli.record import add_record_parser, record_main
 
 DATA = Path(__file__).parent / "data" / "probes"
 UPROBE_EVENTS = Path("/sys/kernel/tracing/uprobe_events")
@@ -284,9 +284,9 @@ def test_uprobe_pmu_when_tracefs_cannot_be_used(workdir: Path, monkeypatch: pyte
     """The fallback: the uprobe PMU. A PMU event runs the program itself, so the events are opened
     once, system-wide on CPU 0, with the workload on CPU 0 (the output event then has that one
     slot); nothing appears in tracefs."""
-    from evspec.loader import attach
-    from evspec.loader.attach_probe import UprobeAttacher
-    from evspec.loader.section import AttachKind
+    from evspec.loader.attach import attacher as attach
+    from evspec.loader.attach.probes import UprobeAttacher
+    from evspec.loader.object.section import AttachKind
     from evspec.loader.session import RecordOptions
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
@@ -312,9 +312,9 @@ def test_uprobe_pmu_when_tracefs_cannot_be_used(workdir: Path, monkeypatch: pyte
 def test_uprobe_pmu_events_follow_the_task_on_every_cpu(workdir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """The PMU fallback for a workload on every CPU: each probe event is opened once for the task
     (cpu -1), so every hit runs the program once, not once per CPU event."""
-    from evspec.loader import attach
-    from evspec.loader.attach_probe import UprobeAttacher
-    from evspec.loader.section import AttachKind
+    from evspec.loader.attach import attacher as attach
+    from evspec.loader.attach.probes import UprobeAttacher
+    from evspec.loader.object.section import AttachKind
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
         kernel, options, tracefs_root=workdir / "no-tracefs"))
@@ -480,7 +480,7 @@ def _perf_payloads(script: str) -> Counter[str]:
 
 def test_differential_against_perf(workdir: Path, perf_binary: str) -> None:
     """perf 6.1 records the same payloads from the same object (a glob over two functions)."""
-    from evspec.loader.compile import compile_source
+    from evspec.loader.object.compile import compile_source
 
     shutil.copy(compile_source(workdir / "glob.c"), workdir / "glob.o")
     rec = subprocess.run([perf_binary, "record", "-q", "-o", "perf.data", "-e", "./glob.o", "--", "./target", str(N)],

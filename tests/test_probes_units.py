@@ -11,13 +11,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from evspec.loader.attach import AttachOptions, ProgramAttach
-from evspec.loader.attach_probe import KprobeAttacher, ProbeDetail, UprobeAttacher, kernel_functions
-from evspec.loader.errors import ObjectError
-from evspec.loader.fake_kernel import FakeKernel
-from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.perf_abi import PerfType
-from evspec.loader.probe_events import (
+from evspec.loader.abi.perf import PerfType
+from evspec.loader.attach.attacher import AttachOptions, ProgramAttach
+from evspec.loader.attach.probe_events import (
     Owner,
     ProbeKind,
     ProbeLocation,
@@ -27,9 +23,13 @@ from evspec.loader.probe_events import (
     process_start,
     sweep_stale,
 )
-from evspec.loader.probe_fake import FakeTracefs
-from evspec.loader.section import parse_section
-from evspec.loader.spec import ObjectSpec, ProgramSpec
+from evspec.loader.attach.probe_fake import FakeTracefs
+from evspec.loader.attach.probes import KprobeAttacher, ProbeDetail, UprobeAttacher, kernel_functions
+from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.object.section import parse_section
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 
 from evspec.codes import kernel as codes
 
@@ -53,7 +53,7 @@ def target(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def _offset(binary: Path, name: str) -> int:
-    from evspec.loader.elf_symbols import read_elf_symbols, uprobe_sites
+    from evspec.loader.object.elf_symbols import read_elf_symbols, uprobe_sites
 
     return uprobe_sites(read_elf_symbols(binary), name)[0].file_offset
 
@@ -547,8 +547,8 @@ def test_session_opens_and_attaches_kprobes_on_the_fake_kernel(
         if IN_CI:
             raise RuntimeError("clang is required in CI")
         pytest.skip("clang not installed")
-    from evspec.loader import attach
-    from evspec.loader.section import AttachKind
+    from evspec.loader.attach import attacher as attach
+    from evspec.loader.object.section import AttachKind
     from evspec.loader.session import RecordOptions, RecordSession
 
     from evspec.parser import parse
@@ -655,7 +655,7 @@ def test_long_libbpf_names_are_cut_the_same_way_every_time(tmp_path: Path, targe
         _plan(attacher, f"uprobe/{target}:probed_add+{offset}")
     created = [w.split()[0].split("/")[1] for w in fake.writes]
     assert created == ["uprobe_probed_add_0x1", "uprobe_probed_add_0x2"]
-    from evspec.loader.attach_probe import _tracefs_name
+    from evspec.loader.attach.probes import _tracefs_name
 
     name = "uprobe:" + "f" * 80
     cut = _tracefs_name(name)
@@ -665,7 +665,7 @@ def test_long_libbpf_names_are_cut_the_same_way_every_time(tmp_path: Path, targe
 
 
 def test_a_probe_attacher_must_say_how_points_are_found() -> None:
-    from evspec.loader.attach_probe import ProbeAttacher
+    from evspec.loader.attach.probes import ProbeAttacher
 
     class NoPoints(ProbeAttacher):
         kind = ProbeKind.UPROBE

@@ -9,12 +9,7 @@ import struct
 from dataclasses import dataclass, field
 
 import pytest
-from evspec.loader.errors import ObjectError
-from evspec.loader.fake_kernel import FakeKernel
-from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.live import LiveObject, load_object
-from evspec.loader.probe_args import AARCH64, U64, X86_64, FetchPlace, ValueType
-from evspec.loader.prologue import (
+from evspec.loader.attach.prologue import (
     HELPER_PROBE_READ_KERNEL,
     HELPER_PROBE_READ_USER,
     PrologueCache,
@@ -22,8 +17,21 @@ from evspec.loader.prologue import (
     build_prologue,
     fetched_count,
 )
-from evspec.loader.section import ProbeArg
-from evspec.loader.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, Relocation
+from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.probe_args import AARCH64, U64, X86_64, FetchPlace, ValueType
+from evspec.loader.object.section import ProbeArg
+from evspec.loader.object.spec import (
+    LineInfo,
+    MapSpec,
+    MapType,
+    ObjectSpec,
+    ProgramSpec,
+    ProgType,
+    Relocation,
+)
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

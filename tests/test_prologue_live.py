@@ -14,16 +14,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-from evspec.loader.compile import compile_source
-from evspec.loader.elf_symbols import read_elf_symbols, uprobe_sites
+from evspec.loader.abi.perf import PerfEventAttr
+from evspec.loader.attach.prologue import PrologueCache, build_prologue
 from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.live import LiveObject, load_object
-from evspec.loader.perf_abi import PerfEventAttr
-from evspec.loader.probe_args import body_address
-from evspec.loader.prologue import PrologueCache, build_prologue
-from evspec.loader.reader import read_object
-from evspec.loader.section import ProbeArg, ProbeTarget, parse_section
-from evspec.loader.spec import ProgType
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.compile import compile_source
+from evspec.loader.object.elf_symbols import read_elf_symbols, uprobe_sites
+from evspec.loader.object.probe_args import body_address
+from evspec.loader.object.reader import read_object
+from evspec.loader.object.section import ProbeArg, ProbeTarget, parse_section
+from evspec.loader.object.spec import ProgType
 
 from evspec.span import Span
 

@@ -8,10 +8,11 @@ import os
 from pathlib import Path
 
 import pytest
-from evspec.loader import elf_reader, reader
+from evspec.loader.object import elf as elf_reader
+from evspec.loader.object import reader
 from evspec.loader.session import RecordOptions, RecordSession
 
-from evspec.record_cmd import _check
+from evspec.cli.record import _check
 from evspec.system import load_system
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from evspec.check import CheckOptions, check_specs
+from evspec.cli.record import add_record_parser, record_main
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
-from evspec.record_cmd import add_record_parser, record_main
 from evspec.system.fixtures import corpus_system
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from evspec.record_cmd import add_record_parser, record_main
+from evspec.cli.record import add_record_parser, record_main
 
 DATA = Path(__file__).parent / "data"
 GETPPID_NR = {"x86_64": 110, "aarch64": 173}

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 
 import pytest
-from evspec.loader.apply import (
+from evspec.loader.attach.attacher import plan_attachments, program_types
+from evspec.loader.errors import ObjectError
+from evspec.loader.load.apply import (
     MSG_EVTDIM,
     MSG_EVTINH,
     MSG_EVTTYPE,
@@ -14,11 +16,10 @@ from evspec.loader.apply import (
     EventInstances,
     check_event_update,
 )
-from evspec.loader.attach import plan_attachments, program_types
-from evspec.loader.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
-from evspec.loader.errors import ObjectError
-from evspec.loader.map_terms import MapUpdate
-from evspec.loader.script_output import (
+from evspec.loader.object.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
+from evspec.loader.object.map_terms import MapUpdate
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.output.script import (
     LostLine,
     SampleLine,
     bpf_string,
@@ -28,7 +29,6 @@ from evspec.loader.script_output import (
     sample_text,
 )
 from evspec.loader.session import perf_attr
-from evspec.loader.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
 
 RAISE = b"Raise a BPF event!\0\0"
 
@@ -209,8 +209,8 @@ class _RecordingKind:
         self.notes = ["1 program served 2 probe points"]
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: object) -> object:
-        from evspec.loader.attach import ProbeEvent, ProgramAttach
-        from evspec.loader.section import AttachKind
+        from evspec.loader.attach.attacher import ProbeEvent, ProgramAttach
+        from evspec.loader.object.section import AttachKind
 
         self.calls.append(f"plan {prog.name}")
         return ProgramAttach(prog.name, 6, (ProbeEvent("xdp:" + prog.name, {"type": 1}),), deferred=True, kind=AttachKind.XDP)
@@ -228,10 +228,10 @@ class _RecordingKind:
 
 
 def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatch) -> None:
-    from evspec.loader import attach
-    from evspec.loader.fake_kernel import FakeKernel
+    from evspec.loader.attach import attacher as attach
     from evspec.loader.kernel import Kernel
-    from evspec.loader.section import AttachKind
+    from evspec.loader.kernel.fake import FakeKernel
+    from evspec.loader.object.section import AttachKind
 
     made: list[_RecordingKind] = []
 

@@ -7,14 +7,14 @@ import struct
 from pathlib import Path
 
 import pytest
-from evspec.loader import ringbuf
-from evspec.loader.fake_kernel import FakeKernel
+from evspec.loader.abi.perf import MmapPage, RecordType, SampleType
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
-from evspec.loader.perf_abi import MmapPage, RecordType, SampleType
-from evspec.loader.ringbuf import Atomics, Lost, OtherRecord, PerfRing, Sample
-from evspec.loader.script_output import LostLine, SampleLine
+from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.output import ringbuf
+from evspec.loader.output.ringbuf import Atomics, Lost, OtherRecord, PerfRing, Sample
+from evspec.loader.output.script import LostLine, SampleLine
+from evspec.loader.output.tracefs_format import TracepointDecoders
 from evspec.loader.session import SAMPLE_TYPE, OpenedEvent, RecordSession, perf_attr
-from evspec.loader.tracefs_format import TracepointDecoders
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

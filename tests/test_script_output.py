@@ -9,8 +9,8 @@ import json
 import struct
 
 import pytest
-from evspec.loader import script_output
-from evspec.loader.script_output import (
+from evspec.loader.output import script as script_output
+from evspec.loader.output.script import (
     JsonRenderer,
     LostLine,
     SampleLine,
@@ -21,7 +21,7 @@ from evspec.loader.script_output import (
     sample_text,
     summary_json,
 )
-from evspec.loader.tracefs_format import Address, parse_format
+from evspec.loader.output.tracefs_format import Address, parse_format
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

@@ -25,7 +25,7 @@ from evspec.diagnostics import Diagnostic, Label, Severity, Source
 from evspec.inputs import SpecInput
 from evspec.lexicon import CacheWord, KeywordTerm, ValueType
 from evspec.parser import parse
-from evspec.parser_tables import decode_json, read_tables_text
+from evspec.parser.tables import decode_json, read_tables_text
 from evspec.span import Record, Span
 
 # Never on the syntax-only path: what they would cost a cold start, roughly, on the dev machine.
@@ -38,7 +38,7 @@ HEAVY = {
 }
 # Not on the check path either (strings with findings included): what each would cost or bring.
 AVOIDABLE = {
-    "evspec.record_cmd": "the record sub-command's parser is built only for record",
+    "evspec.cli.record": "the record sub-command's parser is built only for record",
     "evspec.system": "--system none needs no machine model",
     "evspec.compiler": "--system none needs no semantic checks",
     "importlib.resources": "package data is read through the package's loader (20 ms of imports)",
@@ -60,7 +60,7 @@ def _modules_after(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
         "import sys\n"
         f"for name in {sorted({**HEAVY, **AVOIDABLE})!r}:\n"
         "    sys.modules.pop(name, None)\n"
-        "from evspec.cli import main\n"
+        "from evspec.cli.app import main\n"
         f"status = main({argv!r})\n"
         "sys.stdout.write('\\n'.join(sorted(sys.modules)) + '\\n')\n"
         "sys.stdout.write(f'status={status}')\n"
@@ -78,7 +78,7 @@ def _loaded(modules: set[str], top: str) -> list[str]:
 def test_check_of_a_valid_string_imports_only_what_it_needs(tmp_path: Path) -> None:
     status, modules = _modules_after(["check", "-e", "cycles:u"], tmp_path)
     assert status == 0
-    assert "evspec.parser_lalr" in modules, "the import log did not cover the parser"
+    assert "evspec.parser.driver" in modules, "the import log did not cover the parser"
     for top, why in {**HEAVY, **AVOIDABLE}.items():
         assert not _loaded(modules, top), f"{top} imported by 'evspec check -e cycles:u': {why}"
 
@@ -133,7 +133,7 @@ def test_help_still_lists_every_command(tmp_path: Path) -> None:
 def test_help_is_sized_as_argparse_would(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
     import argparse
 
-    from evspec.cli import _HelpFormatter
+    from evspec.cli.app import _HelpFormatter
 
     monkeypatch.setenv("COLUMNS", columns)
     assert _HelpFormatter("evspec")._width == argparse.HelpFormatter("evspec")._width

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.tracefs_format import Address, TracepointDecoders, parse_format, read_format
+from evspec.loader.output.tracefs_format import Address, TracepointDecoders, parse_format, read_format
 
 FORMAT = """name: demo
 ID: 1234
@@ -149,9 +149,9 @@ def test_every_format_of_this_machine_parses(tracefs: Path) -> None:
 
 def _samples(event: str, argv: list[str]) -> list[tuple[int, bytes]]:
     """(pid, raw) of every sample of ``event`` while ``argv`` runs (opened for that child only)."""
+    from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SampleType
     from evspec.loader.kernel import Kernel
-    from evspec.loader.perf_abi import AttrFlag, PerfEventAttr, PerfType, SampleType
-    from evspec.loader.ringbuf import PerfRing, Sample
+    from evspec.loader.output.ringbuf import PerfRing, Sample
 
     system, name = event.split(":")
     kernel = Kernel()

@@ -37,7 +37,7 @@ VALUE_TRUNCATED = "WB132"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
-# the object check (loader/object_check.py; spans: the object's path)
+# the object check (loader/object/check.py; spans: the object's path)
 OBJECT_NOT_FOUND = "EB140"
 OBJECT_NOT_A_FILE = "EB141"
 NO_PROGRAMS = "EB142"

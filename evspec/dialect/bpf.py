@@ -24,7 +24,7 @@ from evspec.dialect.terms import NUM, STR, Term
 from evspec.render.perf import BPF_MAP_HINT  # perf 6.1's, as the offline checks print it
 
 if TYPE_CHECKING:
-    from evspec.loader.spec import MapSpec, ObjectSpec
+    from evspec.loader.object.spec import MapSpec, ObjectSpec
 
 ADD_V = "(add -v to see detail)"
 MAP_HINT_47 = (
@@ -127,7 +127,7 @@ def _full_path(state: PerfState, path: str) -> Path:
 def _open(state: PerfState, path: str, source: bool) -> ObjectSpec | None:
     """The object, or None where libbpf 1.x returns NULL; _Error for perf's own messages."""
     from evspec.loader.errors import ObjectError
-    from evspec.loader.reader import read_object, read_object_bytes
+    from evspec.loader.object.reader import read_object, read_object_bytes
 
     full = _full_path(state, path)
     shown = path.encode("latin-1").decode(errors="replace")
@@ -195,7 +195,12 @@ def _version_code(release: str) -> int:
 
 def _probe(state: PerfState, spec: ObjectSpec) -> list[_Program]:
     from evspec.diagnostics import EvspecError
-    from evspec.loader.section import PERF_BPF_PROBE_GROUP, ProbeTarget, TracepointTarget, parse_section
+    from evspec.loader.object.section import (
+        PERF_BPF_PROBE_GROUP,
+        ProbeTarget,
+        TracepointTarget,
+        parse_section,
+    )
 
     programs: list[_Program] = []
     features = state.system.features() if state.system is not None else None
@@ -250,7 +255,7 @@ def _uprobe_points(state: PerfState, target, uprobe_events: bool) -> int:  # tar
     import fnmatch
 
     from evspec.loader.errors import ObjectError
-    from evspec.loader.object_check import elf_function_symbols
+    from evspec.loader.object.check import elf_function_symbols
 
     if not uprobe_events:
         state.errors.printed.append(NO_PROBE_EVENTS.format(kind="uprobe", KIND="UPROBE"))

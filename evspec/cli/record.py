@@ -1,0 +1,252 @@
+"""``evspec record``: check the event strings, load and attach, run the command, print its samples.
+
+``add_record_parser(subparsers)`` adds the sub-command; ``record_main(args)`` runs it and returns
+the exit status (the command's, or perf's status for an apply-time map error, 1 for findings in
+the event strings, 2 for usage or setup errors).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import select
+import signal
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, TextIO
+
+if TYPE_CHECKING:
+    from evspec.loader.output.capture import Capture
+    from evspec.loader.output.script import JsonRenderer, TextRenderer
+    from evspec.loader.session import RecordSession
+
+EXIT_FINDINGS = 1
+EXIT_SETUP = 2
+LIVE_BATCH = 512  # records decoded and printed between two takes of the rings (~1 ms)
+
+
+def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+    p = subparsers.add_parser(
+        "record",
+        help="load BPF objects and events, run a command, print what they record",
+        description="perf record's BPF workflow: -e ./prog.o/map:...=.../ -- CMD",
+    )
+    p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC",
+                   help="an event string (repeatable)")
+    p.add_argument("-i", "--no-inherit", action="store_true", help="child tasks do not inherit events")
+    p.add_argument("-a", "--all-cpus", action="store_true", help="system-wide on every CPU")
+    p.add_argument("-C", "--cpu", metavar="CPUS", help="system-wide on these CPUs (0,2-3)")
+    p.add_argument("-p", "--pid", type=int, help="record an existing process (its threads)")
+    p.add_argument("--dev", metavar="IFACE", help="network interface for xdp/tc programs whose section names none")
+    p.add_argument("-o", "--output", metavar="FILE",
+                   help="capture: write the records to FILE in perf.data format instead of printing them")
+    p.add_argument("-m", "--mmap-pages", type=_pages, default=None, metavar="PAGES",
+                   help="ring buffer data pages per CPU and event, a power of two (default: 128, perf's)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("-v", "--verbose", action="store_true")
+    p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
+    p.set_defaults(func=record_main)
+    return p
+
+
+def _pages(text: str) -> int:
+    try:
+        pages = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of pages") from None
+    if pages <= 0 or pages & (pages - 1):
+        raise argparse.ArgumentTypeError(f"{pages} pages: the ring size must be a power of two")
+    return pages
+
+
+@contextmanager
+def _stop_signals(forward: list[int]) -> Iterator[int]:
+    """SIGINT/SIGTERM: forward to the workload (pids in ``forward``) and wake the reader."""
+    r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+
+    def handler(signo: int, _frame: object) -> None:
+        for pid in forward:
+            try:
+                os.kill(pid, signo)
+            except ProcessLookupError:
+                pass
+
+    old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
+    old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
+    try:
+        yield r
+    finally:
+        signal.set_wakeup_fd(old_fd)
+        for s, h in old.items():
+            signal.signal(s, h)
+        os.close(r)
+        os.close(w)
+
+
+def _stop_requested(stop_fd: int) -> bool:
+    """A stop signal arrived during setup (the wake-up pipe has a byte)."""
+    return bool(select.select([stop_fd], [], [], 0)[0])
+
+
+def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object] | None:
+    from evspec.check import CheckOptions, check_specs
+    from evspec.diagnostics import Source
+    from evspec.inputs import SpecInput
+    from evspec.render.text import render_text
+
+    inputs = [SpecInput(text, Source("arg", index=i), command=0) for i, text in enumerate(args.events)]
+    checked = check_specs(inputs, CheckOptions(system=system, mode="record"))  # type: ignore[arg-type]
+    diags = [d for c in checked for d in c.diagnostics]
+    if any(d.is_error for d in diags):
+        out.write(render_text(diags))
+        return None
+    if args.verbose and diags:
+        out.write(render_text(diags))
+    return [c.events for c in checked]
+
+
+def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    from evspec.diagnostics import EvspecError
+    from evspec.loader.errors import ObjectError
+    from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
+    from evspec.loader.output.script import JsonRenderer, TextRenderer, paused_gc, summary_json
+    from evspec.loader.session import DEFAULT_RING_PAGES, RecordOptions, RecordSession, Workload
+    from evspec.render.text import render_text
+    from evspec.system import load_system, parse_cpu_list
+
+    out = stdout or sys.stdout
+    err = stderr or sys.stderr
+    command = list(args.command)
+    if command[:1] == ["--"]:
+        command = command[1:]
+    if not args.events:
+        err.write("evspec record: error: no event given (-e SPEC)\n")
+        return EXIT_SETUP
+    if not command and args.pid is None and not args.all_cpus and args.cpu is None:
+        err.write("evspec record: error: give a command after --, or -p PID, -a or -C CPUS\n")
+        return EXIT_SETUP
+    forward: list[int] = []
+    with _stop_signals(forward) as stop_fd:
+        system = load_system("live")
+        lists = _check(args, system, err)
+        if lists is None:
+            return EXIT_FINDINGS
+        options = RecordOptions(
+            no_inherit=args.no_inherit,
+            system_wide=args.all_cpus,
+            cpus=parse_cpu_list(args.cpu) if args.cpu else None,
+            pid=args.pid,
+            dev=args.dev,
+            ring_pages=args.mmap_pages or DEFAULT_RING_PAGES,
+        )
+        workload: Workload | None = None
+        session = RecordSession(options=options)
+        capture: Capture | None = None
+        fmt_json = args.format == "json"
+        renderers: list[TextRenderer | JsonRenderer] = []
+
+        def drain_live() -> bool:
+            """Take the rings' new bytes, decode and print a batch; true while more is waiting."""
+            busy = session.take()
+            lines = session.decode(LIVE_BATCH)
+            if lines:
+                if not renderers:
+                    renderers.append(JsonRenderer() if fmt_json else TextRenderer(session.name_width))
+                out.write(renderers[0].render(lines))
+                out.flush()
+            return busy or session.backlog > 0
+
+        status = 0
+        try:
+            if command:
+                workload = Workload(command)
+                forward.append(workload.pid)
+            try:
+                session.prepare(lists, system, Path.cwd(), workload)  # type: ignore[arg-type]
+            finally:
+                for warning in session.warnings:
+                    err.write(f"evspec record: warning: {warning}\n")
+            if args.verbose:
+                for note in session.all_notes():
+                    err.write(f"evspec record: {note}\n")
+            if args.output:
+                capture = _open_capture(args, session)
+            if _stop_requested(stop_fd):
+                status = 128 + signal.SIGINT
+            else:
+                session.start()
+                if workload is not None:
+                    workload.start()
+                with paused_gc():
+                    session.run(capture.drain if capture is not None else drain_live, workload, stop_fd)
+                if capture is not None:
+                    capture.add_lost_counts(session.lost_counts)
+                if workload is not None:
+                    status = workload.wait()
+        except ApplyError as exc:
+            err.write(f"{APPLY_PREFIX}{exc.perf_message}\n")
+            if args.verbose:
+                err.write(f"evspec record: {exc.message}\n")
+            status = exc.exit_status
+        except EvspecError as exc:  # a finding about the event strings that only loading could make
+            err.write(render_text(exc.diagnostics))
+            status = EXIT_FINDINGS
+        except ObjectError as exc:
+            err.write(f"evspec record: error: {exc.message}\n")
+            for line in exc.help:
+                err.write(f"  help: {line}\n")
+            if args.verbose and exc.detail:
+                err.write(exc.detail + "\n")
+            status = EXIT_SETUP
+        finally:
+            try:
+                if capture is not None:
+                    capture.finish()
+            finally:
+                session.close()
+                if workload is not None:
+                    workload.close()
+    if args.verbose:
+        for note in session.closing_notes:
+            err.write(f"evspec record: {note}\n")
+    if capture is not None:
+        try:
+            counts = capture.counts  # read back from the file: the reader did not count
+        except ObjectError as exc:
+            err.write(f"evspec record: error: {exc.message}\n")
+            return status or EXIT_SETUP
+        lost = counts.lost if session.lost_counted is None else session.lost_counted
+        err.write(
+            f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} "
+            f"({counts.samples} samples, {lost} lost{_reported(lost, counts.lost)}) ]\n"
+        )
+    else:
+        err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost"
+                  f"{_reported(session.lost, session.lost_reported)} ]\n")
+        if fmt_json:
+            out.write(summary_json(session.summary()))
+            out.flush()
+    return status
+
+
+def _reported(lost: int, reported: int) -> str:
+    """Where the events' own loss counts exceed what PERF_RECORD_LOST records said."""
+    return "" if lost == reported else f", {reported} reported by PERF_RECORD_LOST"
+
+
+def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:
+    """The perf.data file of ``-o``, with COMM records for the tasks that exist already."""
+    from evspec import __version__
+    from evspec.loader.output.capture import Capture, existing_tasks
+    from evspec.loader.output.perfdata import HostInfo
+
+    host = HostInfo.current(["evspec", *sys.argv[1:]], f"evspec {__version__}")
+    capture = Capture(args.output, session.file_attrs(), [ring for _, _, ring in session.rings()], host)
+    tracking = session.events[0]
+    if args.pid is not None:
+        capture.add_tasks(existing_tasks([args.pid]), tracking.ids[0])
+    elif args.all_cpus or args.cpu is not None:
+        capture.add_tasks(existing_tasks(None), tracking.ids[0])
+    return capture

@@ -1,0 +1,161 @@
+"""Perf event operations of ``Kernel``: opening events, their ioctls, their lost-sample counts and
+the mapping of their ring buffers."""
+
+from __future__ import annotations
+
+import ctypes
+import errno as E
+import mmap as mmap_mod
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from evspec.loader.abi.perf import PERF_FORMAT_LOST, AttrFlag, Ioctl, PerfEventAttr, PerfType, SwConfig
+from evspec.loader.kernel.core import KernelCore
+from evspec.loader.kernel.errors import KernelError, permission_error
+from evspec.loader.kernel.syscalls import SyscallError
+
+from evspec.codes import kernel as codes
+
+# read(2) of an event opened with read_format PERF_FORMAT_LOST alone: {u64 value; u64 lost;}.
+_VALUE_AND_LOST = struct.Struct("=QQ")
+
+
+@dataclass(frozen=True, slots=True)
+class RingMapping:
+    """A perf ring buffer mapped into this process: one control page, then ``data_size`` bytes."""
+
+    fd: int
+    address: int
+    length: int
+    page_size: int
+
+    @property
+    def data_size(self) -> int:
+        return self.length - self.page_size
+
+
+class PerfOperations(KernelCore):
+    PERF_FORMAT_LOST = PERF_FORMAT_LOST  # for callers that hold only the Kernel
+
+    def perf_event_open(
+        self, attr: PerfEventAttr, *, pid: int = -1, cpu: int = -1, group_fd: int = -1, flags: int = 0
+    ) -> int:
+        """Open a perf event; the descriptor is close-on-exec."""
+        if attr.size == 0:
+            attr.size = ctypes.sizeof(attr)
+        what = f" on cpu {cpu}" if cpu >= 0 else ""
+        try:
+            return self.funnel.perf_event_open(attr, pid, cpu, group_fd, flags)
+        except SyscallError as exc:
+            if exc.errno == E.E2BIG:
+                known = attr.size  # the kernel wrote the size it knows
+                beyond = [
+                    name
+                    for name, *_ in attr._fields_
+                    if getattr(PerfEventAttr, name).offset >= known and getattr(attr, name)
+                ]
+                raise KernelError(
+                    codes.ATTR_TOO_BIG,
+                    f"perf_event_open{what}: this kernel knows perf_event_attr up to {known} bytes; "
+                    f"the event sets {', '.join(beyond) or 'fields'} beyond that (E2BIG)",
+                    errno=exc.errno,
+                    operation="perf_event_open",
+                    help=("a newer kernel is needed for this event",),
+                ) from None
+            if exc.errno in (E.EPERM, E.EACCES):
+                raise permission_error(self.funnel, "perf_event_open", exc.errno, what, perf=True) from None
+            if exc.errno == E.ENOENT:
+                raise KernelError(
+                    codes.NOT_FOUND,
+                    f"perf_event_open{what}: the kernel has no event of type {attr.type} config "
+                    f"{attr.config:#x} (ENOENT)",
+                    errno=exc.errno,
+                    operation="perf_event_open",
+                ) from None
+            raise self._error(exc, f"the event of type {attr.type} config {attr.config:#x}{what}", perf=True) from None
+
+    def _ioctl(self, fd: int, request: Ioctl, arg: int = 0) -> int:
+        try:
+            return self.funnel.ioctl(fd, int(request), arg, operation=f"PERF_EVENT_IOC_{request.name}")
+        except SyscallError as exc:
+            raise self._error(exc, f"perf event fd {fd}", perf=True) from None
+
+    def enable(self, fd: int) -> None:
+        self._ioctl(fd, Ioctl.ENABLE)
+
+    def disable(self, fd: int) -> None:
+        self._ioctl(fd, Ioctl.DISABLE)
+
+    def set_bpf(self, fd: int, prog_fd: int) -> None:
+        """Attach a program to a tracepoint/kprobe/uprobe perf event (PERF_EVENT_IOC_SET_BPF)."""
+        self._ioctl(fd, Ioctl.SET_BPF, prog_fd)
+
+    def event_id(self, fd: int) -> int:
+        """The kernel's id of a perf event (PERF_EVENT_IOC_ID), as PERF_SAMPLE_IDENTIFIER carries it."""
+        value = ctypes.c_uint64()
+        self._ioctl(fd, Ioctl.ID, ctypes.addressof(value))
+        return value.value
+
+    def lost_count_readable(self) -> bool:
+        """Whether this kernel counts an event's lost samples for ``read_lost`` (PERF_FORMAT_LOST,
+        Linux 6.0; asks it once per call: a disabled dummy event is opened, read and closed)."""
+        if self._reader() is None:
+            return False
+        attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=PERF_FORMAT_LOST)
+        attr.size = ctypes.sizeof(PerfEventAttr)
+        attr.flags = AttrFlag.DISABLED
+        try:
+            fd = self.perf_event_open(attr, pid=0, cpu=-1)
+        except KernelError:
+            return False
+        try:
+            self.read_lost(fd)
+            return True
+        except KernelError:
+            return False
+        finally:
+            self.close(fd)
+
+    def read_lost(self, fd: int) -> int:
+        """The samples perf event ``fd`` (opened with read_format PERF_FORMAT_LOST alone) dropped
+        because its ring had no room, including those no PERF_RECORD_LOST reported."""
+        reader = self._reader()
+        if reader is None:
+            raise KernelError(codes.SYSCALL_FAILED, f"read of perf event fd {fd}: this funnel cannot read")
+        try:
+            data = reader(fd, _VALUE_AND_LOST.size)
+        except OSError as exc:  # SyscallError, or a fake's OSError
+            raise self._error(SyscallError(exc.errno or 0, "read"), f"perf event fd {fd}", perf=True) from None
+        if len(data) != _VALUE_AND_LOST.size:
+            raise KernelError(
+                codes.SYSCALL_FAILED,
+                f"read of perf event fd {fd}: {len(data)} bytes, not the {_VALUE_AND_LOST.size} of "
+                "value and lost count",
+            )
+        return int(_VALUE_AND_LOST.unpack(data)[1])
+
+    def _reader(self) -> Callable[[int, int], bytes] | None:
+        """The funnel's read(2), None when it has none (see ``syscalls``)."""
+        return getattr(self.funnel, "read", None)
+
+    def mmap_ring(self, fd: int, data_pages: int) -> RingMapping:
+        """Map the ring buffer of a perf event: one control page plus ``data_pages`` (a power of 2)."""
+        if data_pages <= 0 or data_pages & (data_pages - 1):
+            raise KernelError(
+                codes.RING_BUFFER, f"ring buffer pages must be a power of two, not {data_pages}"
+            )
+        length = (data_pages + 1) * self.page_size
+        try:
+            address = self.funnel.mmap(
+                length, mmap_mod.PROT_READ | mmap_mod.PROT_WRITE, mmap_mod.MAP_SHARED, fd, 0
+            )
+        except SyscallError as exc:
+            raise self._error(exc, f"the ring buffer of perf event fd {fd}", perf=True) from None
+        return RingMapping(fd=fd, address=address, length=length, page_size=self.page_size)
+
+    def munmap(self, ring: RingMapping) -> None:
+        try:
+            self.funnel.munmap(ring.address, ring.length)
+        except SyscallError as exc:
+            raise self._error(exc, f"the ring buffer of perf event fd {ring.fd}") from None

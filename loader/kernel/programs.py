@@ -1,0 +1,223 @@
+"""Program and BTF operations of ``Kernel``: loading (with the verifier's or the BTF log on
+failure), running once, describing, linking to perf events."""
+
+from __future__ import annotations
+
+import ctypes
+import errno as E
+import struct
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+
+from evspec.loader.abi import bpf as abi
+from evspec.loader.kernel.core import KernelCore, address, in_buffer
+from evspec.loader.kernel.errors import KernelError, VerifierError
+from evspec.loader.kernel.verifier import summarize
+from evspec.loader.object.spec import LineInfo
+
+from evspec.codes import kernel as codes
+
+FIRST_LOG_SIZE = 64 * 1024
+MAX_LOG_SIZE = 0xFFFFFFFF >> 2  # the kernel refuses larger verifier log buffers
+FUNC_INFO = struct.Struct("=II")  # struct bpf_func_info: insn_off, type_id
+LINE_INFO = struct.Struct("=IIII")  # struct bpf_line_info: insn_off, file_name_off, line_off, line_col
+# Failures that a repeated load with a log cannot explain better.
+_FINAL_CODES = (codes.PERMISSION, codes.MEMLOCK, codes.ATTR_TOO_BIG)
+
+
+@dataclass(frozen=True, slots=True)
+class ProgramDescription:
+    """A program as BPF_OBJ_GET_INFO_BY_FD describes it."""
+
+    id: int
+    type: int
+    name: str
+    tag: bytes
+    map_ids: tuple[int, ...]
+    gpl_compatible: bool
+    xlated_len: int
+    btf_id: int = 0  # the BTF the program was loaded with (0: none)
+    nr_func_info: int = 0
+    nr_line_info: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class _Attempt:
+    """One PROG_LOAD/BTF_LOAD try: the fd, or the error and the log size the kernel asked for."""
+
+    fd: int | None
+    error: KernelError | None
+    log_true_size: int
+
+
+def _with_growing_log(
+    attempt: Callable[[ctypes.Array], _Attempt],  # type: ignore[type-arg]
+) -> tuple[int | None, KernelError | None, str]:
+    """Repeat ``attempt`` with a larger log buffer while the kernel says it was too small; the fd,
+    or the error and the log of the last try."""
+    size = FIRST_LOG_SIZE
+    while True:
+        buf = ctypes.create_string_buffer(size)
+        result = attempt(buf)
+        if result.fd is not None:
+            return result.fd, None, ""
+        assert result.error is not None
+        if result.error.errno == E.ENOSPC and size < MAX_LOG_SIZE:
+            # Kernels >= 6.4 say exactly how much they need; older ones make us guess.
+            wanted = result.log_true_size if result.log_true_size > size else size * 2
+            size = min(MAX_LOG_SIZE, wanted)
+            continue
+        return None, result.error, buf.value.decode("utf-8", "replace")
+
+
+class ProgramOperations(KernelCore):
+    def load_program(
+        self,
+        prog_type: int,
+        insns: bytes,
+        license: str,
+        *,
+        name: str = "",
+        kern_version: int = 0,
+        expected_attach_type: int = 0,
+        prog_flags: int = 0,
+        log_level: int = 0,
+        line_info: Sequence[LineInfo] = (),
+        btf_fd: int | None = None,
+        func_info: Sequence[tuple[int, int]] = (),
+        line_records: Sequence[tuple[int, int, int, int]] = (),
+    ) -> int:
+        """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
+
+        ``func_info`` pairs (instruction index, BTF FUNC type id) describe the program's functions
+        in the BTF loaded as ``btf_fd`` (the verifier needs them for callbacks); ``line_records``
+        (instruction index, file name and source line offsets in that BTF's strings, line << 10 |
+        column) let the verifier log and ``bpftool prog dump jited linum`` show source lines;
+        ``line_info`` (the object's own reading of them) lets the error name the source line.
+        The first attempt runs without a log (fast path); after a failure the load is repeated
+        with ``log_level`` 1 (or the caller's level) and a buffer that grows until the log fits.
+        """
+        what = f"program '{name}'" if name else ""
+        if len(insns) % abi.INSN_SIZE or not insns:
+            raise KernelError(
+                codes.BAD_SIZE,
+                f"{what or 'a program'} is {len(insns)} bytes, not whole {abi.INSN_SIZE}-byte instructions",
+            )
+        ibuf = in_buffer(insns)
+        lbuf = ctypes.create_string_buffer(license.encode() + b"\0")
+        fbuf = in_buffer(b"".join(FUNC_INFO.pack(off, tid) for off, tid in func_info))
+        line_buf = in_buffer(b"".join(LINE_INFO.pack(*record) for record in line_records))
+
+        def attempt(level: int, log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
+            attr = abi.ProgLoadAttr(
+                prog_type=prog_type,
+                insn_cnt=len(insns) // abi.INSN_SIZE,
+                insns=address(ibuf),
+                license=address(lbuf),
+                kern_version=kern_version,
+                prog_flags=prog_flags,
+                prog_name=abi.object_name(name),
+                expected_attach_type=expected_attach_type,
+            )
+            if btf_fd is not None:
+                attr.prog_btf_fd = btf_fd
+            if func_info:
+                attr.func_info_rec_size, attr.func_info_cnt = FUNC_INFO.size, len(func_info)
+                attr.func_info = address(fbuf)
+            if line_records:
+                attr.line_info_rec_size, attr.line_info_cnt = LINE_INFO.size, len(line_records)
+                attr.line_info = address(line_buf)
+            if log is not None:
+                attr.log_level, attr.log_size, attr.log_buf = level, len(log), address(log)
+            try:
+                return _Attempt(self._bpf_load(abi.Cmd.PROG_LOAD, attr, what), None, 0)
+            except KernelError as exc:
+                return _Attempt(None, exc, attr.log_true_size)
+
+        if not log_level:
+            first = attempt(0, None)
+            if first.fd is not None:
+                return first.fd
+            assert first.error is not None
+            if first.error.errno != E.E2BIG and first.error.code in _FINAL_CODES:
+                raise first.error  # E2BIG goes on: the log may say the program is too large
+        fd, error, log = _with_growing_log(lambda buf: attempt(log_level or abi.BPF_LOG_LEVEL1, buf))
+        if fd is not None:
+            return fd
+        assert error is not None
+        if not log.strip():
+            raise error
+        raise VerifierError(name, error.errno or 0, log, summarize(log, line_info))
+
+    def run_program(self, fd: int, *, ctx: bytes = b"", what: str = "") -> int:
+        """Run a loaded program once with ``ctx`` as its context (BPF_PROG_TEST_RUN); its return value."""
+        cbuf = in_buffer(ctx) if ctx else None
+        attr = abi.ProgTestRunAttr(prog_fd=fd, ctx_size_in=len(ctx), ctx_in=address(cbuf))
+        self._bpf(abi.Cmd.PROG_TEST_RUN, attr, what or f"program fd {fd}")
+        return int(attr.retval)
+
+    def load_btf(self, data: bytes) -> int:
+        """Load raw BTF; a rejection raises ``KernelError`` (EK014) with the BTF log as detail."""
+        dbuf = in_buffer(data)
+
+        def attempt(log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
+            attr = abi.BtfLoadAttr(btf=address(dbuf), btf_size=len(data))
+            if log is not None:
+                attr.btf_log_buf, attr.btf_log_size, attr.btf_log_level = address(log), len(log), 1
+            try:
+                return _Attempt(self._bpf_load(abi.Cmd.BTF_LOAD, attr, "BTF"), None, 0)
+            except KernelError as exc:
+                return _Attempt(None, exc, attr.btf_log_true_size)
+
+        first = attempt(None)
+        if first.fd is not None:
+            return first.fd
+        assert first.error is not None
+        if first.error.code in _FINAL_CODES:
+            raise first.error
+        fd, error, log = _with_growing_log(attempt)
+        if fd is not None:
+            return fd
+        assert error is not None
+        if error.code in _FINAL_CODES:
+            raise error
+        last = log.strip().splitlines()[-1] if log.strip() else error.message
+        raise KernelError(
+            codes.BTF_REJECTED,
+            f"the kernel refused the object's BTF: {last}",
+            errno=error.errno,
+            operation="BPF_BTF_LOAD",
+            detail=log or None,
+        )
+
+    def program_info(self, fd: int) -> ProgramDescription:
+        info = abi.ProgInfo()
+        self._info(fd, info, f"program fd {fd}")
+        ids = (ctypes.c_uint32 * max(info.nr_map_ids, 1))()
+        nr = info.nr_map_ids
+        if nr:
+            info = abi.ProgInfo(nr_map_ids=nr, map_ids=ctypes.addressof(ids))
+            self._info(fd, info, f"program fd {fd}")
+        return ProgramDescription(
+            id=info.id,
+            type=info.type,
+            name=info.name.decode(errors="replace"),
+            tag=bytes(info.tag),
+            map_ids=tuple(ids[:nr]),
+            gpl_compatible=bool(info.gpl_compatible),
+            xlated_len=info.xlated_prog_len,
+            btf_id=info.btf_id,
+            nr_func_info=info.nr_func_info,
+            nr_line_info=info.nr_line_info,
+        )
+
+    def program_ids(self) -> Iterator[int]:
+        """The ids of every program on the system (BPF_PROG_GET_NEXT_ID)."""
+        return self._next_ids(abi.Cmd.PROG_GET_NEXT_ID)
+
+    def link_perf_event(self, prog_fd: int, perf_fd: int, *, cookie: int = 0) -> int:
+        """Attach a program to a perf event with a BPF link (5.15+); closing the link detaches."""
+        attr = abi.LinkCreateAttr(
+            prog_fd=prog_fd, target_fd=perf_fd, attach_type=abi.BPF_PERF_EVENT, bpf_cookie=cookie
+        )
+        return self._bpf(abi.Cmd.LINK_CREATE, attr, f"perf event fd {perf_fd}")

@@ -1,0 +1,559 @@
+"""The full offline check of a BPF event against its object (corpus README, Decision 10).
+
+Order: the file (missing, not a file), the object (compile a ``.c``, read it: ObjectError), no
+program, section names evspec cannot read or record cannot attach, unknown tracepoints, kprobes/uprobes the system cannot
+create (no ``kprobe_events``/``uprobe_events``, missing uprobe target or function), the same probe
+created twice without ``force=yes``; then the event's terms in order (event terms with the
+tracepoint term set, object terms with perf's map rules). Errors of the object itself are reported
+on the path's span; what lies inside a section name is shown in a note.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+from collections.abc import Callable, Mapping, MutableMapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.map_terms import EventFacts, EventKind, check_map_terms, facts_for_event
+from evspec.loader.object.section import (
+    ADD_V_HELP,
+    RECORD_ATTACH_KINDS,
+    AttachKind,
+    ProbeTarget,
+    SectionSpec,
+    SectionStyle,
+    TracepointTarget,
+    parse_section,
+)
+from evspec.loader.object.spec import CORE_HELP, ObjectSpec, ProgramSpec
+
+from evspec.ast import BpfEvent, EventList, Term, TermKind
+from evspec.codes import bpf as codes_bpf
+from evspec.codes import bpfconfig as codes
+from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
+from evspec.span import Span
+
+if TYPE_CHECKING:
+    from evspec.system.model import System
+
+# the terms a tracepoint event (and so a BPF event) takes (COMPAT 1.10)
+TRACEPOINT_TERMS = (
+    "call-graph",
+    "stack-size",
+    "inherit",
+    "no-inherit",
+    "max-stack",
+    "nr",
+    "overwrite",
+    "no-overwrite",
+    "aux-output",
+    "aux-sample-size",
+)
+# Findings the syntax stage (evspec.rules, run on every string before this check) already reports
+# for BPF events: term kinds, map-term structure, index lists, value types and event references.
+# check_bpf_events leaves them out so that a string does not get the same finding twice.
+SYNTAX_STAGE_CODES = frozenset(
+    {
+        codes.EMPTY_MAP_NAME,
+        codes.NOT_A_MAP_TERM,
+        codes.EMPTY_INDEX_LIST,
+        codes.REVERSED_RANGE,
+        codes.NO_VALUE,
+        codes.WRONG_VALUE_TYPE,
+        codes.NO_SUCH_EVENT,
+        codes.BAD_EVENT_TERM,
+    }
+)
+PROBE_CHECK_MESSAGE = "You need to check probing points in BPF file"
+PROBE_EXISTS_MESSAGE = "Probe point exist. Try 'perf probe -d \"*\"' and set 'force=yes'"
+
+
+@dataclass(frozen=True, slots=True)
+class TracefsTracepoints:
+    """``tracepoint_exists`` backed by a tracefs ``events/`` folder (globs as perf matches them)."""
+
+    events_dir: Path
+
+    def __call__(self, system: str, event: str) -> bool:
+        for sys_dir in _matching_dirs(self.events_dir, system):
+            if any(True for _ in _matching_dirs(sys_dir, event)):
+                return True
+        return False
+
+
+def _matching_dirs(parent: Path, pattern: str) -> list[Path]:
+    if "*" not in pattern and "?" not in pattern:
+        path = parent / pattern
+        return [path] if pattern not in ("", ".", "..") and "/" not in pattern and path.is_dir() else []
+    try:
+        return [p for p in parent.iterdir() if p.is_dir() and fnmatch.fnmatchcase(p.name, pattern)]
+    except OSError:
+        return []
+
+
+@dataclass(frozen=True, slots=True)
+class ObjectEnvironment:
+    """What the object check needs of the world: files (relative to ``cwd``), how to read and
+    compile objects, which tracepoints exist, whether kprobes/uprobes can be created.
+
+    ``tracepoint_exists(system, event)`` answers None when it cannot tell (no readable tracefs).
+    ``read_object``/``compile_source``/``read_symbols`` default (None) to the real implementations
+    (``evspec.loader.object.reader.read_object``, ``evspec.loader.object.compile.compile_source``,
+    :func:`elf_function_symbols`), imported on first use. ``truncate_values`` selects perf 6.1's
+    handling of map values wider than the map's values (a warning) instead of evspec's (an error).
+    """
+
+    cwd: Path
+    tracepoint_exists: Callable[[str, str], bool | None]  # None: cannot tell (no tracefs)
+    kprobe_events: bool | None  # None: cannot tell (no readable tracefs: not root, not mounted)
+    uprobe_events: bool | None
+    read_object: Callable[[Path], ObjectSpec] | None = None
+    compile_source: Callable[[Path], Path] | None = None
+    read_symbols: Callable[[Path], frozenset[str]] | None = None
+    truncate_values: bool = False
+
+    @classmethod
+    def from_tracefs(cls, cwd: Path, tracefs: Path = Path("/sys/kernel/tracing"), **kw: object) -> ObjectEnvironment:
+        """An environment for this machine's tracefs (which must be mounted)."""
+        return cls(
+            cwd=cwd,
+            tracepoint_exists=TracefsTracepoints(tracefs / "events"),
+            kprobe_events=(tracefs / "kprobe_events").exists(),
+            uprobe_events=(tracefs / "uprobe_events").exists(),
+            **kw,  # type: ignore[arg-type]
+        )
+
+    def load(self, path: Path, is_source: bool) -> ObjectSpec:
+        if is_source:
+            compile_source = self.compile_source
+            if compile_source is None:
+                from evspec.loader.object.compile import compile_source as default_compile
+
+                compile_source = default_compile
+            path = compile_source(path)
+        read = self.read_object
+        if read is None:
+            from evspec.loader.object.reader import read_object as default_read
+
+            read = default_read
+        return read(path)
+
+    def symbols(self, path: Path) -> frozenset[str]:
+        return (self.read_symbols or elf_function_symbols)(path)
+
+
+def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
+    """An ObjectEnvironment answering from a system description (live or snapshot)."""
+    from evspec.system.model import TracefsUnavailable
+
+    def tracepoint_exists(sys_name: str, event: str) -> bool | None:
+        try:
+            return bool(system.match_tracepoints(sys_name, event).found)
+        except TracefsUnavailable:
+            return None
+
+    def readable_tracefs() -> bool:
+        try:
+            system.tracepoint_systems()
+        except TracefsUnavailable:
+            return False
+        return True
+
+    features = system.features()
+    # a machine whose tracefs cannot be read (e.g. `evspec check` without root) reports no probe
+    # events: that says nothing about the kernel
+    known = (features.kprobe_events and features.uprobe_events) or readable_tracefs()
+    return ObjectEnvironment(
+        cwd=cwd,
+        tracepoint_exists=tracepoint_exists,
+        kprobe_events=features.kprobe_events if known else (features.kprobe_events or None),
+        uprobe_events=features.uprobe_events if known else (features.uprobe_events or None),
+    )
+
+
+def elf_function_symbols(path: Path) -> frozenset[str]:
+    """The function symbols a uprobe can name in an executable or shared library: the same table
+    the uprobe attacher resolves against (``elf_symbols``: IFUNC resolvers included); ObjectError if
+    the file cannot be read as one."""
+    from evspec.loader.object.elf_symbols import read_elf_symbols
+
+    try:
+        symbols = read_elf_symbols(path)
+    except ObjectError as exc:
+        raise ObjectError(codes.UPROBE_TARGET, exc.message) from None
+    return frozenset(f.name for f in symbols.functions)
+
+
+# ---------------------------------------------------------------------------------------------
+# the checks
+
+
+@dataclass(frozen=True, slots=True)
+class _Program:
+    program: ProgramSpec
+    section: SectionSpec
+
+
+@dataclass(slots=True)
+class _ObjectCheck:
+    """The state of one BPF event's check: its findings and the events (evsels) it creates."""
+
+    event: BpfEvent
+    env: ObjectEnvironment
+    defined: Mapping[str, EventFacts]
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    created: dict[str, EventFacts] = field(default_factory=dict)
+
+    def fail(self, code: str, message: str, **kw: object) -> None:
+        self.diagnostics.append(error(code, message, self.event.path_span, **kw))
+
+    @property
+    def failed(self) -> bool:
+        return any(d.is_error for d in self.diagnostics)
+
+
+def check_bpf_event(
+    event: BpfEvent, env: ObjectEnvironment, defined_events: Mapping[str, EventFacts]
+) -> list[Diagnostic]:
+    """Every finding about one BPF event (spans into its event string), the primary one first."""
+    return _check(event, env, defined_events).diagnostics
+
+
+def bpf_event_facts(
+    event: BpfEvent, env: ObjectEnvironment, defined_events: Mapping[str, EventFacts]
+) -> tuple[list[Diagnostic], dict[str, EventFacts]]:
+    """Like :func:`check_bpf_event`, plus the events this one creates, by the names perf gives
+    them: ``SYS:EVENT`` for a tracepoint program, ``perf_bpf_probe:EVENT`` for a probe (whose
+    EventFacts carry it in ``probes``, so that the same probe created later is found). An object
+    with errors creates none."""
+    check = _check(event, env, defined_events)
+    return check.diagnostics, ({} if check.failed else check.created)
+
+
+def check_bpf_events(
+    events: EventList,
+    system: System,
+    cwd: Path,
+    defined_facts: MutableMapping[str, EventFacts],
+) -> list[Diagnostic]:
+    """Check every BPF event of one event string against ``system``, left to right (the
+    ``evspec check`` stage after the syntax stage: findings in SYNTAX_STAGE_CODES are left out).
+
+    ``defined_facts`` holds the events defined so far (by earlier strings of the same command); it
+    is extended with every event of ``events`` under the names a later ``map:…event=`` may use.
+    """
+    from evspec import rules
+    env = environment_from_system(system, cwd)
+    out: list[Diagnostic] = []
+    for event in events.events():
+        if isinstance(event, BpfEvent):
+            diags, created = bpf_event_facts(event, env, defined_facts)
+            out.extend(d for d in diags if d.code not in SYNTAX_STAGE_CODES)
+            for name, facts in created.items():
+                defined_facts.setdefault(name, facts)
+            continue
+        facts = facts_for_event(event)
+        for name in rules.event_reference_names(event, events.source):
+            defined_facts.setdefault(name, facts)
+    return out
+
+
+def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventFacts]) -> _ObjectCheck:
+    check = _ObjectCheck(event, env, defined)
+    spec = _load(check)
+    if spec is None:
+        return check
+    if not spec.programs:
+        check.fail(
+            codes.NO_PROGRAMS,
+            f"BPF object '{event.path}' has no programs (it would add no event)",
+            help=("a program is a function in a section such as SEC(\"raw_syscalls:sys_enter\")",),
+            perf_message="WARNING: event parser found nothing",
+        )
+    else:
+        _check_programs(check, spec)
+    reason = spec.unloadable_reason()
+    if reason is not None and not check.failed:
+        check.fail(codes_bpf.UNSUPPORTED, reason.removeprefix(f"{spec.path}: "), help=CORE_HELP)
+    term_diags = _check_event_terms(event) + check_map_terms(
+        event, spec, defined, truncate_values=env.truncate_values
+    )
+    term_diags.sort(key=lambda d: d.span.start)
+    check.diagnostics.extend(term_diags)
+    return check
+
+
+def _load(check: _ObjectCheck) -> ObjectSpec | None:
+    event = check.event
+    path = check.env.cwd / event.path
+    what = "BPF source" if event.is_source else "BPF object"
+    if not path.exists():
+        check.fail(
+            codes.OBJECT_NOT_FOUND,
+            f"{what} '{event.path}' not found",
+            help=(f"paths are relative to {check.env.cwd}",) if not Path(event.path).is_absolute() else (),
+            perf_message=f"Failed to load {event.path}: No such file or directory",
+            perf_help=ADD_V_HELP,
+        )
+        return None
+    if not path.is_file():
+        check.fail(
+            codes.OBJECT_NOT_A_FILE,
+            f"{what} '{event.path}' is not a regular file",
+            perf_message=f"Failed to load {event.path}: Is a directory" if path.is_dir() else None,
+            perf_help=ADD_V_HELP,
+        )
+        return None
+    try:
+        return check.env.load(path, event.is_source)
+    except ObjectError as exc:
+        message = exc.message
+        for prefix in (f"{path}:", f"{path.resolve()}:"):
+            if message.startswith(prefix):
+                message = f"'{event.path}':{message[len(prefix):]}"
+                break
+        check.fail(
+            exc.code,
+            message,
+            help=exc.help,
+            notes=(exc.detail,) if exc.detail else (),
+            perf_message=exc.perf_message,
+            perf_help=ADD_V_HELP if exc.perf_message else None,
+        )
+        return None
+
+
+def _section_note(program: ProgramSpec, span: Span | None = None) -> tuple[str, ...]:
+    head = f'program {program.name}: SEC("'
+    note = f'{head}{program.section}")'
+    if span is None:
+        return (note,)
+    return (note, " " * (len(head) + span.start) + "^" * max(len(span), 1))
+
+
+def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
+    """Section names, then tracepoints, kprobes, uprobes and duplicate probes (Decision 10)."""
+    programs: list[_Program] = []
+    for program in spec.programs:
+        section = _parse_program_section(check, program)
+        if section is not None:
+            programs.append(_Program(program, section))
+    for p in programs:
+        _check_tracepoint(check, p)
+    for p in programs:
+        if p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False:
+            check.fail(
+                codes.NO_PROBE_SUPPORT,
+                f"section '{p.section.name}': a kprobe, but this system has no kprobe_events",
+                notes=_section_note(p.program),
+                help=("the kernel needs CONFIG_KPROBE_EVENTS=y (tracefs kprobe_events)",),
+                **_perf_probe_words(p.section),
+            )
+    for p in programs:
+        if p.section.attach is AttachKind.UPROBE:
+            _check_uprobe(check, p)
+    if check.failed:
+        return
+    _check_duplicate_probes(check, programs)
+    _record_created_events(check, programs)
+
+
+def _perf_probe_words(section: SectionSpec) -> dict[str, str | None]:
+    """perf's wording for a probe it cannot create, where perf reads the section as a probe at
+    all (a libbpf-style section is refused by perf before that: ``check --perf`` says so)."""
+    if section.style is SectionStyle.PERF:
+        return {"perf_message": PROBE_CHECK_MESSAGE, "perf_help": ADD_V_HELP}
+    return {"perf_message": None, "perf_help": None}
+
+
+def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> SectionSpec | None:
+    try:
+        section = parse_section(program.section)
+    except EvspecError as exc:
+        for d in exc.diagnostics:
+            check.diagnostics.append(
+                Diagnostic(
+                    d.code,
+                    d.severity,
+                    f"section '{program.section}': {d.message}",
+                    check.event.path_span,
+                    help=d.help,
+                    notes=(*_section_note(program, d.span), *d.notes),
+                    perf_message=d.perf_message,
+                    perf_help=d.perf_help,
+                )
+            )
+        return None
+    for w in section.warnings:
+        check.diagnostics.append(
+            Diagnostic(
+                w.code,
+                Severity.WARNING,
+                f"section '{program.section}': {w.message}",
+                check.event.path_span,
+                help=w.help,
+                notes=_section_note(program, w.span),
+                perf_message=w.perf_message,
+                perf_help=w.perf_help,
+            )
+        )
+    if section.attach not in RECORD_ATTACH_KINDS:
+        check.fail(
+            codes.SECTION_NOT_RUNNABLE,
+            f"section '{program.section}': evspec record cannot attach {section.attach.value} "
+            "programs yet",
+            notes=_section_note(program, section.main_span),
+            help=("`evspec inspect` shows the program; attach it with its own loader for now",),
+        )
+    return section
+
+
+def _check_tracepoint(check: _ObjectCheck, p: _Program) -> None:
+    target = p.section.target
+    if not isinstance(target, TracepointTarget) or target.load_only:
+        return
+    exists = check.env.tracepoint_exists(target.system, target.event)
+    if exists is None:
+        check.diagnostics.append(
+            warning(
+                codes.TRACEPOINT_UNCHECKED,
+                f"section '{p.section.name}': tracepoint '{target.name}' not checked: the system's "
+                "tracefs cannot be read",
+                check.event.path_span,
+                notes=_section_note(p.program, target.span),
+                help=("as root, mount it: mount -t tracefs nodev /sys/kernel/tracing",),
+            )
+        )
+        return
+    if exists:
+        return
+    check.fail(
+        codes.UNKNOWN_TRACEPOINT,
+        f"section '{p.section.name}': unknown tracepoint '{target.name}'",
+        help=("see the tracepoints with: evspec list tracepoint",),
+        **_perf_tracepoint_words(p.program, p.section, target),
+    )
+
+
+def _perf_tracepoint_words(program: ProgramSpec, section: SectionSpec, target: TracepointTarget) -> dict[str, object]:
+    notes = _section_note(program, target.span)
+    if section.style is not SectionStyle.PERF:
+        return {"notes": notes}
+    return {
+        "notes": (*notes, "perf 6.1 reports first 'Attach events in BPF object failed', then 'unknown tracepoint'"),
+        "perf_message": "Attach events in BPF object failed",
+        "perf_help": ADD_V_HELP,
+    }
+
+
+def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:
+    target = p.section.target
+    assert isinstance(target, ProbeTarget) and target.binary is not None
+    if check.env.uprobe_events is False:
+        check.fail(
+            codes.NO_PROBE_SUPPORT,
+            f"section '{p.section.name}' is a uprobe, but this system has no uprobe_events",
+            notes=_section_note(p.program),
+            help=("the kernel needs CONFIG_UPROBE_EVENTS=y (tracefs uprobe_events)",),
+            **_perf_probe_words(p.section),
+        )
+        return
+    binary = check.env.cwd / target.binary
+    if not binary.is_file():
+        check.fail(
+            codes.UPROBE_TARGET,
+            f"section '{p.section.name}': uprobe target '{target.binary}' not found",
+            notes=_section_note(p.program),
+            help=(
+                "exec= takes the full path of the probed binary"
+                if p.section.style is SectionStyle.PERF
+                else "uprobe/PATH:FUNC takes the path of the probed binary",
+            ),
+            **_perf_probe_words(p.section),
+        )
+        return
+    function = target.point.function
+    if function is None:
+        return  # SRC:LINE or an address: only debug info could tell
+    try:
+        symbols = check.env.symbols(binary)
+    except ObjectError as exc:
+        check.fail(
+            codes.UPROBE_TARGET,
+            f"section '{p.section.name}': uprobe target: {exc.message}",
+            notes=_section_note(p.program),
+            **_perf_probe_words(p.section),
+        )
+        return
+    if target.point.is_glob:
+        found = any(fnmatch.fnmatchcase(s, function) for s in symbols)
+    else:
+        found = function in symbols
+    if not found:
+        check.fail(
+            codes.UPROBE_FUNCTION,
+            f"section '{p.section.name}': no function "
+            f"{'matches' if target.point.is_glob else 'named'} '{function}' in '{target.binary}'",
+            notes=_section_note(p.program),
+            **_perf_probe_words(p.section),
+        )
+
+
+def _check_duplicate_probes(check: _ObjectCheck, programs: list[_Program]) -> None:
+    # probe name -> created by another program of this object (False: by an earlier event)
+    earlier: dict[str, bool] = {probe: False for facts in check.defined.values() for probe in facts.probes}
+    for p in programs:
+        target = p.section.target
+        if p.section.style is not SectionStyle.PERF or not isinstance(target, ProbeTarget):
+            continue
+        probe = target.probe_name
+        assert probe is not None
+        if probe in earlier and not p.section.force:
+            check.fail(
+                codes.PROBE_EXISTS,
+                f"section '{p.section.name}': probe {probe} is already created by "
+                + ("another program of this object" if earlier[probe] else "an earlier BPF event"),
+                notes=_section_note(p.program),
+                help=("add 'force=yes;' to the section to create it again under a new name, or "
+                      "load the object once",),
+                perf_message=PROBE_EXISTS_MESSAGE,
+                perf_help=ADD_V_HELP,
+            )
+        earlier.setdefault(probe, True)
+
+
+def _record_created_events(check: _ObjectCheck, programs: list[_Program]) -> None:
+    inherit = facts_for_event(check.event).inherit
+    for p in programs:
+        target = p.section.target
+        if isinstance(target, TracepointTarget) and not target.load_only:
+            check.created.setdefault(target.name, EventFacts(EventKind.TRACEPOINT, 2, inherit))
+        elif isinstance(target, ProbeTarget) and target.probe_name is not None:
+            check.created.setdefault(
+                target.probe_name, EventFacts(EventKind.TRACEPOINT, 2, inherit, frozenset({target.probe_name}))
+            )
+
+
+def _check_event_terms(event: BpfEvent) -> list[Diagnostic]:
+    out: list[Diagnostic] = []
+    for term in event.terms.items if event.terms else ():
+        if not isinstance(term, Term) or term.kind is TermKind.USER:
+            continue  # object terms: check_map_terms
+        if term.kind is TermKind.KEYWORD and term.key in TRACEPOINT_TERMS:
+            continue
+        span = term.key_span if term.kind is TermKind.KEYWORD else term.span
+        kind = {TermKind.RAW: "a raw config term", TermKind.DRIVER: "a driver-config term"}.get(term.kind)
+        out.append(
+            error(
+                codes.BAD_EVENT_TERM,
+                f"term '{term.key}' not valid for BPF events" if kind is None else f"{kind} is not valid for BPF events",
+                span,
+                help=("BPF events take the tracepoint terms: " + ", ".join(TRACEPOINT_TERMS),),
+                notes=("perf 6.1 reports 'Attach events in BPF object failed', then 'unknown term'",),
+                perf_message="unknown term",
+            )
+        )
+    return out

@@ -1,0 +1,134 @@
+"""The ``evspec inspect`` report of a BPF object: a dict (for JSON) and a bpftool-like text."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
+
+AttachDescriber = Callable[[str], dict[str, Any]]
+
+
+def map_type_name(value: int) -> str | int:
+    """``perf_event_array`` for 4; the number itself for a type this evspec does not know."""
+    try:
+        return MapType(value).name.lower()
+    except ValueError:
+        return value
+
+
+def kernel_version_text(code: int) -> str:
+    return f"{code >> 16}.{(code >> 8) & 0xFF}.{code & 0xFF}"
+
+
+def _map_entry(m: MapSpec) -> dict[str, Any]:
+    return {
+        "name": m.name, "type": map_type_name(m.type), "key_size": m.key_size,
+        "value_size": m.value_size, "max_entries": m.max_entries, "flags": m.flags,
+        "legacy": m.legacy, "section": m.section, "pinning": m.pinning,
+        "global_data": m.initial_value is not None, "readonly": m.readonly,
+    }
+
+
+def _program_type(attach: dict[str, Any]) -> str:
+    for key in ("prog_type", "program_type", "type"):
+        value = attach.get(key)
+        if isinstance(value, str):
+            return value.lower()
+        if isinstance(value, int):
+            return str(value)
+    return "unknown"
+
+
+def _program_entry(p: ProgramSpec, attach: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": p.name, "section": p.section, "type": _program_type(attach), "insns": p.insn_count,
+        "attach": attach,
+        "relocations": [{"insn": r.insn_index, "kind": r.kind, "target": r.target, "addend": r.addend}
+                        for r in p.relocations],
+        "core_relocations": _core_entries(p),
+    }
+
+
+def _core_entries(p: ProgramSpec) -> list[dict[str, Any]]:
+    return [{"insn": r.insn, "kind": r.kind, "type": r.type_name, "access": r.access} for r in p.core_relocations]
+
+
+def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> dict[str, Any]:
+    """The report as plain data. ``attach(section)`` describes a program's section (the section
+    parser's ``to_json()``); its ``prog_type`` gives the program's type."""
+    programs = []
+    for p in spec.programs:
+        described = attach(p.section) if attach is not None else {}
+        programs.append(_program_entry(p, described))
+    return {
+        "path": spec.path,
+        "license": spec.license,
+        "kernel_version": None if spec.kernel_version is None else kernel_version_text(spec.kernel_version),
+        "btf": spec.btf is not None,
+        "maps": [_map_entry(m) for m in spec.maps],
+        "programs": programs,
+        "subprograms": [{"name": p.name, "section": p.section, "insns": p.insn_count,
+                         "core_relocations": _core_entries(p)} for p in spec.subprograms],
+    }
+
+
+_NOT_ATTACH = ("prog_type", "program_type", "type", "section")  # shown on the program's own line
+
+
+def _value_text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, dict):
+        return "{" + " ".join(f"{k}={_value_text(v)}" for k, v in value.items()) + "}"
+    if isinstance(value, (list, tuple)):
+        return ",".join(_value_text(v) for v in value)
+    return str(value)
+
+
+def _attach_text(attach: dict[str, Any]) -> str:
+    return "  ".join(f"{k}={_value_text(v)}" for k, v in attach.items()
+                     if k not in _NOT_ATTACH and v not in (None, "", (), [], {}))
+
+
+def inspect_text(report: dict[str, Any]) -> str:
+    """A bpftool-like listing of a report made by ``inspect_report``."""
+    lines = []
+    head = f"{report.get('path', '?')}: license {report['license'] or '(none)'}"
+    if report.get("kernel_version"):
+        head += f"  version {report['kernel_version']}"
+    if "btf" in report:
+        head += "  btf" if report["btf"] else "  no btf"
+    lines.append(head)
+    lines.append(f"maps: {len(report['maps'])}")
+    for m in report["maps"]:
+        tags = [t for t, on in (("legacy", m["legacy"]), ("readonly", m.get("readonly"))) if on]
+        line = (f"  {m['name']}: {m['type']}  key {m['key_size']}B  value {m['value_size']}B  "
+                f"max_entries {m['max_entries']}")
+        if m["flags"]:
+            line += f"  flags 0x{m['flags']:x}"
+        if tags:
+            line += "  " + " ".join(tags)
+        lines.append(line)
+    lines.append(f"programs: {len(report['programs'])}")
+    for p in report["programs"]:
+        lines.append(f"  {p['name']}: {p['type']}  section {p['section']!r}  insns {p['insns']}")
+        attach = _attach_text(p["attach"])
+        if attach:
+            lines.append(f"      attach {attach}")
+        for r in p.get("relocations", ()):
+            extra = f"+{r['addend']}" if r["addend"] else ""
+            lines.append(f"      insn {r['insn']}: {r['kind']} {r['target']}{extra}")
+        lines.extend(_core_lines(p))
+    if report.get("subprograms"):
+        lines.append(f"subprograms: {len(report['subprograms'])}")
+        for p in report["subprograms"]:
+            lines.append(f"  {p['name']}: section {p['section']!r}  insns {p['insns']}")
+            lines.extend(_core_lines(p))
+    return "\n".join(lines) + "\n"
+
+
+def _core_lines(p: dict[str, Any]) -> list[str]:
+    return [f"      insn {r['insn']}: CO-RE {r['kind']} {r['type']} access {r['access']}"
+            for r in p.get("core_relocations", ())]

@@ -1,0 +1,574 @@
+"""``read_object``: a BPF ELF object file -> ``ObjectSpec``. Pure data, no syscalls.
+
+What becomes what:
+
+* programs: every executable section except ``.text``; each GLOBAL (or WEAK) FUNC symbol of the
+  section is one program, sized by its ``st_size``. A section with code and no FUNC symbol at all
+  (objects of very old tool chains) is one program named after the section.
+* subprograms: the FUNC symbols of ``.text`` and LOCAL FUNC symbols of program sections, reached
+  by bpf-to-bpf calls.
+* maps: ``SEC("maps")`` ``struct bpf_map_def`` records (legacy), ``SEC(".maps")`` BTF-defined
+  maps, and one single-entry ARRAY map per global data section (``.data*``, ``.rodata*``,
+  ``.bss*``). Data maps are named the way libbpf names them: the object's file name up to its first
+  ``.`` (characters other than letters, digits, ``_`` and ``.`` replaced by ``_``), cut so that
+  the whole fits the kernel's 15 characters with a suffix of at least 7, followed by the section
+  name: ``maps.o`` -> ``maps.data``, ``nanosleep.o`` -> ``nanoslee.rodata``; a section name with a
+  second ``.`` (``.rodata.str1.1``) or of 16 characters or more is used alone, cut to 15.
+* relocations of program code: ``ld_imm64`` of a map symbol -> "map"; of a global data section or
+  variable -> "data" with addend = symbol value + the instruction's immediate; of a function
+  (callbacks) -> "func"; a ``call`` with src_reg BPF_PSEUDO_CALL -> "call" with the called
+  function's name. Pseudo calls that leave their function without a relocation (a static function
+  of the same section) get a "call" relocation too, so every call target is named.
+"""
+
+from __future__ import annotations
+
+import bisect
+import os
+import re
+import struct
+import sys
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+from pathlib import Path
+
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, BtfType, LineRecord
+from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
+from evspec.loader.object.spec import (
+    CoreRelocation,
+    LineInfo,
+    MapSpec,
+    MapType,
+    ObjectSpec,
+    ProgramSpec,
+    Relocation,
+    SectionLayout,
+)
+
+from evspec.codes import bpf as codes
+
+INSN_SIZE = 8
+OP_LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW
+OP_CALL = 0x85  # BPF_JMP | BPF_CALL
+PSEUDO_CALL = 1
+PSEUDO_KFUNC_CALL = 2
+R_BPF_64_64 = 1
+R_BPF_64_32 = 10
+LEGACY_MAPS_SECTION = "maps"
+BTF_MAPS_SECTION = ".maps"
+OBJ_NAME_LEN = 16  # BPF_OBJ_NAME_LEN, NUL included
+LEGACY_DEF_MIN = 16  # type, key_size, value_size, max_entries
+_INT_FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "numa_node",
+               "pinning", "map_extra")
+_NATIVE = "<" if sys.byteorder == "little" else ">"
+# A call opcode followed by a register byte whose src_reg nibble is BPF_PSEUDO_CALL; the nibble
+# order of that byte follows the byte order (objects always have the host's, see object/elf.py).
+_SRC_REG_BYTES = bytes(b for b in range(256) if (b >> 4 if _NATIVE == "<" else b & 0xF) == PSEUDO_CALL)
+_PSEUDO_CALL_RE = re.compile(b"\\x85[" + re.escape(_SRC_REG_BYTES) + b"]", re.DOTALL)
+
+# What unpacking, slicing and decoding corrupt input can raise.
+_PARSE_ERRORS: tuple[type[BaseException], ...] = (
+    struct.error, ValueError, IndexError, KeyError, AssertionError, UnicodeDecodeError,
+    OverflowError, EOFError, TypeError, AttributeError, RecursionError, ZeroDivisionError,
+)
+
+
+def read_object(path: str | os.PathLike[str]) -> ObjectSpec:
+    """Read a BPF object file. Raises ``ObjectError`` (and nothing else) when it cannot."""
+    name = os.fspath(path)
+    try:
+        data = Path(name).read_bytes()
+    except FileNotFoundError:
+        raise ObjectError(codes.OBJECT_UNREADABLE, f"{name}: no such file",
+                          perf_message=f"Failed to load {name}: No such file or directory") from None
+    except IsADirectoryError:
+        raise ObjectError(codes.OBJECT_UNREADABLE, f"{name}: is a directory, not a BPF object",
+                          perf_message=f"Failed to load {name}: Is a directory") from None
+    except OSError as exc:
+        reason = exc.strerror or str(exc)
+        raise ObjectError(codes.OBJECT_UNREADABLE, f"{name}: cannot read the file: {reason}",
+                          perf_message=f"Failed to load {name}: {reason}") from None
+    return read_object_bytes(data, name)
+
+
+@lru_cache(maxsize=16)
+def read_object_bytes(data: bytes, path: str = "<memory>") -> ObjectSpec:
+    """Read a BPF object held in memory; ``path`` names it in messages and data map names.
+
+    The same bytes under the same name are read once per process (``evspec record`` checks an
+    object, then loads it; ObjectSpec is immutable, so the two share one)."""
+    try:
+        return _Reader(path, data).read()
+    except ObjectError:
+        raise
+    except BtfError as exc:
+        raise ObjectError(codes.CORRUPT_BTF, f"{path}: corrupt BTF: {exc}") from None
+    except _PARSE_ERRORS as exc:
+        raise ObjectError(codes.CORRUPT_ELF, f"{path}: corrupt ELF file ({type(exc).__name__}: {exc})",
+                          perf_message=f"Failed to load {path}: Something wrong in libelf") from None
+
+
+def data_map_name(object_path: str, section: str) -> str:
+    """The name libbpf gives the map of a global data section (see the module docstring)."""
+    if len(section) >= OBJ_NAME_LEN or "." in section[1:]:
+        name = section[:OBJ_NAME_LEN - 1]
+    else:
+        base = os.path.basename(object_path).split(".", 1)[0]
+        prefix = max(0, OBJ_NAME_LEN - 1 - max(7, len(section)))
+        name = base[:prefix] + section
+    return "".join(c if c.isascii() and (c.isalnum() or c in "_.") else "_" for c in name)
+
+
+def _is_data_section(s: Section) -> bool:
+    if s.type not in ("SHT_PROGBITS", "SHT_NOBITS") or s.executable or s.size == 0:
+        return False
+    return any(s.name == p or s.name.startswith(p + ".") for p in (".data", ".rodata", ".bss"))
+
+
+@dataclass(frozen=True, slots=True)
+class _Function:
+    """A function found in an executable section, before it becomes a ProgramSpec."""
+
+    name: str
+    section: Section
+    offset: int
+    size: int
+    is_program: bool
+
+    @property
+    def end(self) -> int:
+        return self.offset + self.size
+
+
+@dataclass(frozen=True, slots=True)
+class _Targets:
+    """What relocations may point at."""
+
+    maps: dict[tuple[str, int], MapSpec]  # (section, symbol offset) -> map
+    data: dict[str, MapSpec]  # data section -> its map
+    functions: dict[int, _Functions]  # section index -> its functions
+
+
+class _Reader:
+    def __init__(self, path: str, data: bytes) -> None:
+        self.path = path
+        self.elf = BpfElf(path, data)
+        self._lines: dict[str, tuple[list[LineRecord], list[int]]] = {}
+
+    # -- errors ------------------------------------------------------------------------------
+
+    def fail(self, code: str, message: str, perf_reason: str | None = "BPF object format invalid"
+             ) -> ObjectError:
+        perf = f"Failed to load {self.path}: {perf_reason}" if perf_reason else None
+        return ObjectError(code, f"{self.path}: {message}", perf_message=perf)
+
+    def bad_relocation(self, where: str, message: str) -> ObjectError:
+        return self.fail(codes.BAD_RELOCATION, f"bad relocation {where}: {message}", "Relocation failed")
+
+    # -- BTF ---------------------------------------------------------------------------------
+
+    @cached_property
+    def btf_bytes(self) -> bytes | None:
+        s = self.elf.section(".BTF")
+        return None if s is None else self.elf.contents(s)
+
+    @cached_property
+    def btf_ext_bytes(self) -> bytes | None:
+        s = self.elf.section(".BTF.ext")
+        return None if s is None else self.elf.contents(s)
+
+    @cached_property
+    def btf(self) -> Btf | None:
+        return None if self.btf_bytes is None else Btf(self.btf_bytes)
+
+    @cached_property
+    def btf_ext(self) -> BtfExt | None:
+        if self.btf_ext_bytes is None or self.btf is None:
+            return None
+        try:
+            return BtfExt(self.btf_ext_bytes, self.btf)
+        except BtfError as exc:
+            raise self.fail(codes.CORRUPT_BTF_EXT, f"corrupt BTF.ext: {exc}", None) from None
+
+    # -- the whole object --------------------------------------------------------------------
+
+    def read(self) -> ObjectSpec:
+        maps = [*self.legacy_maps(), *self.btf_maps(), *self.data_maps()]
+        seen: set[str] = set()
+        for m in maps:
+            if m.name in seen:
+                raise self.fail(codes.BAD_MAP, f"two maps are named {m.name!r}")
+            seen.add(m.name)
+        functions = self.functions()
+        relocations = self.relocations(functions, maps)
+        programs, subprograms = [], []
+        for f in functions:
+            spec = ProgramSpec(
+                name=f.name, section=f.section.name,
+                insns=self.elf.contents(f.section)[f.offset:f.end], offset=f.offset,
+                relocations=tuple(relocations.get((f.section.index, f.offset), ())),
+                line_info=self.line_info(f), core_relocations=self.core_relocations(f))
+            (programs if f.is_program else subprograms).append(spec)
+        return ObjectSpec(
+            path=self.path, license=self.license(), kernel_version=self.kernel_version(),
+            maps=tuple(maps), programs=tuple(programs), subprograms=tuple(subprograms),
+            btf=self.btf_bytes, btf_ext=self.btf_ext_bytes, layouts=self.layouts())
+
+    def layouts(self) -> tuple[SectionLayout, ...]:
+        """Sizes and object symbols of the allocated data sections, which the BTF fix-up needs."""
+        if self.btf_bytes is None:
+            return ()
+        out = []
+        for s in self.elf.sections:
+            if s.executable or not s.flags & SHF_ALLOC or s.type not in ("SHT_PROGBITS", "SHT_NOBITS"):
+                continue
+            symbols = tuple((sym.name, sym.value) for sym in self.elf.symbols_in(s)
+                            if sym.name and sym.type in ("STT_OBJECT", "STT_NOTYPE"))
+            out.append(SectionLayout(s.name, s.size, symbols))
+        return tuple(out)
+
+    def license(self) -> str:
+        s = self.elf.section("license")
+        if s is None:
+            return ""
+        raw = self.elf.contents(s).split(b"\0", 1)[0]
+        try:
+            return raw.decode("ascii")
+        except UnicodeDecodeError:
+            raise self.fail(codes.BAD_LICENSE_OR_VERSION,
+                            f"the license section is not ASCII text: {raw[:40]!r}") from None
+
+    def kernel_version(self) -> int | None:
+        s = self.elf.section("version")
+        if s is None:
+            return None
+        if s.size != 4:
+            raise self.fail(codes.BAD_LICENSE_OR_VERSION, f"the version section has {s.size} bytes; "
+                            "it must hold one 32-bit LINUX_VERSION_CODE",
+                            "'version' section incorrect or lost")
+        return int(struct.unpack(_NATIVE + "I", self.elf.contents(s))[0])
+
+    # -- maps --------------------------------------------------------------------------------
+
+    def legacy_maps(self) -> list[MapSpec]:
+        sec = self.elf.section(LEGACY_MAPS_SECTION)
+        if sec is None or sec.size == 0:
+            return []
+        syms = sorted((s for s in self.elf.symbols_in(sec)
+                       if s.type in ("STT_OBJECT", "STT_NOTYPE") and s.name),
+                      key=lambda s: s.value)
+        if not syms:
+            raise self.fail(codes.BAD_MAP, f"section {sec.name!r} has data but no map symbol")
+        data = self.elf.contents(sec)
+        even = sec.size // len(syms) if sec.size % len(syms) == 0 else 0
+        out = []
+        for sym in syms:
+            size = sym.size or even
+            if size < LEGACY_DEF_MIN:
+                raise self.fail(codes.BAD_MAP, f"legacy map {sym.name!r}: its struct bpf_map_def is "
+                                f"{size} bytes, shorter than type, key_size, value_size and "
+                                f"max_entries ({LEGACY_DEF_MIN} bytes)")
+            if sym.value + size > sec.size:
+                raise self.fail(codes.BAD_MAP, f"legacy map {sym.name!r} ({size} bytes at offset "
+                                f"{sym.value}) extends past the end of section {sec.name!r}")
+            fields = struct.unpack_from(_NATIVE + "5I" if size >= 20 else _NATIVE + "4I", data, sym.value)
+            map_type, key_size, value_size, max_entries = fields[:4]
+            flags = fields[4] if len(fields) > 4 else 0
+            out.append(MapSpec(sym.name, map_type, key_size, value_size, max_entries, flags,
+                               legacy=True, section=sec.name, symbol_offset=sym.value))
+        return out
+
+    def btf_maps(self) -> list[MapSpec]:
+        sec = self.elf.section(BTF_MAPS_SECTION)
+        if sec is None:
+            return []
+        btf = self.btf
+        if btf is None:
+            raise self.fail(codes.BAD_MAP, "the .maps section needs BTF to describe its maps, and "
+                            "the object has no .BTF section (compile with -g)")
+        datasec = btf.find(BTF_MAPS_SECTION, BtfKind.DATASEC)
+        if datasec is None:
+            raise self.fail(codes.BAD_MAP, "the BTF has no DATASEC for the .maps section")
+        symbols = {s.name: s for s in self.elf.symbols_in(sec) if s.type == "STT_OBJECT"}
+        out = []
+        for info in datasec.secinfos:
+            var = btf.type(info.type)
+            if var.kind != BtfKind.VAR:
+                raise self.fail(codes.BAD_MAP, f"the .maps DATASEC lists type {var.id}, a "
+                                f"{var.kind.name}, where a VAR is expected")
+            sym = symbols.get(var.name)
+            if sym is None:
+                raise self.fail(codes.BAD_MAP, f"map {var.name!r} is in the BTF but has no symbol in "
+                                "the .maps section")
+            out.append(self.btf_map(btf, var, sym))
+        return sorted(out, key=lambda m: m.symbol_offset)
+
+    def btf_map(self, btf: Btf, var: BtfType, sym: Symbol) -> MapSpec:
+        name = var.name
+        definition = btf.resolve(var.type)
+        if definition.kind != BtfKind.STRUCT:
+            what = "void" if definition.id == 0 else f"a {definition.kind.name}"
+            raise self.fail(codes.BAD_MAP, f"map {name!r}: its definition is {what}, not a struct "
+                            "(declare BTF maps as struct { __uint(type, ...); ... } NAME SEC(\".maps\"))")
+        ints: dict[str, int] = {}
+        key_id = value_id = None
+        key_size = value_size = None
+        for m in definition.members:
+            if m.name in _INT_FIELDS:
+                ints[m.name] = self.int_field(btf, name, m.name, m.type)
+            elif m.name in ("key", "value"):
+                ptr = btf.resolve(m.type)
+                if ptr.kind != BtfKind.PTR:
+                    raise self.fail(codes.BAD_MAP, f"map {name!r}: field {m.name!r} must be a pointer "
+                                    f"to the {m.name} type (__type({m.name}, T)), it is a {ptr.kind.name}")
+                size = btf.size_of(ptr.type)
+                if m.name == "key":
+                    key_id, key_size = ptr.type, size
+                else:
+                    value_id, value_size = ptr.type, size
+            elif m.name == "values":
+                # map-in-map / prog-array initialisers: the values are 4-byte fds or ids
+                value_size = 4
+            else:
+                raise self.fail(codes.BAD_MAP, f"map {name!r}: unknown field {m.name!r}")
+        for field, from_type in (("key_size", key_size), ("value_size", value_size)):
+            if field in ints and from_type is not None and ints[field] != from_type:
+                raise self.fail(codes.BAD_MAP, f"map {name!r}: {field} {ints[field]} conflicts with "
+                                f"the size of its {field[:-5]} type ({from_type})")
+        return MapSpec(
+            name=name, type=ints.get("type", 0),
+            key_size=ints.get("key_size", key_size or 0),
+            value_size=ints.get("value_size", value_size or 0),
+            max_entries=ints.get("max_entries", 0), flags=ints.get("map_flags", 0),
+            pinning=ints.get("pinning", 0), legacy=False, section=BTF_MAPS_SECTION,
+            symbol_offset=sym.value, key_type_id=key_id, value_type_id=value_id)
+
+    def int_field(self, btf: Btf, map_name: str, field: str, type_id: int) -> int:
+        """A ``__uint(field, N)`` member: ``int (*field)[N]``, a pointer to an array of N."""
+        ptr = btf.resolve(type_id)
+        array = btf.resolve(ptr.type) if ptr.kind == BtfKind.PTR else None
+        if array is None or array.kind != BtfKind.ARRAY or array.array is None:
+            raise self.fail(codes.BAD_MAP, f"map {map_name!r}: field {field!r} must be declared with "
+                            f"__uint() (a pointer to an array), it is a {ptr.kind.name}")
+        return array.array.nelems
+
+    def data_maps(self) -> list[MapSpec]:
+        out = []
+        for s in self.elf.sections:
+            if not _is_data_section(s):
+                continue
+            datasec = self.btf.find(s.name, BtfKind.DATASEC) if self.btf is not None else None
+            out.append(MapSpec(
+                name=data_map_name(self.path, s.name), type=int(MapType.ARRAY), key_size=4,
+                value_size=s.size, max_entries=1, section=s.name,
+                value_type_id=None if datasec is None else datasec.id,
+                initial_value=self.elf.contents(s), readonly=s.name.startswith(".rodata")))
+        return out
+
+    # -- functions ---------------------------------------------------------------------------
+
+    def functions(self) -> list[_Function]:
+        out: list[_Function] = []
+        for sec in self.elf.sections:
+            if not sec.executable or sec.size == 0:
+                continue
+            funcs = sorted((s for s in self.elf.symbols_in(sec) if s.type == "STT_FUNC"),
+                           key=lambda s: s.value)
+            text = sec.name == ".text"
+            if not funcs and not text:
+                if sec.size % INSN_SIZE:
+                    raise self.fail(codes.BAD_PROGRAM, f"section {sec.name!r} is {sec.size} bytes, "
+                                    "not a whole number of instructions")
+                out.append(_Function(sec.name, sec, 0, sec.size, True))
+                continue
+            for sym in funcs:
+                if sym.value % INSN_SIZE or sym.size % INSN_SIZE or sym.size == 0:
+                    raise self.fail(codes.BAD_PROGRAM, f"function {sym.name!r} in section "
+                                    f"{sec.name!r} is not a whole number of instructions (offset "
+                                    f"{sym.value}, size {sym.size})")
+                if sym.value + sym.size > sec.size:
+                    raise self.fail(codes.BAD_PROGRAM, f"function {sym.name!r} ({sym.size} bytes at "
+                                    f"offset {sym.value}) extends past the end of section {sec.name!r}")
+                is_program = not text and sym.bind in ("STB_GLOBAL", "STB_WEAK")
+                out.append(_Function(sym.name, sec, sym.value, sym.size, is_program))
+        return out
+
+    def line_info(self, f: _Function) -> tuple[LineInfo, ...]:
+        records, offsets = self.section_lines(f.section.name)
+        lo = bisect.bisect_left(offsets, f.offset)
+        hi = bisect.bisect_left(offsets, f.end)
+        return tuple(LineInfo((r.insn_off - f.offset) // INSN_SIZE, r.file, r.line, r.column,
+                              r.source_line) for r in records[lo:hi])
+
+    def core_relocations(self, f: _Function) -> tuple[CoreRelocation, ...]:
+        ext = self.btf_ext
+        if ext is None:
+            return ()
+        try:
+            records = ext.core_relos(f.section.name)
+        except BtfError as exc:
+            raise self.fail(codes.CORRUPT_BTF_EXT, f"corrupt BTF.ext: {exc}", None) from None
+        out = []
+        for r in records:
+            if not f.offset <= r.insn_off < f.end:
+                continue
+            if r.insn_off % INSN_SIZE:
+                raise self.fail(codes.CORRUPT_BTF_EXT, f"corrupt BTF.ext: a CO-RE relocation of section "
+                                f"{f.section.name!r} is at byte {r.insn_off}, inside an instruction", None)
+            assert self.btf is not None  # a .BTF.ext is read only with its .BTF
+            t = self.btf.type(r.type_id)
+            type_name = f"{t.kind.name.lower()} {t.name or '(anon)'}"
+            out.append(CoreRelocation((r.insn_off - f.offset) // INSN_SIZE, r.kind_name, type_name, r.access))
+        return tuple(out)
+
+    def section_lines(self, section: str) -> tuple[list[LineRecord], list[int]]:
+        """The line records of a section sorted by offset, and their offsets (decoded once)."""
+        cached = self._lines.get(section)
+        if cached is None:
+            ext = self.btf_ext
+            try:
+                records = sorted(ext.line_info(section), key=lambda r: r.insn_off) if ext else []
+            except BtfError as exc:
+                raise self.fail(codes.CORRUPT_BTF_EXT, f"corrupt BTF.ext: {exc}", None) from None
+            cached = (records, [r.insn_off for r in records])
+            self._lines[section] = cached
+        return cached
+
+    # -- relocations -------------------------------------------------------------------------
+
+    def relocations(self, functions: list[_Function], maps: list[MapSpec]
+                    ) -> dict[tuple[int, int], list[Relocation]]:
+        """Relocations keyed by (section index, function offset)."""
+        grouped: dict[int, list[_Function]] = {}
+        for f in functions:
+            grouped.setdefault(f.section.index, []).append(f)
+        by_section = {i: _Functions(fs[0].section, fs) for i, fs in grouped.items()}
+        targets = _Targets(
+            maps={(m.section, m.symbol_offset): m for m in maps if m.initial_value is None},
+            data={m.section: m for m in maps if m.initial_value is not None},
+            functions=by_section)
+        out: dict[tuple[int, int], list[Relocation]] = {}
+        relocated: set[tuple[int, int]] = set()
+        for rel_sec, target in self.elf.relocation_sections():
+            if not target.executable:
+                continue  # .rel.BTF, .rel.debug_*, map-in-map initialisers: not needed to load
+            funcs = by_section.get(target.index) or _Functions(target, [])
+            code = self.elf.contents(target)
+            for rel in self.elf.relocations(rel_sec):
+                f, r = self.relocation(rel, funcs, code, targets)
+                out.setdefault((target.index, f.offset), []).append(r)
+                relocated.add((target.index, rel.offset))
+        for funcs in by_section.values():
+            self.unrelocated_calls(funcs, relocated, out)
+        for relocs in out.values():
+            relocs.sort(key=lambda r: r.insn_index)
+        return out
+
+    def relocation(self, rel: Rel, funcs: _Functions, code: bytes, targets: _Targets
+                   ) -> tuple[_Function, Relocation]:
+        sec = funcs.section
+        where = f"at offset {rel.offset} of section {sec.name!r}"
+        if rel.offset % INSN_SIZE or rel.offset + INSN_SIZE > sec.size:
+            raise self.bad_relocation(where, "not at an instruction of the section")
+        symbols = self.elf.symbols
+        if not 0 < rel.symbol < len(symbols):
+            raise self.bad_relocation(where, f"symbol index {rel.symbol} is out of range")
+        if rel.type not in (R_BPF_64_64, R_BPF_64_32):
+            raise self.bad_relocation(where, f"relocation type {rel.type} is not used in BPF code")
+        f = funcs.containing(rel.offset)
+        if f is None:
+            raise self.bad_relocation(where, "it lies outside every function")
+        sym = symbols[rel.symbol]
+        opcode, regs, _off, imm = struct.unpack_from(_NATIVE + "BBhi", code, rel.offset)
+        if sym.section_index is None:
+            raise self.fail(codes.UNSUPPORTED, f"{where}: symbol {sym.name!r} is not defined in the "
+                            "object; externs (__kconfig, __ksym, kfuncs) are not supported",
+                            "Relocation failed")
+        home = self.elf.section_at(sym.section_index)
+        sym_name = sym.name or home.name
+        insn_index = (rel.offset - f.offset) // INSN_SIZE
+        if opcode == OP_LD_IMM64:
+            if rel.offset + 2 * INSN_SIZE > f.end:
+                raise self.bad_relocation(where, "ld_imm64 is cut off at the end of its function")
+            target_off = sym.value + imm
+            m = targets.maps.get((home.name, target_off))
+            if m is not None:
+                return f, Relocation(insn_index, "map", sym_name, m.name)
+            if home.name in (LEGACY_MAPS_SECTION, BTF_MAPS_SECTION):
+                raise self.bad_relocation(where, f"{sym_name!r} points at offset {target_off} of "
+                                          f"section {home.name!r}, where no map starts")
+            d = targets.data.get(home.name)
+            if d is not None:
+                if not 0 <= target_off <= home.size:
+                    raise self.bad_relocation(where, f"offset {target_off} is outside data section "
+                                              f"{home.name!r} ({home.size} bytes)")
+                return f, Relocation(insn_index, "data", sym_name, d.name, target_off)
+            if home.executable:
+                callee = self.callee(targets, home, target_off, where)
+                return f, Relocation(insn_index, "func", sym_name, callee.name)
+            raise self.bad_relocation(where, f"{sym_name!r} in section {home.name!r} is neither a "
+                                      "map, global data nor a function")
+        if opcode == OP_CALL:
+            src_reg = regs >> 4 if _NATIVE == "<" else regs & 0xF
+            if src_reg != PSEUDO_CALL:
+                raise self.bad_relocation(where, f"a call with src_reg {src_reg} is relocated; only "
+                                          "bpf-to-bpf calls (src_reg 1) are")
+            if not home.executable:
+                raise self.bad_relocation(where, f"call target {sym_name!r} is in section "
+                                          f"{home.name!r}, which holds no code")
+            callee = self.callee(targets, home, sym.value + (imm + 1) * INSN_SIZE, where)
+            return f, Relocation(insn_index, "call", sym_name, callee.name)
+        raise self.bad_relocation(where, f"instruction opcode 0x{opcode:02x} is neither ld_imm64 nor "
+                                  "call")
+
+    def callee(self, targets: _Targets, sec: Section, offset: int, where: str) -> _Function:
+        funcs = targets.functions.get(sec.index)
+        f = None if funcs is None else funcs.starting(offset)
+        if f is None:
+            raise self.bad_relocation(where, f"no function starts at offset {offset} of section "
+                                      f"{sec.name!r}")
+        return f
+
+    def unrelocated_calls(self, funcs: _Functions, relocated: set[tuple[int, int]],
+                          out: dict[tuple[int, int], list[Relocation]]) -> None:
+        """Pseudo calls without a relocation that jump to another function of the same section."""
+        sec = funcs.section
+        code = self.elf.contents(sec)
+        for f in funcs.items:
+            for match in _PSEUDO_CALL_RE.finditer(code, f.offset, f.end):
+                pos = match.start()
+                if (pos - f.offset) % INSN_SIZE or (sec.index, pos) in relocated:
+                    continue
+                (imm,) = struct.unpack_from(_NATIVE + "i", code, pos + 4)
+                target = pos + (imm + 1) * INSN_SIZE
+                if f.offset <= target < f.end:
+                    continue
+                callee = funcs.starting(target)
+                if callee is None:
+                    raise self.bad_relocation(f"at offset {pos} of section {sec.name!r}",
+                                              f"the call jumps to offset {target}, where no "
+                                              "function starts")
+                out.setdefault((sec.index, f.offset), []).append(
+                    Relocation((pos - f.offset) // INSN_SIZE, "call", sec.name, callee.name))
+
+
+class _Functions:
+    """The functions of one executable section, sorted by offset."""
+
+    __slots__ = ("section", "items", "_starts")
+
+    def __init__(self, section: Section, items: list[_Function]) -> None:
+        self.section = section
+        self.items = sorted(items, key=lambda f: f.offset)
+        self._starts = [f.offset for f in self.items]
+
+    def containing(self, offset: int) -> _Function | None:
+        i = bisect.bisect_right(self._starts, offset) - 1
+        if i >= 0 and offset < self.items[i].end:
+            return self.items[i]
+        return None
+
+    def starting(self, offset: int) -> _Function | None:
+        f = self.containing(offset)
+        return f if f is not None and f.offset == offset else None
