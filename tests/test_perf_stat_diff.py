@@ -354,3 +354,44 @@ def test_golden_covers_every_case(cases: list[tuple[str, str]]) -> None:
     present = {p.name for p in GOLDEN.glob("*-*.json")}
     assert expected <= present
     assert len(cases) >= 150
+
+
+# --------------------------------------------------------------------------------------------
+# BPF-object strings: the evsels of their programs and the automatic __bpf_stdout__
+
+
+BPF_CASES = (
+    "./stdout1.o",
+    "./stdout1.o,./stdout2.o",
+    "./tpbang.o",
+    "./maps.o/no-inherit/",
+    "cpu-clock,./nanosleep.o",
+    "./up1.o",
+    "./up2.o",
+)
+
+
+@pytest.mark.perf
+@pytest.mark.parametrize("string", BPF_CASES)
+def test_bpf_objects_against_live_perf(
+    string: str, perf_binary: str, root_kernel: None, bpf_fixtures: Path, monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    """`evspec compile` of a BPF-object string shows the evsels `perf record -vv` opens for it
+    (perf loads the object and creates its probes for real, and removes them at exit); a probe's
+    tracepoint id is left out, evspec knows it only once record creates the probe."""
+    from evspec.cli import main
+
+    proc = subprocess.run([perf_binary, "record", "-vv", "-o", "/dev/null", "-e", string, "--", "true"],
+                          capture_output=True, text=True, timeout=120, cwd=bpf_fixtures)
+    perf_attrs, complete = parse_perf_attrs(proc.stdout + proc.stderr)
+    assert complete and perf_attrs, proc.stderr[-2000:]
+    monkeypatch.chdir(bpf_fixtures)
+    assert main(["compile", "--system", "live", "--format", "json", "-e", string]) == 0
+    planned = json.loads(capsys.readouterr().out)["events"]
+    ours = [{k: v for k, v in e["attr"].items()} for e in planned]
+    created = [i for i, e in enumerate(planned) if e.get("created_by_record")]
+    for i in created:
+        perf_attrs[i].pop("config", None)
+    assert created or "up" not in string
+    compare(string, "record", perf_attrs, complete, ours)

@@ -125,3 +125,25 @@ def test_a_term_refused_while_loading_keeps_its_event_string(bpf_fixtures: Path,
         session.close()
     [d] = exc.value.diagnostics
     assert (d.code, d.event, d.source, d.span.start, d.span.end) == ("EB123", text, Source("arg", index=1), 13, 19)
+
+
+def test_compile_shows_the_events_of_an_objects_programs(
+    bpf_fixtures: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """What record will open, against the corpus machine: a tracepoint program's evsel with its
+    id, a probe's evsel without one (record creates it), the automatic __bpf_stdout__."""
+    from corpus_files import CORPUS
+
+    from evspec.cli import main
+
+    monkeypatch.chdir(bpf_fixtures)
+    assert main(["compile", "--system", str(CORPUS / "system.json"), "-e", "./stdout1.o", "-e", "./up1.o"]) == 0
+    out = capsys.readouterr().out
+    assert "raw_syscalls:sys_enter  (-e #1)\n  perf_event_attr:\n    type                    2\n" in out
+    assert "    config                  0x1bb\n" in out  # the corpus machine's id of raw_syscalls:sys_enter
+    assert "perf_bpf_probe:probe1  (-e #2)\n" in out
+    assert "    config                  (the id of the probe 'evspec record' creates)\n" in out
+    assert "__bpf_stdout__  (automatic)\n" in out
+    assert "  program out1 (section 'raw_syscalls:sys_enter'): on tracepoint raw_syscalls:sys_enter\n" in out
+    assert (f"  program prog_up1 (section 'exec={bpf_fixtures}/target;probe1=myfn1'): on the uprobe "
+            f"{bpf_fixtures}/target:myfn1 that record creates\n") in out

@@ -7,7 +7,14 @@ import json
 import sys
 from collections.abc import Sequence
 
+from evspec.ast import BpfEvent, EventList, MapTerm
 from evspec.diagnostics import Diagnostic
+from evspec.system.model import System
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evspec.loader.object.program_events import ProgramEvent
+    from evspec.system.model import Features, Pmu
 
 
 def _render_findings(diags: Sequence[Diagnostic]) -> None:
@@ -31,24 +38,146 @@ def compile_main(args: argparse.Namespace) -> int:
     if errors:
         _render_findings(errors)
         return 1
+    lists = [c.events for c in checked]
+    programs: list[_ObjectPrograms] = []
     try:
-        plan = compile_events([c.events for c in checked], system, args.mode)
+        if any(isinstance(e, BpfEvent) for events in lists for e in events.items):
+            lists, programs, system = _with_program_events(lists, system)
+        plan = compile_events(lists, system, args.mode)
     except EvspecError as exc:
         _render_findings(exc.diagnostics)
         return 1
+    created = {(o.spec_index, p.event) for o in programs for p in o.programs if p.created}
     if args.format == "json":
-        print(json.dumps(plan.to_json(), indent=2))
+        data = plan.to_json()
+        for event, planned in zip(data["events"], plan.events, strict=True):
+            if (planned.spec_index, planned.name) in created:
+                event["attr"].pop("config", None)
+                event["created_by_record"] = True
+        data["programs"] = [o.to_json() for o in programs]
+        print(json.dumps(data, indent=2))
         return 0
+    auto = len(checked)  # the spec index of the automatic __bpf_stdout__ event
     for event in plan.events:
         group = ""
         if event.group is not None:
             group = f", group {event.group.index}" + (" leader" if event.group.leader else "")
-        print(f"{event.name}  (-e #{event.spec_index + 1}{group})")
+        where = "automatic" if event.spec_index == auto else f"-e #{event.spec_index + 1}"
+        print(f"{event.name}  ({where}{group})")
         print("  perf_event_attr:")
+        is_created = (event.spec_index, event.name) in created
         for field, value in event.attr.to_json().items():
-            if value:
+            if field == "config" and is_created:
+                print(f"    {field:<24}(the id of the probe 'evspec record' creates)")
+            elif value:
                 print(f"    {field:<24}{value:#x}" if field.startswith(("config", "bp_addr")) else
                       f"    {field:<24}{value}")
-    for ref in plan.bpf:
+    for o in programs:
+        print(f"{o.path}  (-e #{o.spec_index + 1}, BPF object: loaded by 'evspec record')")
+        for p in o.programs:
+            print(f"  program {p.program} (section '{p.section}'): {p.how}")
+    for ref in plan.bpf:  # objects inside a group: not expanded
         print(f"{ref.event.path}  (-e #{ref.spec_index + 1}, BPF object: loaded by 'evspec record')")
     return 0
+
+
+class _ObjectPrograms:
+    """An object of one ``-e`` and its programs' events (``ProgramEvent``)."""
+
+    def __init__(self, spec_index: int, path: str, programs: tuple[ProgramEvent, ...]) -> None:
+        self.spec_index = spec_index
+        self.path = path
+        self.programs = programs
+
+    def to_json(self) -> dict[str, object]:
+        return {"spec_index": self.spec_index, "path": self.path,
+                "programs": [{"program": p.program, "section": p.section, "event": p.event,
+                              "created_by_record": p.created, "how": p.how} for p in self.programs]}
+
+
+def _with_program_events(lists: list[EventList], system: System | None
+                         ) -> tuple[list[EventList], list[_ObjectPrograms], System | None]:
+    """Each top-level BPF event replaced by the events of its programs, as perf expands it (the
+    event's own terms and modifiers on each), the automatic ``__bpf_stdout__`` event appended as
+    a string of its own when record would create it; the system also answers for the probes
+    record will create."""
+    from pathlib import Path
+
+    from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+    from evspec.loader.object.map_terms import plan_map_updates
+    from evspec.loader.object.program_events import program_events
+    from evspec.loader.session import read_bpf_object
+    from evspec.parser import parse
+
+    out: list[EventList] = []
+    objects: list[_ObjectPrograms] = []
+    loaded = []
+    for index, events in enumerate(lists):
+        pieces = []
+        for item in events.items:
+            if not isinstance(item, BpfEvent):
+                pieces.append(events.source[item.span.start:item.span.end])
+                continue
+            spec = read_bpf_object(item.path, item.is_source, Path.cwd())
+            loaded.append((spec, plan_map_updates(item, spec)))
+            found = program_events(spec)
+            objects.append(_ObjectPrograms(index, item.path, found))
+            pieces.extend(p.event + _terms_and_modifiers(item, events.source) for p in found if p.event)
+        out.append(parse(",".join(pieces)) if pieces != [events.source] else events)
+    if plan_stdout(loaded).create_event:
+        out.append(parse(STDOUT_EVENT_STRING))
+    probes = {p.event for o in objects for p in o.programs if p.created and p.event}
+    return out, objects, (_WithProbes(system, probes) if probes and system is not None else system)
+
+
+def _terms_and_modifiers(event: BpfEvent, source: str) -> str:
+    """The BPF event's own event terms and modifiers, for each event of its programs."""
+    terms = [source[t.span.start:t.span.end] for t in (event.terms.items if event.terms else ())
+             if not isinstance(t, MapTerm)]
+    text = f"/{','.join(terms)}/" if terms else ""
+    if event.modifiers is not None and event.modifiers.letters:
+        text += event.modifiers.letters if terms else ":" + event.modifiers.letters
+    return text
+
+
+class _WithProbes(System):
+    """``system``, where the probes record will create exist as tracepoints (id 0: unknown yet)."""
+
+    def __init__(self, system: System, probes: set[str]) -> None:
+        self._system = system
+        self._probes: dict[str, set[str]] = {}
+        for name in probes:
+            group, _, event = name.partition(":")
+            self._probes.setdefault(group, set()).add(event)
+
+    def pmu_names(self) -> tuple[str, ...]:
+        return self._system.pmu_names()
+
+    def pmu(self, name: str) -> Pmu | None:
+        return self._system.pmu(name)
+
+    def tracepoint_systems(self) -> tuple[str, ...]:
+        known = self._system.tracepoint_systems()
+        return known + tuple(g for g in self._probes if g not in known)
+
+    def tracepoint_events(self, system: str) -> tuple[str, ...]:
+        events = self._system.tracepoint_events(system) if system in self._system.tracepoint_systems() else ()
+        return events + tuple(sorted(self._probes.get(system, set()) - set(events)))
+
+    def tracepoint_id(self, system: str, event: str) -> int | None:
+        if event in self._probes.get(system, ()):
+            return 0
+        return self._system.tracepoint_id(system, event)
+
+    def possible_cpus(self) -> tuple[int, ...]:
+        return self._system.possible_cpus()
+
+    def features(self) -> Features:
+        return self._system.features()
+
+    @property
+    def cwd(self) -> str:
+        return self._system.cwd
+
+    def file_exists(self, path: str) -> bool:
+        return self._system.file_exists(path)
