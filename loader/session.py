@@ -42,10 +42,11 @@ from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.object.map_terms import MapUpdate, plan_map_updates
-from evspec.loader.object.spec import ObjectSpec
+from evspec.loader.object.spec import MapType, ObjectSpec
+from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
-from evspec.loader.output.script import LostLine, SampleLine
+from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 from evspec.loader.output.tracefs_format import TracepointDecoders
 
 from evspec.ast import BpfEvent, EventList
@@ -316,6 +317,9 @@ class RecordSession:
         self._closed = False
         self._attacher: Attacher | None = None
         self._carriers: list[tuple[LoadedObject, ProgramAttach, ProbeEvent, OpenedEvent]] = []
+        self.bpf_rings: list[BpfRingReader] = []  # every BPF_MAP_TYPE_RINGBUF map of the objects
+        self._ring_records: deque[RingRecordLine] = deque()
+        self._ring_bytes = 0
 
     @property
     def lost(self) -> int:
@@ -327,6 +331,9 @@ class RecordSession:
         """Samples and losses (both counts of losses where they differ), and the probe programs'
         sharing, for ``record``'s last words."""
         out = {"samples": self.samples, "lost": self.lost}
+        discarded = sum(r.discarded for r in self.bpf_rings)
+        if discarded:
+            out["ringbuf_discarded"] = discarded
         if self.lost_counted is not None and self.lost_counted != self.lost_reported:
             out["lost_reported"] = self.lost_reported
         if self.probe_sharing is not None:
@@ -383,6 +390,7 @@ class RecordSession:
             self.notes.extend(self._attacher.notes)
             self._apply()
             self._map_rings()
+            self._map_bpf_rings()
         except BaseException:
             self.close()
             raise
@@ -507,13 +515,22 @@ class RecordSession:
                         self.kernel.munmap(mapping)
                         raise
 
+    def _map_bpf_rings(self) -> None:
+        """Every ring buffer map is read, the way ``__bpf_stdout__`` is created: no term needed."""
+        for obj in self.objects:
+            for lm in obj.live.maps.values():
+                if lm.spec.type == MapType.RINGBUF:
+                    mapping = self.kernel.mmap_bpf_ringbuf(lm.fd, lm.spec.max_entries)
+                    self.bpf_rings.append(BpfRingReader(lm.name, mapping))
+
     def file_attrs(self) -> list[FileAttr]:
         """The events as a perf.data file lists them (name, attr, the ids of their fds)."""
         return [FileAttr.of(ev.name, ev.attr, ev.ids) for ev in self.events]
 
     @property
     def name_width(self) -> int:
-        return max((len(ev.name) for ev in self.events if not ev.tracking), default=0)
+        names = [ev.name for ev in self.events if not ev.tracking] + [r.name for r in self.bpf_rings]
+        return max(map(len, names), default=0)
 
     def start(self) -> None:
         """Enable what the workload's exec does not enable (-a, -C, -p)."""
@@ -559,9 +576,16 @@ class RecordSession:
         batch is decoded; the backlog absorbs the difference up to ``options.backlog_bytes``,
         beyond which the rings are left to fill (the kernel then drops and counts)."""
         self._drain_tracking()
-        if self._backlog_size >= self.options.backlog_bytes:
+        if self.backlog >= self.options.backlog_bytes:
             return True
         busy = False
+        for reader in self.bpf_rings:
+            records = reader.take()
+            if records:
+                size = sum(map(len, records))
+                busy = busy or size * 16 > reader.mapping.data_size
+                self._ring_records.extend(RingRecordLine(reader.name, raw) for raw in records)
+                self._ring_bytes += size
         for ev in self.events:
             if ev.tracking:
                 continue
@@ -582,12 +606,18 @@ class RecordSession:
     @property
     def backlog(self) -> int:
         """Bytes taken from the rings and not decoded yet."""
-        return self._backlog_size
+        return self._backlog_size + self._ring_bytes
 
-    def decode(self, budget: int | None = None) -> list[SampleLine | LostLine]:
+    def decode(self, budget: int | None = None) -> list[SampleLine | LostLine | RingRecordLine]:
         """The backlog's samples and losses, in ring order: all of them, or about ``budget``
-        (whole runs of equal samples are not split beyond it)."""
-        out: list[SampleLine | LostLine] = []
+        (whole runs of equal samples are not split beyond it); BPF ring buffer records first."""
+        out: list[SampleLine | LostLine | RingRecordLine] = []
+        records = self._ring_records
+        while records and (budget is None or len(out) < budget):
+            record = records.popleft()
+            self._ring_bytes -= len(record.raw)
+            out.append(record)
+        self.samples += len(out)
         backlog = self._backlog
         while backlog and (budget is None or len(out) < budget):
             pending = backlog[0]
@@ -693,6 +723,8 @@ class RecordSession:
         ring_fds = [ring.ring.fd for ev in self.events for _, ring in ev.rings]
         for fd in ring_fds:
             poller.register(fd, select.POLLIN)
+        for reader in self.bpf_rings:  # a ring buffer map's fd is readable when it holds records
+            poller.register(reader.mapping.fd, select.POLLIN)
         if workload is not None:
             poller.register(workload.pidfd, select.POLLIN)
         if stop_fd is not None:
@@ -755,6 +787,11 @@ class RecordSession:
                 except KernelError as exc:
                     first = first or exc
             ev.fds.clear()
+        for reader in self.bpf_rings:
+            try:
+                self.kernel.munmap_bpf_ringbuf(reader.mapping)
+            except KernelError as exc:
+                first = first or exc
         if self._attacher is not None:
             said = set(self._attacher.notes)
             try:

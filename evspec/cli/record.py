@@ -108,6 +108,7 @@ def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object
 
 
 def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    from evspec.codes.kernel import RING_BUFFER
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
@@ -172,6 +173,10 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 for note in session.all_notes():
                     err.write(f"evspec record: {note}\n")
             if args.output:
+                if session.bpf_rings:
+                    names = ", ".join(r.name for r in session.bpf_rings)
+                    raise ObjectError(RING_BUFFER, f"ring buffer records ({names}) are not written to perf.data "
+                                                   "yet: record them without -o", help=("--format json keeps every record",))
                 capture = _open_capture(args, session)
             if _stop_requested(stop_fd):
                 status = 128 + signal.SIGINT

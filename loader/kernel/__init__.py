@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from evspec.loader.kernel.errors import ENOTSUPP, KernelError, VerifierError
 from evspec.loader.kernel.maps import MapDescription, MapOperations
-from evspec.loader.kernel.perf import PerfOperations, RingMapping
+from evspec.loader.kernel.perf import BpfRingMapping, PerfOperations, RingMapping
 from evspec.loader.kernel.programs import FIRST_LOG_SIZE, ProgramDescription, ProgramOperations
 
 __all__ = [
+    "BpfRingMapping",
     "ENOTSUPP",
     "FIRST_LOG_SIZE",
     "Kernel",

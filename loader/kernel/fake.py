@@ -399,7 +399,7 @@ class FakeKernel:
 
     def mmap(self, length: int, prot: int, flags: int, fd: int, offset: int) -> int:
         args = {"length": length, "prot": prot, "flags": flags, "fd": fd, "offset": offset}
-        if self.open_fds.get(fd) != "perf":
+        if self.open_fds.get(fd) not in ("perf", "map"):  # perf rings, BPF ring buffer maps
             raise self._fail("mmap", args, E.EBADF)
         buf = ctypes.create_string_buffer(length)
         address = ctypes.addressof(buf)

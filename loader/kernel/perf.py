@@ -35,6 +35,23 @@ class RingMapping:
         return self.length - self.page_size
 
 
+@dataclass(frozen=True, slots=True)
+class BpfRingMapping:
+    """A ``BPF_MAP_TYPE_RINGBUF`` map mapped as the kernel lays it out: the consumer page
+    (writable: ``consumer_pos``), then the producer page (``producer_pos``) followed by the
+    ``data_size`` data bytes mapped twice in a row, so that a record never wraps in the mapping."""
+
+    fd: int
+    consumer: int  # address of the consumer page
+    producer: int  # address of the producer page; the data starts one page later
+    data_size: int
+    page_size: int
+
+    @property
+    def data(self) -> int:
+        return self.producer + self.page_size
+
+
 class PerfOperations(KernelCore):
     PERF_FORMAT_LOST = PERF_FORMAT_LOST  # for callers that hold only the Kernel
 
@@ -153,6 +170,33 @@ class PerfOperations(KernelCore):
         except SyscallError as exc:
             raise self._error(exc, f"the ring buffer of perf event fd {fd}", perf=True) from None
         return RingMapping(fd=fd, address=address, length=length, page_size=self.page_size)
+
+    def mmap_bpf_ringbuf(self, fd: int, data_size: int) -> BpfRingMapping:
+        """Map the BPF ring buffer map ``fd`` of ``data_size`` bytes (its max_entries)."""
+        page = self.page_size
+        if data_size <= 0 or data_size & (data_size - 1) or data_size % page:
+            raise KernelError(codes.RING_BUFFER, f"BPF ring buffer size {data_size} is not a power-of-two "
+                                                 f"multiple of the page size ({page})")
+        try:
+            consumer = self.funnel.mmap(page, mmap_mod.PROT_READ | mmap_mod.PROT_WRITE, mmap_mod.MAP_SHARED, fd, 0)
+        except SyscallError as exc:
+            raise self._error(exc, f"the consumer page of BPF ring buffer map fd {fd}") from None
+        try:
+            producer = self.funnel.mmap(page + 2 * data_size, mmap_mod.PROT_READ, mmap_mod.MAP_SHARED, fd, page)
+        except SyscallError as exc:
+            self.funnel.munmap(consumer, page)
+            raise self._error(exc, f"the data pages of BPF ring buffer map fd {fd}") from None
+        return BpfRingMapping(fd, consumer, producer, data_size, page)
+
+    def munmap_bpf_ringbuf(self, ring: BpfRingMapping) -> None:
+        first: SyscallError | None = None
+        for address, length in ((ring.producer, ring.page_size + 2 * ring.data_size), (ring.consumer, ring.page_size)):
+            try:
+                self.funnel.munmap(address, length)
+            except SyscallError as exc:
+                first = first or exc
+        if first is not None:
+            raise self._error(first, f"the mapping of BPF ring buffer map fd {ring.fd}") from None
 
     def munmap(self, ring: RingMapping) -> None:
         try:

@@ -56,6 +56,14 @@ class SampleLine(NamedTuple):
     fields: tuple[tuple[str, FieldValue], ...] | None = None  # a tracepoint's decoded fields
 
 
+class RingRecordLine(NamedTuple):
+    """One record of a BPF ring buffer map: the map's name is the event; the kernel adds nothing
+    to the program's bytes (no task, CPU or time)."""
+
+    event: str
+    raw: bytes
+
+
 @dataclass(frozen=True, slots=True)
 class LostLine:
     event: str
@@ -132,6 +140,20 @@ def sample_text(sample: SampleLine, name_width: int) -> str:
     return "\n".join(lines) + "\n\n"
 
 
+def ring_record_text(record: RingRecordLine, name_width: int) -> str:
+    """A ring buffer record: the map and the size, then the payload as a bpf-output sample's."""
+    lines = [f"{record.event:>{name_width}}: ring buffer record, {len(record.raw)} bytes", *hexdump_lines(record.raw)]
+    text = bpf_string(record.raw)
+    if text is not None:
+        lines.append(f"{'BPF string:':>{_LABEL_WIDTH}} \"{text}\"")
+    return "\n".join(lines) + "\n\n"
+
+
+def ring_record_json(record: RingRecordLine) -> str:
+    return json.dumps({"event": record.event, "ringbuf": True, "raw_hex": record.raw.hex(),
+                       "string": bpf_string(record.raw)}) + "\n"
+
+
 def lost_text(lost: LostLine) -> str:
     return f"LOST {lost.lost} records of {lost.event} on cpu {lost.cpu}\n"
 
@@ -189,13 +211,16 @@ class TextRenderer:
         self._tails[(period, event, raw)] = tail
         return tail
 
-    def render(self, lines: Iterable[SampleLine | LostLine]) -> str:
+    def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
         out: list[str] = []
         append = out.append
         heads, tails = self._heads, self._tails
         for line in lines:
             if type(line) is not SampleLine:
-                append(lost_text(line))  # type: ignore[arg-type]
+                if type(line) is RingRecordLine:
+                    append(ring_record_text(line, self.name_width))  # type: ignore[arg-type]
+                else:
+                    append(lost_text(line))  # type: ignore[arg-type]
                 continue
             event, comm, _pid, tid, cpu, time_ns, period, raw, fields = line
             if fields is not None:
@@ -231,13 +256,13 @@ class JsonRenderer:
         self._tails[raw] = tail
         return tail
 
-    def render(self, lines: Iterable[SampleLine | LostLine]) -> str:
+    def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
         out: list[str] = []
         append = out.append
         heads, tails = self._heads, self._tails
         for line in lines:
             if type(line) is not SampleLine:
-                append(lost_json(line))  # type: ignore[arg-type]
+                append(ring_record_json(line) if type(line) is RingRecordLine else lost_json(line))  # type: ignore[arg-type]
                 continue
             event, comm, pid, tid, cpu, time_ns, _period, raw, fields = line
             if fields is not None:

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: GPL-2.0
+/* ringbuf.c - every getppid() of the workload reserves a record in the ring buffer map `events`
+ * (its count, then a string); every fourth is discarded instead of submitted. The count of calls
+ * seen is kept in `calls` (an ARRAY map) and the reservations that failed in `dropped`. */
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, RINGBUF_BYTES);
+} events SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 2);
+	__type(key, int);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+struct record {
+	__u64 count;
+	char text[8];
+};
+
+SEC("syscalls:sys_enter_getppid")
+int on_getppid(void *ctx)
+{
+	int calls = 0, dropped = 1;
+	__u64 *n = bpf_map_lookup_elem(&counters, &calls);
+	struct record *r;
+
+	if (!n)
+		return 0;
+	r = bpf_ringbuf_reserve(&events, sizeof(*r), 0);
+	if (!r) {
+		__u64 *d = bpf_map_lookup_elem(&counters, &dropped);
+		if (d)
+			__sync_fetch_and_add(d, 1);
+		return 0;
+	}
+	r->count = *n;
+	__builtin_memcpy(r->text, "ring!\0\0", 8);
+	__sync_fetch_and_add(n, 1);
+	if (r->count % 4 == 3)
+		bpf_ringbuf_discard(r, 0);
+	else
+		bpf_ringbuf_submit(r, 0);
+	return 0;
+}
+
+char _license[] SEC("license") = "GPL";
