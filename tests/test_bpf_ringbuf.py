@@ -203,3 +203,22 @@ def test_every_record_written_is_read_and_the_overflow_is_counted(
         assert dropped > 0  # the 4 KiB ring overflowed: the program saw its reservations fail
     else:
         assert dropped == 0
+
+
+def test_a_raw_tracepoint_program_is_attached_and_detached(
+    built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """raw_tp/sys_enter through BPF_RAW_TRACEPOINT_OPEN: it runs system-wide, so the program
+    keeps the workload's getppid() calls only; after record no raw tracepoint link is left."""
+    shutil.copy(DATA / "ringbuf" / "raw_getppid.c", built / "raw_getppid.c")
+    monkeypatch.chdir(built)
+    links_before = subprocess.run(["bpftool", "link", "show"], capture_output=True, text=True, check=True).stdout
+    fds_before = set(os.listdir("/proc/self/fd"))
+    status, out, err = _record("-v", "--format", "json", "-e", "./raw_getppid.c", "--", "./getppid", "50")
+    assert set(os.listdir("/proc/self/fd")) == fds_before, "descriptors left open"
+    assert status == 0, err
+    records = [json.loads(line) for line in out.splitlines()][:-1]
+    assert len(records) == 50 and {r["event"] for r in records} == {"__bpf_stdout__"}
+    assert all(int.from_bytes(bytes.fromhex(r["raw_hex"]), "little") == 110 for r in records)
+    assert "evspec record: program 'on_sys_enter' attached to raw tracepoint sys_enter\n" in err
+    assert subprocess.run(["bpftool", "link", "show"], capture_output=True, text=True, check=True).stdout == links_before

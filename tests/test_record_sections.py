@@ -47,17 +47,17 @@ def test_check_refuses_a_libbpf_kprobe_where_there_are_no_kprobes(bpf_fixtures: 
 
 
 def test_check_refuses_a_program_kind_record_cannot_attach(tmp_path: Path) -> None:
-    """A raw tracepoint is read fine, but record has no attacher for it: check says so."""
+    """A socket filter is read fine, but record has no attacher for it: check says so."""
     import subprocess
 
-    (tmp_path / "raw.c").write_text('#include <linux/bpf.h>\n#include <bpf/bpf_helpers.h>\n'
-                                    'SEC("raw_tp/sched_switch") int on_switch(void *ctx) { return 0; }\n'
-                                    'char _license[] SEC("license") = "GPL";\n')
+    (tmp_path / "sock.c").write_text('#include <linux/bpf.h>\n#include <bpf/bpf_helpers.h>\n'
+                                     'SEC("socket") int on_packet(void *ctx) { return 0; }\n'
+                                     'char _license[] SEC("license") = "GPL";\n')
     subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c",
-                    "raw.c", "-o", "raw.o"], cwd=tmp_path, check=True)
-    [(code, is_error, message)] = _check_one("./raw.o", tmp_path)
+                    "sock.c", "-o", "sock.o"], cwd=tmp_path, check=True)
+    [(code, is_error, message)] = _check_one("./sock.o", tmp_path)
     assert (code, is_error) == ("EB108", True)
-    assert message == "section 'raw_tp/sched_switch': evspec record cannot attach raw_tracepoint programs yet"
+    assert message == "section 'socket': evspec record cannot attach socket programs yet"
 
 
 def test_record_attaches_a_libbpf_tracepoint_section(

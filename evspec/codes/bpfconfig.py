@@ -135,12 +135,12 @@ CODES: tuple[CodeInfo, ...] = (
         "program of a kind evspec record cannot attach yet",
         "evspec reads libbpf's section names as part of its language, and `evspec check` accepts "
         "what `evspec record` runs: tracepoints (perf's SYS:EVENT, libbpf's tracepoint/ and tp/), "
-        "kprobes and uprobes (both styles), xdp and tc. Other kinds (raw_tp/, socket, perf_event) "
+        "raw tracepoints (raw_tp/), kprobes and uprobes (both styles), xdp and tc. Other kinds "
+        "(socket, perf_event) "
         "are read and shown by `evspec inspect`, but record has no way to attach them yet. "
         "`check --perf VERSION` tells separately whether that perf can use the section at all.",
-        'SEC("raw_tp/sched_switch")',
-        "Use a tracepoint section (SEC(\"tracepoint/sched/sched_switch\")), or attach the program "
-        "with its own loader.",
+        'SEC("socket")',
+        "Attach the program with its own loader for now.",
     ),
     CodeInfo(
         KEYLESS_SETTING,

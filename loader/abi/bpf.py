@@ -287,6 +287,17 @@ class LinkCreateAttr(ctypes.Structure):
     ]
 
 
+class RawTracepointOpenAttr(ctypes.Structure):
+    """BPF_RAW_TRACEPOINT_OPEN (``attr.raw_tracepoint``): the tracepoint's name (a C string's
+    address) and the program; the answer is a descriptor whose closing detaches."""
+
+    _fields_ = [
+        ("name", u64),
+        ("prog_fd", u32),
+        ("_pad", u32),
+    ]
+
+
 class MapInfo(ctypes.Structure):
     """``struct bpf_map_info``."""
 

@@ -105,6 +105,7 @@ KindFactory = Callable[[Kernel, AttachOptions], KindAttacher]
 KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {
     AttachKind.UPROBE: "evspec.loader.attach.probes:UprobeAttacher",
     AttachKind.KPROBE: "evspec.loader.attach.probes:KprobeAttacher",
+    AttachKind.RAW_TRACEPOINT: "evspec.loader.attach.raw_tracepoint:RawTracepointAttacher",
     AttachKind.XDP: "evspec.loader.attach.net:NetAttacher",
     AttachKind.TC: "evspec.loader.attach.net:NetAttacher",
 }

@@ -106,6 +106,7 @@ class FakeKernel:
         self.bpf_attr_size = bpf_attr_size  # the union bpf_attr size this "kernel" knows
         self.perf_attr_size = perf_attr_size  # the perf_event_attr size this "kernel" knows
         self.calls: list[Call] = []
+        self.raw_tracepoints: list[str] = []  # the names BPF_RAW_TRACEPOINT_OPEN attached to
         self.scripts: list[Script] = []
         self.open_fds: dict[int, str] = {}  # fd -> what it is ("map", "prog", "btf", "perf", "link")
         self.maps: dict[int, FakeMap] = {}
@@ -320,6 +321,11 @@ class FakeKernel:
             return fd
         if op == "BPF_BTF_LOAD":
             return self._new_fd("btf")
+        if op == "BPF_RAW_TRACEPOINT_OPEN":
+            if attr.prog_fd not in self.programs:
+                raise SyscallError(E.EBADF, op)
+            self.raw_tracepoints.append(ctypes.string_at(attr.name).decode())
+            return self._new_fd("link")
         if op == "BPF_LINK_CREATE":
             if attr.prog_fd not in self.programs or self.open_fds.get(attr.target_fd) != "perf":
                 raise SyscallError(E.EBADF, op)

@@ -215,6 +215,13 @@ class ProgramOperations(KernelCore):
         """The ids of every program on the system (BPF_PROG_GET_NEXT_ID)."""
         return self._next_ids(abi.Cmd.PROG_GET_NEXT_ID)
 
+    def raw_tracepoint_open(self, name: str, prog_fd: int) -> int:
+        """Attach a raw tracepoint program to the tracepoint ``name`` (``sched_switch``); closing
+        the descriptor returned detaches it."""
+        text = ctypes.create_string_buffer(name.encode())
+        attr = abi.RawTracepointOpenAttr(name=ctypes.addressof(text), prog_fd=prog_fd)
+        return self._bpf(abi.Cmd.RAW_TRACEPOINT_OPEN, attr, f"raw tracepoint {name}")
+
     def link_perf_event(self, prog_fd: int, perf_fd: int, *, cookie: int = 0) -> int:
         """Attach a program to a perf event with a BPF link (5.15+); closing the link detaches."""
         attr = abi.LinkCreateAttr(

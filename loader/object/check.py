@@ -23,6 +23,7 @@ from evspec.loader.object.section import (
     RECORD_ATTACH_KINDS,
     AttachKind,
     ProbeTarget,
+    RawTracepointTarget,
     SectionSpec,
     SectionStyle,
     TracepointTarget,
@@ -343,6 +344,7 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
             programs.append(_Program(program, section))
     for p in programs:
         _check_tracepoint(check, p)
+        _check_raw_tracepoint(check, p)
     for p in programs:
         if p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False:
             check.fail(
@@ -447,6 +449,21 @@ def _perf_tracepoint_words(program: ProgramSpec, section: SectionSpec, target: T
         "perf_message": "Attach events in BPF object failed",
         "perf_help": ADD_V_HELP,
     }
+
+
+def _check_raw_tracepoint(check: _ObjectCheck, p: _Program) -> None:
+    """A raw tracepoint is named by its event alone: some trace system must have it."""
+    target = p.section.target
+    if not isinstance(target, RawTracepointTarget):
+        return
+    exists = check.env.tracepoint_exists("*", target.event)
+    if exists is False:
+        check.fail(
+            codes.UNKNOWN_TRACEPOINT,
+            f"section '{p.section.name}': no tracepoint is named '{target.event}'",
+            notes=_section_note(p.program, target.span),
+            help=("a raw tracepoint is named by its event alone (raw_tp/sched_switch); see: evspec list tracepoint",),
+        )
 
 
 def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:

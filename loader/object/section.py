@@ -93,7 +93,10 @@ class AttachKind(str, Enum):
 NET_HOOKS = frozenset({AttachKind.XDP, AttachKind.TC})
 #: what `evspec record` attaches (loader/attach.py's KIND_ATTACHERS, tracepoints, load-only);
 #: `evspec check` refuses programs of the other kinds, since record would
-RECORD_ATTACH_KINDS = frozenset({AttachKind.TRACEPOINT, AttachKind.NONE, AttachKind.KPROBE, AttachKind.UPROBE, *NET_HOOKS})
+RECORD_ATTACH_KINDS = frozenset(
+    {AttachKind.TRACEPOINT, AttachKind.NONE, AttachKind.KPROBE, AttachKind.UPROBE, AttachKind.RAW_TRACEPOINT,
+     *NET_HOOKS}
+)
 
 
 class XdpMode(str, Enum):
