@@ -628,3 +628,12 @@ def test_uprobe_targets_include_ifunc_resolvers() -> None:
         pytest.skip(f"no glibc at the Debian multiarch paths (ctypes finds {ctypes.util.find_library('c')})")
     names = elf_function_symbols(libc)
     assert {"strlen", "getpid", "malloc"} <= names
+
+
+def test_what_is_said_about_a_compiled_source_names_the_source(files: Files) -> None:
+    """The object read from the compile cache is the user's .c: messages never show the cache."""
+    files.add("prog.c", ObjectError("EB014", f"{files.root}/prog.o: at offset 8 of section 'x': symbol 'memcmp' "
+                                    "is not defined", perf_message=f"Failed to load {files.root}/prog.o: Relocation failed"))
+    d = only(check_bpf_event(event("./prog.c"), files.env(), {}))
+    assert d.message == "'./prog.c': at offset 8 of section 'x': symbol 'memcmp' is not defined"
+    assert d.perf_message == f"Failed to load {files.root}/prog.c: Relocation failed"

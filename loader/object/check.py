@@ -128,19 +128,29 @@ class ObjectEnvironment:
         )
 
     def load(self, path: Path, is_source: bool) -> ObjectSpec:
-        if is_source:
-            compile_source = self.compile_source
-            if compile_source is None:
-                from evspec.loader.object.compile import compile_source as default_compile
-
-                compile_source = default_compile
-            path = compile_source(path)
         read = self.read_object
         if read is None:
             from evspec.loader.object.reader import read_object as default_read
 
             read = default_read
-        return read(path)
+        if not is_source:
+            return read(path)
+        compile_source = self.compile_source
+        if compile_source is None:
+            from evspec.loader.object.compile import compile_source as default_compile
+
+            compile_source = default_compile
+        compiled = compile_source(path)
+        try:
+            return read(compiled)
+        except ObjectError as exc:  # about the source as the user named it, not the compile cache
+            raise ObjectError(
+                exc.code,
+                exc.message.replace(str(compiled), str(path)),
+                perf_message=exc.perf_message.replace(str(compiled), str(path)) if exc.perf_message else None,
+                detail=exc.detail,
+                help=exc.help,
+            ) from None
 
     def symbols(self, path: Path) -> frozenset[str]:
         return (self.read_symbols or elf_function_symbols)(path)
