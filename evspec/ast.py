@@ -162,7 +162,32 @@ class MapTerm(_Node):
         _set(self, "option_span", option_span)
 
 
-AnyTerm = Term | MapTerm
+class ProgTerm(_Node):
+    """``prog:NAME.OPTION=VALUE`` — an object term naming a program of a BPF event (COMPAT 1.14):
+    ``prog:on_tick.event=cpu-clock`` attaches the ``perf_event`` program ``on_tick`` to the event
+    ``cpu-clock`` defined earlier. ``option`` is kept as written (only ``event`` exists)."""
+
+    __slots__ = ("prog_name", "option", "value", "span", "key_span", "name_span", "option_span")
+    prog_name: str
+    option: str
+    value: Value | None
+    span: Span
+    key_span: Span
+    name_span: Span
+    option_span: Span
+
+    def __init__(self, prog_name: str, option: str, value: Value | None, span: Span, key_span: Span,
+                 name_span: Span, option_span: Span) -> None:
+        _set(self, "prog_name", prog_name)
+        _set(self, "option", option)
+        _set(self, "value", value)
+        _set(self, "span", span)
+        _set(self, "key_span", key_span)
+        _set(self, "name_span", name_span)
+        _set(self, "option_span", option_span)
+
+
+AnyTerm = Term | MapTerm | ProgTerm
 
 
 class Terms(_Node):
@@ -392,6 +417,10 @@ class BpfEvent(_Node):
     @property
     def object_terms(self) -> tuple[MapTerm, ...]:
         return tuple(t for t in self.terms.items if isinstance(t, MapTerm)) if self.terms else ()
+
+    @property
+    def prog_terms(self) -> tuple[ProgTerm, ...]:
+        return tuple(t for t in self.terms.items if isinstance(t, ProgTerm)) if self.terms else ()
 
 
 Event = (

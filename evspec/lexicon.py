@@ -311,6 +311,9 @@ BRANCH_TYPES: tuple[str, ...] = (
 
 # map:NAME.OPTION of BPF object terms.
 MAP_TERM_PREFIX = "map:"
+# prog:NAME.event=EVENT: a perf_event program of a BPF object and the event it goes on.
+PROG_TERM_PREFIX = "prog:"
+PROG_OPTIONS = ("event",)
 MAP_OPTIONS: tuple[str, ...] = ("value", "event")
 
 U64_MAX = (1 << 64) - 1

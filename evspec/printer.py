@@ -25,6 +25,7 @@ from evspec.ast import (
     Number,
     NumericEvent,
     PmuEvent,
+    ProgTerm,
     RawEvent,
     SymbolEvent,
     Term,
@@ -105,6 +106,9 @@ def print_term(term: AnyTerm) -> str:
             key += f".{term.option}"
         if term.indices is not None:
             key += _indices(term.indices)
+        return key if term.value is None else f"{key}={print_value(term.value)}"
+    if isinstance(term, ProgTerm):
+        key = f"prog:{term.prog_name}" + (f".{term.option}" if term.option else "")
         return key if term.value is None else f"{key}={print_value(term.value)}"
     assert isinstance(term, Term)
     if term.kind is TermKind.RAW:

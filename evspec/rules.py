@@ -22,6 +22,7 @@ from evspec.ast import (
     Number,
     NumericEvent,
     PmuEvent,
+    ProgTerm,
     RawEvent,
     SymbolEvent,
     SymbolKind,
@@ -56,8 +57,8 @@ def check(events: EventList, earlier_names: Sequence[str] = ()) -> list[Diagnost
 def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[tuple[Diagnostic, ...]]:
     """The findings of ``check``, one tuple per item of ``events.items``."""
     names = set(earlier_names)
-    collect = any(  # names matter only to map:NAME.event= terms
-        isinstance(e, BpfEvent) and any(t.option == "event" for t in e.object_terms)
+    collect = any(  # names matter only to map:NAME.event= and prog:NAME.event= terms
+        isinstance(e, BpfEvent) and (any(t.option == "event" for t in e.object_terms) or bool(e.prog_terms))
         for item in events.items for e in (item.events if isinstance(item, Group) else (item,))
     )
     out: list[tuple[Diagnostic, ...]] = []
@@ -253,6 +254,12 @@ def _terms(event: Event, terms: Terms, names: set[str]) -> Iterator[Diagnostic]:
             elif not isinstance(event, PmuEvent):
                 yield _not_for(term.key_span, f"map:{term.map_name}", label, restricted)
             continue
+        if isinstance(term, ProgTerm):
+            if isinstance(event, BpfEvent):
+                yield from _prog_term(term, names)
+            else:
+                yield _not_for(term.key_span, f"prog:{term.prog_name}", label, restricted)
+            continue
         if term.kind is TermKind.DRIVER:
             if not isinstance(event, PmuEvent):
                 yield error("ES032", f"driver-config term not valid for this event kind ({label})",
@@ -329,6 +336,30 @@ def _string_help(key: str) -> tuple[str, ...]:
     if key == "branch_type":
         return ("branch_type is no or one of: " + ", ".join(lexicon.BRANCH_TYPES),)
     return (f"for example {key}=foo, or quoted: {key}='a:b'",)
+
+
+_PROG_HINT = "a program term is prog:NAME.event=EVENT, EVENT defined earlier (cpu-clock/freq=99/)"
+
+
+def _prog_term(term: ProgTerm, names: set[str]) -> Iterator[Diagnostic]:
+    """``prog:NAME.event=EVENT``: structure, option, value present and a word, the event earlier."""
+    key = f"prog:{term.prog_name}"
+    if not term.prog_name or term.option not in lexicon.PROG_OPTIONS:
+        where = term.key_span if not term.prog_name or not term.option else term.option_span
+        what = "empty program name" if not term.prog_name else (
+            f"unknown program option '{term.option}' (expected event)" if term.option else
+            "program term without '.event'")
+        yield error("ES048", what, where, help=(_PROG_HINT,))
+        return
+    if term.value is None:
+        yield error("ES044", f"'{key}.event' has no value (missing '=')", term.key_span, help=(_PROG_HINT,))
+        return
+    if not isinstance(term.value, Word):
+        yield error("ES045", f"'{key}.event' needs the name of an event", term.value.span, help=(_PROG_HINT,))
+        return
+    if term.value.text not in names:
+        yield error("ES047", f"no earlier event named '{term.value.text}'", term.value.span,
+                    help=(f"define the event before this one, e.g. '-e {term.value.text}/freq=99/ -e ...'",))
 
 
 def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:

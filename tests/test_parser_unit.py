@@ -146,6 +146,9 @@ FIRST_DIAGNOSTIC = [
     ("./maps.o/map:arr.event=1/", "ES045", 23, 24),
     ("./maps.o/map:arr.value=5,foo=1/", "ES046", 25, 28),
     ("./a.o/map:channel.event=evt/", "ES047", 24, 27),
+    ("./maps.o/prog:p=1/", "ES048", 9, 15),
+    ("./maps.o/prog:p.foo=1/", "ES048", 16, 19),
+    ("./maps.o/prog:p.event=evt/", "ES047", 22, 25),
     # COMPAT 1.12 and the corpus rules on spans
     ("cycles/period=1 /", "ES003", 15, 16),
     ("cycles/period=1, /", "ES010", 17, 18),

@@ -34,6 +34,9 @@ BAD_KEY_SIZE = "EB130"
 BAD_VALUE_SIZE = "EB131"
 VALUE_TOO_WIDE = "EB132"
 VALUE_TRUNCATED = "WB132"
+NO_SUCH_PROGRAM = "EB135"
+NOT_A_PERF_EVENT_PROGRAM = "EB136"
+EVENT_CANNOT_CARRY_PROGRAM = "EB137"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
@@ -229,6 +232,30 @@ CODES: tuple[CodeInfo, ...] = (
         "earlier event. perf: `Incorrect value type for map`.",
         "./maps.o/map:channel.event=123/",
         "Give a number for .value and an event name for .event.",
+    ),
+    CodeInfo(
+        NO_SUCH_PROGRAM,
+        "prog:NAME names no program of the object",
+        "A program term names a program (a function in a program section) of the BPF object.",
+        "./sampler.bpf.o/prog:on_tik.event=cpu-clock/",
+        "`evspec inspect OBJ.o` lists the programs; write the function's name.",
+    ),
+    CodeInfo(
+        NOT_A_PERF_EVENT_PROGRAM,
+        "prog:NAME.event= names a program that is not a perf_event program",
+        "Only a program in a SEC(\"perf_event\") section is put on an event by a program term; a "
+        "tracepoint, probe or network program attaches where its section says.",
+        "./maps.o/prog:on_enter.event=cpu-clock/",
+        "Put the program in SEC(\"perf_event\"), or drop the term.",
+    ),
+    CodeInfo(
+        EVENT_CANNOT_CARRY_PROGRAM,
+        "the event of a program term cannot carry a perf_event program",
+        "A perf_event program runs when a sampling event (hardware, software, raw, cache, a PMU "
+        "event) overflows; tracepoints, breakpoints, BPF objects and tool events take other programs "
+        "or none.",
+        "-e sched:sched_switch -e ./sampler.bpf.o/prog:on_tick.event=sched:sched_switch/",
+        "Name a sampling event defined earlier, for example -e cpu-clock/freq=99/.",
     ),
     CodeInfo(
         NO_SUCH_EVENT,

@@ -178,6 +178,13 @@ CODES: tuple[CodeInfo, ...] = (
         "./prog.o/map:channel.event=evt/",
         "Define the event first: 'bpf-output/no-inherit,name=evt/,./prog.o/map:channel.event=evt/'.",
     ),
+    CodeInfo(
+        "ES048", "malformed program term",
+        "A program term of a BPF event is prog:NAME.event=EVENT (COMPAT 1.14): NAME is a perf_event "
+        "program of the object, EVENT an event defined earlier, on which the program is attached.",
+        "./sampler.bpf.o/prog:on_tick=cpu-clock/",
+        "Write prog:NAME.event=EVENT: '-e cpu-clock/freq=99/ -e ./sampler.bpf.o/prog:on_tick.event=cpu-clock/'.",
+    ),
     # ---- warnings --------------------------------------------------------------------------
     CodeInfo("WS001", "repeated cache part",
              "The same cache operation or result written twice has no effect (perf ignores it).",

@@ -27,6 +27,7 @@ from evspec.ast import (
     Modifiers,
     NumericEvent,
     PmuEvent,
+    ProgTerm,
     RawEvent,
     SymbolEvent,
     SymbolKind,
@@ -309,6 +310,8 @@ class AstBuilder:
             code = int(text[3:], 16) if text.startswith("r0x") else int(text[1:], 16)
             raw = NumberNode(code, text[1:], Span(key.start_pos + 1, key.end_pos))
             return Term(TermKind.RAW, text, raw, span, token_span(key))
+        if text.startswith(lexicon.PROG_TERM_PREFIX):
+            return self._prog_term(key, value, span)
         kind = TermKind.KEYWORD if text in lexicon.KEYWORD_TERMS else TermKind.USER
         return Term(kind, text, value, span, token_span(key))
 
@@ -324,6 +327,18 @@ class AstBuilder:
         option_span = Span(key.end_pos, key.end_pos) if dot < 0 else Span(rest_start + dot + 1, key.end_pos)
         key_span = Span(key.start_pos, index.span.end if index is not None else key.end_pos)
         return MapTerm(map_name, option, index, value, span, key_span, name_span, option_span)
+
+    @staticmethod
+    def _prog_term(key: Tok, value: Value | None, span: Span) -> ProgTerm:
+        text = str(key)
+        rest_start = key.start_pos + len(lexicon.PROG_TERM_PREFIX)
+        rest = text[len(lexicon.PROG_TERM_PREFIX):]
+        dot = rest.find(".")
+        name = rest if dot < 0 else rest[:dot]
+        option = "" if dot < 0 else rest[dot + 1:]
+        name_span = Span(rest_start, rest_start + len(name))
+        option_span = Span(key.end_pos, key.end_pos) if dot < 0 else Span(rest_start + dot + 1, key.end_pos)
+        return ProgTerm(name, option, value, span, token_span(key), name_span, option_span)
 
     @staticmethod
     def _driver_term(tok: Tok) -> Term:

@@ -26,6 +26,7 @@ from evspec.ast import (
     MapTerm,
     Number,
     NumericEvent,
+    ProgTerm,
     RawEvent,
     SymbolEvent,
     SymbolKind,
@@ -167,11 +168,13 @@ def check_map_terms(
 
 
 def _check_term(
-    term: Term | MapTerm,
+    term: Term | MapTerm | ProgTerm,
     spec: ObjectSpec,
     defined_events: Mapping[str, EventFacts] | None,
     truncate_values: bool,
 ) -> list[Diagnostic]:
+    if isinstance(term, ProgTerm):
+        return []  # a program term: prog_terms
     if isinstance(term, Term):
         if term.kind is not TermKind.USER:
             return []  # an event term: checked with the tracepoint term set by the object checker
