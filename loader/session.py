@@ -50,6 +50,7 @@ from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 from evspec.loader.output.tracefs_format import TracepointDecoders
 
 from evspec.ast import BpfEvent, EventList
+from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
 from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
 from evspec.diagnostics import EvspecError, Source
 from evspec.system.model import System, parse_cpu_list
@@ -91,6 +92,7 @@ class RecordOptions:
     pid: int | None = None
     ring_pages: int = DEFAULT_RING_PAGES
     dev: str | None = None  # network interface for xdp/tc programs that name none
+    pin_root: str | None = None  # where LIBBPF_PIN_BY_NAME maps are pinned (None: /sys/fs/bpf)
     wakeup_fraction: int = 4  # the reader is woken when 1/N of a ring is full (0: every sample)
     backlog_bytes: int = DEFAULT_BACKLOG_BYTES  # live mode: taken ring bytes waiting to be decoded
 
@@ -202,6 +204,7 @@ class LoadedObject:
     attachments: tuple[ProgramAttach, ...]
     updates: tuple[MapUpdate, ...]
     spec_index: int
+    programs_on_events: tuple[tuple[str, str], ...] = ()  # prog:NAME.event=EVENT terms: (NAME, EVENT)
 
 
 def read_bpf_object(path: str, is_source: bool, cwd: Path) -> ObjectSpec:
@@ -343,9 +346,11 @@ class RecordSession:
 
     @property
     def warnings(self) -> list[str]:
-        """What ``record`` says even without ``-v``: what was left undone (a stale tracefs entry
-        or network hook of a dead run that could not be removed)."""
-        return self._attacher.warnings if self._attacher is not None else []
+        """What ``record`` says even without ``-v``: what each object was loaded without (BTF,
+        func/line info, map key/value types: the loader's fallbacks) and what was left undone (a
+        stale tracefs entry or network hook of a dead run that could not be removed)."""
+        out = [w for obj in self.objects for w in obj.live.warnings]
+        return out + (self._attacher.warnings if self._attacher is not None else [])
 
     def all_notes(self) -> list[str]:
         """What ``record -v`` says: the system's and attachers' notes from setup, each object's
@@ -378,8 +383,10 @@ class RecordSession:
             for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
                 attachments = self._attacher.plan(spec)
                 deferred = {a.program for a in attachments if a.deferred}
-                live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred)
-                self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index))
+                pins = {} if self.options.pin_root is None else {"pin_root": self.options.pin_root}
+                live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred, **pins)
+                on_events = tuple((t.prog_name, t.value.text) for t in ref.event.prog_terms if t.value is not None)
+                self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
             if system is not None and hasattr(system, "notes"):
                 self.notes.extend(system.notes)
             auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
@@ -387,6 +394,7 @@ class RecordSession:
             self._lost_readable = self.kernel.lost_count_readable()
             self._open_all(plan.events, auto, target)
             self._attach()
+            self._attach_perf_event_programs()
             self.notes.extend(self._attacher.notes)
             self._apply()
             self._map_rings()
@@ -395,15 +403,19 @@ class RecordSession:
             self.close()
             raise
 
-    def _event(self, name: str, values: dict[str, int], *, sampling: bool, target: Target) -> OpenedEvent:
+    def _event(self, name: str, values: dict[str, int], *, sampling: bool, target: Target,
+               overflows: bool = False) -> OpenedEvent:
+        """``overflows``: the event carries a perf_event program, which runs when the event
+        overflows: its period or frequency stays as the event string set it (no ring is read)."""
         values = dict(values)
         for bit in _TRACKING_BITS:
             values.pop(bit, None)
-        values.pop("freq", None)
-        values.pop("sample_freq", None)
+        if not overflows:
+            values.pop("freq", None)
+            values.pop("sample_freq", None)
+            values["sample_period"] = 1 if sampling else 0
         values["read_format"] = self.kernel.PERF_FORMAT_LOST if sampling and self._lost_readable else 0
         values["sample_type"] = int(SAMPLE_TYPE) if sampling else 0
-        values["sample_period"] = 1 if sampling else 0
         values.update(self._wakeup(sampling))
         values["sample_id_all"] = 1
         values["disabled"] = 1
@@ -439,9 +451,11 @@ class RecordSession:
 
     def _open_all(self, planned: Sequence[object], auto: Sequence[object], target: Target) -> None:
         by_spec: dict[int, list[OpenedEvent]] = {}
+        carriers = {event for obj in self.objects for _, event in obj.programs_on_events}
         for ev in planned:
             is_output = ev.attr.get("type") == PerfType.SOFTWARE and ev.attr.get("config") == SwConfig.BPF_OUTPUT  # type: ignore[attr-defined]
-            opened = self._event(ev.name, ev.attr.to_json(), sampling=is_output, target=target)  # type: ignore[attr-defined]
+            opened = self._event(ev.name, ev.attr.to_json(), sampling=is_output, target=target,  # type: ignore[attr-defined]
+                                 overflows=ev.name in carriers)  # type: ignore[attr-defined]
             by_spec.setdefault(ev.spec_index, []).append(opened)  # type: ignore[attr-defined]
         for obj in self.objects:
             for a in obj.attachments:
@@ -490,6 +504,18 @@ class RecordSession:
             self.probe_sharing = ProbeSharing(len(prologue_programs), points)
         for obj in self.objects:
             self._attacher.attach_hooks(obj.live, obj.attachments)
+
+    def _attach_perf_event_programs(self) -> None:
+        """Each prog:NAME.event=EVENT: the program set on every instance (CPU, task) of EVENT."""
+        named = self._by_name()
+        for obj in self.objects:
+            for program, event in obj.programs_on_events:
+                opened = named.get(event)
+                if opened is None:
+                    raise ObjectError(NO_EVENT_FOR_PROGRAM, f"{obj.path}: prog:{program}.event={event}: no event "
+                                                            f"named '{event}' was opened")
+                attach_program(self.kernel, opened.all_fds(), obj.live.program(program).fd)
+                self.notes.append(f"perf_event program '{program}' set on {len(opened.all_fds())} instance(s) of {event}")
 
     def _apply(self) -> None:
         instances = {name: ev.instances() for name, ev in self._by_name().items()}

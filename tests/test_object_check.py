@@ -235,7 +235,7 @@ def test_libbpf_sections_record_runs_are_accepted(files: Files, section: str) ->
     assert check_bpf_event(event("./lb.o"), files.env(kprobe_events=True), {}) == []
 
 
-@pytest.mark.parametrize(("section", "kind"), [("socket", "socket"), ("perf_event", "perf_event")])
+@pytest.mark.parametrize(("section", "kind"), [("socket", "socket")])
 def test_libbpf_sections_record_cannot_attach_are_refused(files: Files, section: str, kind: str) -> None:
     files.add("lb.o", spec(section))
     d = only(check_bpf_event(event("./lb.o"), files.env(), {}))

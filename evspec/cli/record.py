@@ -40,6 +40,9 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("-C", "--cpu", metavar="CPUS", help="system-wide on these CPUs (0,2-3)")
     p.add_argument("-p", "--pid", type=int, help="record an existing process (its threads)")
     p.add_argument("--dev", metavar="IFACE", help="network interface for xdp/tc programs whose section names none")
+    p.add_argument("--pin-root", metavar="DIR",
+                   help="where maps declared with LIBBPF_PIN_BY_NAME are pinned and found again, a bpffs "
+                        "folder (default: /sys/fs/bpf, as libbpf)")
     p.add_argument("-o", "--output", metavar="FILE",
                    help="capture: write the records to FILE in perf.data format instead of printing them")
     p.add_argument("-m", "--mmap-pages", type=_pages, default=None, metavar="PAGES",
@@ -140,6 +143,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             cpus=parse_cpu_list(args.cpu) if args.cpu else None,
             pid=args.pid,
             dev=args.dev,
+            pin_root=args.pin_root,
             ring_pages=args.mmap_pages or DEFAULT_RING_PAGES,
         )
         workload: Workload | None = None

@@ -18,7 +18,9 @@ BAD_LICENSE_OR_VERSION = "EB011"
 COMPILE_FAILED = "EB012"
 NO_CLANG = "EB013"
 UNSUPPORTED = "EB014"
+CORE_RELOCATION = "EB015"
 CACHE_REFUSED = "WB001"
+CORE_UNRESOLVED = "WB002"
 
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
@@ -133,6 +135,20 @@ CODES: tuple[CodeInfo, ...] = (
         "RELA relocations, or a relocation kind that only libbpf's CO-RE machinery handles.",
     ),
     CodeInfo(
+        CORE_RELOCATION,
+        "CO-RE relocation cannot be applied",
+        "The object's CO-RE relocations (.BTF.ext core_relo records, written by clang for "
+        "preserve_access_index types, BPF_CORE_READ and bpf_core_* macros) are resolved against a "
+        "target BTF: the running kernel's /sys/kernel/btf/vmlinux or the one given. This one cannot "
+        "be: there is no target BTF, a record is malformed (access string out of range, unknown "
+        "kind), several target types match with different answers, or the instruction is not the "
+        "one the relocation expects. A field that is simply missing in the target is no error: its "
+        "instruction is poisoned, and the verifier refuses it only if it is reached.",
+        "",
+        "Check the target BTF (`bpftool btf dump file /sys/kernel/btf/vmlinux`), and rebuild the "
+        "object from a vmlinux.h or local type definitions that match it.",
+    ),
+    CodeInfo(
         CACHE_REFUSED,
         "compile cache not used",
         "The cache directory for compiled sources ($XDG_CACHE_HOME/evspec/bpf or "
@@ -141,5 +157,17 @@ CODES: tuple[CodeInfo, ...] = (
         "compiles into a private temporary directory instead.",
         "",
         "chmod 700 the cache directory, or remove it and let evspec recreate it.",
+    ),
+    CodeInfo(
+        CORE_UNRESOLVED,
+        "CO-RE relocation not resolved",
+        "A CO-RE relocation of the object names a field or enumerator that the target kernel's "
+        "BTF does not have: its instruction is poisoned (libbpf's `call 195896080`), and the "
+        "verifier refuses the program if the instruction is reached (a read guarded by "
+        "bpf_core_field_exists is not). Or the relocations could not be checked at all, the "
+        "system having no BTF to check them against.",
+        "",
+        "Guard the access with bpf_core_field_exists(), or use a flavour (struct x___v2) that "
+        "matches this kernel.",
     ),
 )

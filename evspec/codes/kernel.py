@@ -18,6 +18,9 @@ PROGRAM_TYPE = "EK011"
 BAD_SIZE = "EK012"
 RING_BUFFER = "EK013"
 BTF_REJECTED = "EK014"
+PINNED_MAP = "EK015"
+NUMA_NODE = "EK016"
+FUNC_INFO_NEEDED = "EK017"
 
 # Recording: applying map settings, attaching programs, the workload (EK101-EK109).
 APPLY_FAILED = "EK101"
@@ -162,6 +165,32 @@ CODES: tuple[CodeInfo, ...] = (
         "the kernel refused the object's BTF",
         "BPF_BTF_LOAD failed. The object is loaded without BTF (maps lose their key/value type\n"
         "information, nothing else changes); the BTF log is kept with the error.",
+    ),
+    CodeInfo(
+        PINNED_MAP,
+        "a map pinned by name cannot be reused or pinned",
+        "A map declared with __uint(pinning, LIBBPF_PIN_BY_NAME) is pinned at PIN_ROOT/NAME\n"
+        "(/sys/fs/bpf by default). A map already pinned there is reused when its type, key and\n"
+        "value sizes, max_entries, flags and map_extra equal the declaration's (as libbpf does);\n"
+        "otherwise the object is refused, naming what differs. Pinning fails when the pin root is\n"
+        "not on a bpffs mount or is not writable.",
+        "",
+        "remove the stale pin (rm /sys/fs/bpf/NAME) or make the declaration match it",
+    ),
+    CodeInfo(
+        NUMA_NODE,
+        "a map's numa_node does not exist on this machine",
+        "The map is declared with BPF_F_NUMA_NODE and a numa_node the kernel refused (EINVAL):\n"
+        "the node is not online here. libbpf refuses such a map the same way.",
+        "",
+        "use a node listed in /sys/devices/system/node/online, or drop BPF_F_NUMA_NODE",
+    ),
+    CodeInfo(
+        FUNC_INFO_NEEDED,
+        "a program with global functions cannot be loaded without its func info",
+        "The kernel refused the program's BTF func/line info (or the object's BTF). Without func\n"
+        "info the verifier would treat its global functions as static ones, which changes what\n"
+        "the program means, so it is not loaded again without it; the kernel's reason is kept.",
     ),
     CodeInfo(
         "EK101",

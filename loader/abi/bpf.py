@@ -270,6 +270,27 @@ class ObjInfoAttr(ctypes.Structure):
     ]
 
 
+class ObjAttr(ctypes.Structure):
+    """BPF_OBJ_PIN, BPF_OBJ_GET (``attr.pathname``, ``bpf_fd``, ``file_flags``, ``path_fd``)."""
+
+    _fields_ = [
+        ("pathname", u64),
+        ("bpf_fd", u32),
+        ("file_flags", u32),
+        ("path_fd", s32),
+        ("_pad0", u32),
+    ]
+
+
+# ``pinning`` of a BTF-defined map (libbpf's enum libbpf_pin_type).
+LIBBPF_PIN_NONE = 0
+LIBBPF_PIN_BY_NAME = 1
+
+# ``linkage`` of a BTF FUNC (enum btf_func_linkage).
+BTF_FUNC_STATIC = 0
+BTF_FUNC_GLOBAL = 1
+
+
 class LinkCreateAttr(ctypes.Structure):
     """BPF_LINK_CREATE for a perf event target (``attr.link_create``, its ``perf_event`` arm).
 

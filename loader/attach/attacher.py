@@ -106,6 +106,7 @@ KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {
     AttachKind.UPROBE: "evspec.loader.attach.probes:UprobeAttacher",
     AttachKind.KPROBE: "evspec.loader.attach.probes:KprobeAttacher",
     AttachKind.RAW_TRACEPOINT: "evspec.loader.attach.raw_tracepoint:RawTracepointAttacher",
+    AttachKind.PERF_EVENT: "evspec.loader.attach.perf_event:PerfEventProgramAttacher",
     AttachKind.XDP: "evspec.loader.attach.net:NetAttacher",
     AttachKind.TC: "evspec.loader.attach.net:NetAttacher",
 }

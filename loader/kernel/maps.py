@@ -34,6 +34,9 @@ class MapDescription:
     max_entries: int
     flags: int
     btf_id: int
+    map_extra: int = 0
+    btf_key_type_id: int = 0
+    btf_value_type_id: int = 0
 
 
 class MapOperations(KernelCore):
@@ -51,9 +54,11 @@ class MapOperations(KernelCore):
         btf_value_type_id: int = 0,
         inner_map_fd: int = 0,
         map_extra: int = 0,
+        numa_node: int = 0,
     ) -> int:
         """Create a map; with ``btf_fd`` its key and value get those BTF types (left out on kernels
-        that do not know the fields, see ``left_out``)."""
+        that do not know the fields, see ``left_out``). ``numa_node`` counts only with the
+        BPF_F_NUMA_NODE flag (the kernel's rule); ``inner_map_fd`` is the template of a map-in-map."""
         attr = abi.MapCreateAttr(
             map_type=map_type,
             key_size=key_size,
@@ -61,6 +66,7 @@ class MapOperations(KernelCore):
             max_entries=max_entries,
             map_flags=flags,
             inner_map_fd=inner_map_fd,
+            numa_node=numa_node,
             map_name=abi.object_name(name),
             map_extra=map_extra,
         )
@@ -196,7 +202,25 @@ class MapOperations(KernelCore):
             max_entries=info.max_entries,
             flags=info.map_flags,
             btf_id=info.btf_id,
+            map_extra=info.map_extra,
+            btf_key_type_id=info.btf_key_type_id,
+            btf_value_type_id=info.btf_value_type_id,
         )
+
+    def pin(self, fd: int, path: str, *, what: str = "") -> None:
+        """BPF_OBJ_PIN: make ``path`` (on a bpffs mount) refer to the object of ``fd``."""
+        buf = in_buffer(path.encode() + b"\0")
+        self._bpf(abi.Cmd.OBJ_PIN, abi.ObjAttr(pathname=address(buf), bpf_fd=fd), what or path)
+
+    def pinned(self, path: str, *, what: str = "") -> int | None:
+        """BPF_OBJ_GET: a new fd of the object pinned at ``path``; None when nothing is (ENOENT)."""
+        buf = in_buffer(path.encode() + b"\0")
+        try:
+            return self._bpf(abi.Cmd.OBJ_GET, abi.ObjAttr(pathname=address(buf)), what or path)
+        except KernelError as exc:
+            if exc.errno == E.ENOENT:
+                return None
+            raise
 
     def map_ids(self) -> Iterator[int]:
         """The ids of every map on the system (BPF_MAP_GET_NEXT_ID)."""

@@ -21,6 +21,7 @@ FIRST_LOG_SIZE = 64 * 1024
 MAX_LOG_SIZE = 0xFFFFFFFF >> 2  # the kernel refuses larger verifier log buffers
 FUNC_INFO = struct.Struct("=II")  # struct bpf_func_info: insn_off, type_id
 LINE_INFO = struct.Struct("=IIII")  # struct bpf_line_info: insn_off, file_name_off, line_off, line_col
+CORE_RELO = struct.Struct("=IIII")  # struct bpf_core_relo: insn_off, type_id, access_str_off, kind
 # Failures that a repeated load with a log cannot explain better.
 _FINAL_CODES = (codes.PERMISSION, codes.MEMLOCK, codes.ATTR_TOO_BIG)
 
@@ -86,6 +87,7 @@ class ProgramOperations(KernelCore):
         btf_fd: int | None = None,
         func_info: Sequence[tuple[int, int]] = (),
         line_records: Sequence[tuple[int, int, int, int]] = (),
+        core_relos: Sequence[tuple[int, int, int, int]] = (),
     ) -> int:
         """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
 
@@ -93,7 +95,9 @@ class ProgramOperations(KernelCore):
         in the BTF loaded as ``btf_fd`` (the verifier needs them for callbacks); ``line_records``
         (instruction index, file name and source line offsets in that BTF's strings, line << 10 |
         column) let the verifier log and ``bpftool prog dump jited linum`` show source lines;
-        ``line_info`` (the object's own reading of them) lets the error name the source line.
+        ``line_info`` (the object's own reading of them) lets the error name the source line;
+        ``core_relos`` (byte offset, type id and access string offset in that BTF, kind) are CO-RE
+        relocations for the kernel (5.17+) to apply itself.
         The first attempt runs without a log (fast path); after a failure the load is repeated
         with ``log_level`` 1 (or the caller's level) and a buffer that grows until the log fits.
         """
@@ -107,6 +111,7 @@ class ProgramOperations(KernelCore):
         lbuf = ctypes.create_string_buffer(license.encode() + b"\0")
         fbuf = in_buffer(b"".join(FUNC_INFO.pack(off, tid) for off, tid in func_info))
         line_buf = in_buffer(b"".join(LINE_INFO.pack(*record) for record in line_records))
+        core_buf = in_buffer(b"".join(CORE_RELO.pack(*record) for record in core_relos))
 
         def attempt(level: int, log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
             attr = abi.ProgLoadAttr(
@@ -127,6 +132,9 @@ class ProgramOperations(KernelCore):
             if line_records:
                 attr.line_info_rec_size, attr.line_info_cnt = LINE_INFO.size, len(line_records)
                 attr.line_info = address(line_buf)
+            if core_relos:
+                attr.core_relo_rec_size, attr.core_relo_cnt = CORE_RELO.size, len(core_relos)
+                attr.core_relos = address(core_buf)
             if log is not None:
                 attr.log_level, attr.log_size, attr.log_buf = level, len(log), address(log)
             try:
@@ -210,6 +218,15 @@ class ProgramOperations(KernelCore):
             nr_func_info=info.nr_func_info,
             nr_line_info=info.nr_line_info,
         )
+
+    def program_xlated(self, fd: int) -> bytes:
+        """The program's instructions as the verifier left them (``xlated_prog_insns``)."""
+        info = abi.ProgInfo()
+        self._info(fd, info, f"program fd {fd}")
+        buf = ctypes.create_string_buffer(max(info.xlated_prog_len, 1))
+        info = abi.ProgInfo(xlated_prog_len=info.xlated_prog_len, xlated_prog_insns=ctypes.addressof(buf))
+        self._info(fd, info, f"program fd {fd}")
+        return buf.raw[:info.xlated_prog_len]
 
     def program_ids(self) -> Iterator[int]:
         """The ids of every program on the system (BPF_PROG_GET_NEXT_ID)."""

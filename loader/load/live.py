@@ -6,7 +6,15 @@ that lack newer kinds); creates every map, legacy ``SEC("maps")`` and BTF ``.map
 BTF key/value types where the map type allows, global data maps with their initial contents and
 ``.rodata`` frozen; patches a copy of each program's instructions and loads it with the program
 type the caller decided from the section name, with the BTF's func_info and line_info so that
-verifier logs and ``bpftool prog dump jited linum`` show source lines. The result is a
+verifier logs and ``bpftool prog dump jited linum`` show source lines.
+
+Where libbpf 1.x gives a declaration a meaning, it gets the same one here: maps pinned by name
+(reused when the pinned map matches), ``map_extra``, ``numa_node``, map-in-map inner templates and
+``.values`` initialisers (map-in-maps when created, PROG_ARRAYs after the programs load), ring
+buffer sizes rounded up, ``BPF_F_MMAPABLE`` global data, ``__hidden`` functions static in the
+BTF; what libbpf refuses is refused (``check_libbpf_rules``). Every fallback (BTF, func/line info
+or map key/value types dropped) is a warning (``LiveObject.warnings``), and a program with global
+functions is never loaded without its func info. The result is a
 ``LiveObject`` that closes every descriptor on ``close()`` or at the end of a ``with`` block; if
 anything fails half-way, what was already created is closed before the error propagates.
 """
@@ -14,14 +22,16 @@ anything fails half-way, what was already created is closed before the error pro
 from __future__ import annotations
 
 import errno as E
-from collections.abc import Collection, Mapping
+import os
+import struct
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, replace
 from types import TracebackType
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError
-from evspec.loader.object.btf import Btf, BtfError, BtfExt
+from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription
+from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
 from evspec.loader.object.btf_fixup import (
     BtfFeatures,
     BtfFixupError,
@@ -33,12 +43,15 @@ from evspec.loader.object.btf_fixup import (
     program_btf_info,
 )
 from evspec.loader.object.compile import possible_cpus  # also the size of a default perf event array
-from evspec.loader.object.spec import CORE_HELP, LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
+from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes
 
 _MAP_SECTIONS = (".maps", "maps")
+DEFAULT_PIN_ROOT = "/sys/fs/bpf"  # libbpf's pin_root_path: maps pinned by name go to DIR/NAME
 # What the kernel's BTF log says when it refuses a kind or linkage it does not know: only then
 # are the kinds probed and the BTF rewritten for this kernel.
 _UNKNOWN_KIND_LOG = ("Invalid kind", "Invalid btf_info", "kind_flag", "Invalid func linkage")
@@ -60,6 +73,8 @@ class LiveMap:
     spec: MapSpec
     fd: int
     with_btf: bool  # created with the object's BTF key/value type ids
+    pinned: str | None = None  # the bpffs path of a map pinned by name
+    reused: bool = False  # the map already pinned there, not a new one
 
     @property
     def name(self) -> str:
@@ -91,6 +106,11 @@ class LiveObject:
         self.btf: FixedBtf | None = None  # what was loaded as btf_fd
         self.btf_ext: BtfExt | None = None  # the object's .BTF.ext, when programs use it
         self.program_notes: list[str] = []  # programs loaded without their func/line info, and why
+        self.map_notes: list[str] = []  # what was adjusted the way libbpf adjusts it (ring sizes)
+        # what was dropped (BTF, func/line info, map key/value types) and why: said even without -v
+        self.warnings: list[str] = []
+        self.pinned_here: list[str] = []  # pins this load made (removed again if it fails)
+        self.func_info_lost: str | None = None  # why programs have no func info, when they should
         self._closed = False
 
     def map(self, name: str) -> LiveMap:
@@ -118,7 +138,7 @@ class LiveObject:
             notes = [f"{path}: BTF loaded ({typed} of {len(self.maps)} maps with key/value types)"]
             if self.btf.replaced:
                 notes.append(f"{path}: BTF rewritten for this kernel: {', '.join(self.btf.replaced)}")
-        return notes + self.program_notes
+        return notes + self.program_notes + self.map_notes
 
     @property
     def fds(self) -> tuple[int, ...]:
@@ -285,33 +305,226 @@ def _is_global_data(m: MapSpec) -> bool:
     return m.section not in _MAP_SECTIONS
 
 
-def _create_map(kernel: Kernel, m: MapSpec, btf_fd: int | None, cpus: int) -> LiveMap:
+# Map types libbpf creates without BTF key/value types (the kernel refuses them or ignores them).
+_NO_BTF_TYPES = frozenset({
+    MapType.PERF_EVENT_ARRAY, MapType.CGROUP_ARRAY, MapType.STACK_TRACE, MapType.ARRAY_OF_MAPS,
+    MapType.HASH_OF_MAPS, MapType.DEVMAP, MapType.DEVMAP_HASH, MapType.CPUMAP, MapType.XSKMAP,
+    MapType.SOCKMAP, MapType.SOCKHASH, MapType.QUEUE, MapType.STACK,
+})
+_KEYLESS = frozenset({MapType.BLOOM_FILTER})  # no key: the value type alone is passed
+_RINGBUF_TYPES = frozenset({MapType.RINGBUF, MapType.USER_RINGBUF})
+_MAP_IN_MAP = frozenset({MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS})
+_U32_MAX = 0xFFFFFFFF
+
+
+def ringbuf_size(size: int, page_size: int) -> int:
+    """The max_entries libbpf gives a ring buffer: ``size`` when it is a power-of-two multiple of
+    the page size, else the smallest such multiple above it (0 and impossible sizes unchanged)."""
+    if size == 0:
+        return 0
+    pages, rest = divmod(size, page_size)
+    if rest == 0 and pages & (pages - 1) == 0:
+        return size
+    mul = 1
+    while mul * page_size <= _U32_MAX:
+        if mul * page_size > size:
+            return mul * page_size
+        mul <<= 1
+    return size
+
+
+@dataclass(frozen=True, slots=True)
+class MapAttributes:
+    """What BPF_MAP_CREATE is given for a map spec (and what a pinned map must match)."""
+
+    max_entries: int
+    flags: int
+
+
+def map_attributes(m: MapSpec, cpus: int, page_size: int) -> MapAttributes:
     max_entries = m.max_entries
     if m.type == MapType.PERF_EVENT_ARRAY and max_entries == 0:
         max_entries = cpus
-    flags = m.flags | (abi.MapFlag.RDONLY_PROG if m.readonly else 0)
-    args = dict(flags=flags, name=m.name)
-    typed = m.value_type_id is not None and (m.key_type_id is not None or _is_global_data(m))
-    if btf_fd is not None and typed and not m.legacy:
+    if m.type in _RINGBUF_TYPES:
+        max_entries = ringbuf_size(max_entries, page_size)
+    flags = m.flags | (abi.MapFlag.RDONLY_PROG if m.readonly else 0) | (abi.MapFlag.MMAPABLE if m.mmapable else 0)
+    return MapAttributes(max_entries, int(flags))
+
+
+def _numa_nodes() -> str:
+    try:
+        with open("/sys/devices/system/node/online") as f:
+            return f.read().strip()
+    except OSError:
+        return "unknown"
+
+
+def _create_map(
+    kernel: Kernel,
+    m: MapSpec,
+    btf_fd: int | None,
+    cpus: int,
+    *,
+    inner_map_fd: int = 0,
+    warnings: list[str] | None = None,
+    path: str = "",
+) -> LiveMap:
+    """Create one map as libbpf would: BTF key/value types where the map type takes them (a
+    bloom filter's value type alone); if the kernel refuses them, the map is created again without
+    them and ``warnings`` says so."""
+    attrs = map_attributes(m, cpus, kernel.page_size)
+    args = dict(flags=attrs.flags, name=m.name, numa_node=m.numa_node, map_extra=m.map_extra,
+                inner_map_fd=inner_map_fd)
+    typed = m.value_type_id is not None and (
+        m.key_type_id is not None or _is_global_data(m) or m.type in _KEYLESS
+    )
+
+    def create(**btf: int) -> int:
         try:
-            fd = kernel.create_map(
-                m.type,
-                m.key_size,
-                m.value_size,
-                max_entries,
-                btf_fd=btf_fd,
-                btf_key_type_id=m.key_type_id or 0,
-                btf_value_type_id=m.value_type_id or 0,
-                **args,  # type: ignore[arg-type]
-            )
+            return kernel.create_map(m.type, m.key_size, m.value_size, attrs.max_entries, **args, **btf)  # type: ignore[arg-type]
+        except KernelError as exc:
+            # with BTF types, an EINVAL may be about them: the retry without them decides
+            if exc.errno == E.EINVAL and attrs.flags & abi.MapFlag.NUMA_NODE and not btf:
+                raise KernelError(
+                    codes.NUMA_NODE,
+                    f"map '{m.name}': numa_node {m.numa_node} (with BPF_F_NUMA_NODE) refused by the "
+                    f"kernel: online NUMA nodes here: {_numa_nodes()}",
+                    errno=exc.errno, operation=exc.operation,
+                ) from None
+            raise
+
+    if btf_fd is not None and typed and not m.legacy and m.type not in _NO_BTF_TYPES:
+        try:
+            fd = create(btf_fd=btf_fd, btf_key_type_id=m.key_type_id or 0, btf_value_type_id=m.value_type_id or 0)
             return LiveMap(m, fd, "btf_fd" not in kernel.left_out.get("BPF_MAP_CREATE", ()))
         except KernelError as exc:
-            # Maps that hold fds, stack traces or no keys refuse BTF types (ENOTSUPP): as libbpf
-            # does, such a map is created again without them.
-            if exc.errno not in (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP):
+            # libbpf creates the map again without BTF types, and says so
+            if exc.errno not in (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP) or exc.code == codes.NUMA_NODE:
                 raise
-    fd = kernel.create_map(m.type, m.key_size, m.value_size, max_entries, **args)  # type: ignore[arg-type]
-    return LiveMap(m, fd, False)
+            refused = exc
+        fd = create()
+        if warnings is not None:
+            warnings.append(f"{path}: map '{m.name}' created without its BTF key/value types: the "
+                            f"kernel refused them ({refused.message})")
+        return LiveMap(m, fd, False)
+    return LiveMap(m, create(), False)
+
+
+def _pin_mismatch(found: MapDescription, m: MapSpec, attrs: MapAttributes) -> list[str]:
+    """What differs between a pinned map and the declaration (libbpf's map_is_reuse_compat)."""
+    flags = found.flags
+    if m.type in (MapType.DEVMAP, MapType.DEVMAP_HASH):
+        flags &= ~abi.MapFlag.RDONLY_PROG  # the kernel reports it for every DEVMAP
+    out = []
+    for what, have, want in (("type", found.type, m.type), ("key_size", found.key_size, m.key_size),
+                             ("value_size", found.value_size, m.value_size),
+                             ("max_entries", found.max_entries, attrs.max_entries),
+                             ("map_flags", flags, attrs.flags), ("map_extra", found.map_extra, m.map_extra)):
+        if have != want:
+            out.append(f"{what} {have:#x} pinned, {want:#x} declared" if what == "map_flags"
+                       else f"{what} {have} pinned, {want} declared")
+    return out
+
+
+def _pinned_or_created(
+    kernel: Kernel, m: MapSpec, live: LiveObject, pin_root: str, make: Callable[[], LiveMap], cpus: int
+) -> LiveMap:
+    """A map pinned by name: the one pinned at PIN_ROOT/NAME when it matches the declaration,
+    else a new one, pinned there."""
+    path = os.path.join(pin_root, m.name)
+    attrs = map_attributes(m, cpus, kernel.page_size)
+    for _attempt in range(2):
+        fd = kernel.pinned(path, what=f"map '{m.name}' pinned at {path}")
+        if fd is not None:
+            try:
+                mismatch = _pin_mismatch(kernel.map_info(fd), m, attrs)
+            except BaseException:
+                kernel.close(fd)
+                raise
+            if mismatch:
+                kernel.close(fd)
+                raise KernelError(
+                    codes.PINNED_MAP,
+                    f"{live.spec.path}: map '{m.name}' (pinning LIBBPF_PIN_BY_NAME): the map pinned at "
+                    f"{path} cannot be reused: {'; '.join(mismatch)}",
+                )
+            live.map_notes.append(f"{live.spec.path}: map '{m.name}': reused the map pinned at {path}")
+            return LiveMap(m, fd, False, pinned=path, reused=True)
+        made = make()
+        try:
+            kernel.pin(made.fd, path, what=f"map '{m.name}' (pinning LIBBPF_PIN_BY_NAME) at {path}")
+        except KernelError as exc:
+            kernel.close(made.fd)
+            if exc.errno == E.EEXIST:
+                continue  # pinned by someone else meanwhile: reuse theirs, as libbpf does
+            raise KernelError(codes.PINNED_MAP, f"{live.spec.path}: map '{m.name}': cannot pin it at "
+                              f"{path}: {exc.message}", errno=exc.errno, operation=exc.operation) from None
+        live.pinned_here.append(path)
+        return replace(made, pinned=path)
+    raise KernelError(codes.PINNED_MAP, f"{live.spec.path}: map '{m.name}': {path} appeared and vanished "
+                      "while it was being pinned")
+
+
+def _create_object_map(
+    kernel: Kernel, m: MapSpec, live: LiveObject, cpus: int, pin_root: str
+) -> LiveMap:
+    """Create (or reuse, when pinned) one map of the object, with its inner map template and
+    its map-in-map initial values."""
+    path = live.spec.path
+
+    def make() -> LiveMap:
+        inner_fd = 0
+        if m.inner is not None:
+            inner_fd = _create_map(kernel, m.inner, live.btf_fd, cpus, warnings=live.warnings, path=path).fd
+        try:
+            made = _create_map(kernel, m, live.btf_fd, cpus, inner_map_fd=inner_fd,
+                               warnings=live.warnings, path=path)
+        finally:
+            if inner_fd:
+                kernel.close(inner_fd)  # the template is not needed once the outer map exists
+        try:
+            _fill_map_slots(kernel, made, live)
+        except BaseException:
+            kernel.close(made.fd)
+            raise
+        return made
+
+    if m.type in _RINGBUF_TYPES:
+        size = ringbuf_size(m.max_entries, kernel.page_size)
+        if size != m.max_entries:
+            live.map_notes.append(f"{path}: ring buffer '{m.name}': max_entries {m.max_entries} rounded up "
+                                  f"to {size}, a power-of-two multiple of the page size (as libbpf does)")
+    if m.pinning == abi.LIBBPF_PIN_BY_NAME:
+        return _pinned_or_created(kernel, m, live, pin_root, make, cpus)
+    return make()
+
+
+def _fill_map_slots(kernel: Kernel, made: LiveMap, live: LiveObject) -> None:
+    """A map-in-map's ``.values = { [i] = &map }``, filled as soon as it is created (libbpf's
+    order: the maps it holds must be declared before it)."""
+    m = made.spec
+    if m.type not in _MAP_IN_MAP:
+        return
+    for slot, name in m.initial_slots:
+        target = live.maps.get(name)
+        if target is None:
+            raise KernelError(codes.RELOCATION, f"{live.spec.path}: map '{m.name}' slot [{slot}]: map "
+                              f"'{name}' is declared after it; libbpf fills a map-in-map when it is "
+                              "created, so the maps it holds must come first")
+        kernel.update_elem(made.fd, struct.pack("=I", slot), struct.pack("=I", target.fd),
+                           what=f"map '{m.name}' slot [{slot}] (map '{name}')")
+
+
+def _fill_prog_arrays(kernel: Kernel, live: LiveObject) -> None:
+    """Each PROG_ARRAY's ``.values = { [i] = &prog }``, once the programs are loaded."""
+    for lm in live.maps.values():
+        m = lm.spec
+        if m.type != MapType.PROG_ARRAY:
+            continue
+        for slot, name in m.initial_slots:
+            prog = live.programs[name]
+            kernel.update_elem(lm.fd, struct.pack("=I", slot), struct.pack("=I", prog.fd),
+                               what=f"map '{m.name}' slot [{slot}] (program '{name}')")
 
 
 def _fill_global_data(kernel: Kernel, live: LiveMap) -> None:
@@ -334,8 +547,42 @@ def _load_btf(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
     why and the object is loaded without BTF."""
     if spec.btf is None:
         return
+    _load_btf_blob(kernel, spec, live)
+    if live.btf_fd is None:
+        assert live.btf_error is not None
+        reason = live.btf_error.message
+        live.warnings.append(f"{spec.path}: loaded without BTF (maps without key/value types, programs "
+                             f"without func/line info): {reason}")
+        live.func_info_lost = f"the object's BTF was not loaded: {reason}"
+        return
+    if spec.btf_ext is not None:
+        try:
+            live.btf_ext = BtfExt(spec.btf_ext, Btf(spec.btf))
+        except BtfError as exc:
+            live.program_notes.append(f"{spec.path}: programs loaded without func/line info: {exc}")
+            live.warnings.append(f"{spec.path}: programs loaded without func/line info: its .BTF.ext "
+                                 f"cannot be read: {exc}")
+            live.func_info_lost = f"the object's .BTF.ext cannot be read: {exc}"
+
+
+def _hidden_static(fixed: FixedBtf, spec: ObjectSpec) -> FixedBtf:
+    """The BTF with the FUNC of each ``__hidden`` global subprogram made static, as libbpf does
+    (STV_HIDDEN functions are verified with their caller's context, like static ones)."""
+    names = {f.name for f in spec.subprograms if f.hidden and f.section == ".text"}
+    if not names:
+        return fixed
+    btf = Btf(fixed.data)
+    types = [btf.raw_type(tid) for tid in range(1, len(btf))]
+    for i, t in enumerate(types):
+        if t.kind == BtfKind.FUNC and t.vlen == abi.BTF_FUNC_GLOBAL and btf.string(t.name_off) in names:
+            types[i] = replace(t, info=type_info(BtfKind.FUNC, abi.BTF_FUNC_STATIC, t.kind_flag))
+    return replace(fixed, data=write_btf(types, btf.string_section(), btf.byte_order))
+
+
+def _load_btf_blob(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
+    assert spec.btf is not None
     try:
-        fixed = fixup_btf(spec.btf, spec.layouts)
+        fixed = _hidden_static(fixup_btf(spec.btf, spec.layouts), spec)
     except BtfFixupError as exc:
         live.btf_error = KernelError(codes.BTF_FIXUP, f"the object's BTF cannot be prepared: {exc}")
         return
@@ -352,19 +599,13 @@ def _load_btf(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
         features = probe_btf_features(kernel, fixed.used)
         if not features.missing:
             return  # the kernel knows every kind: the refusal has another reason, kept in btf_error
-        sanitised = fixup_btf(spec.btf, spec.layouts, features)
+        sanitised = _hidden_static(fixup_btf(spec.btf, spec.layouts, features), spec)
         try:
             live.btf_fd, live.btf, live.btf_error = kernel.load_btf(sanitised.data), sanitised, None
         except KernelError as again:
             if again.code in _NOT_ABOUT_BTF:
                 raise
             live.btf_error = again
-            return
-    if spec.btf_ext is not None:
-        try:
-            live.btf_ext = BtfExt(spec.btf_ext, Btf(spec.btf))
-        except BtfError as exc:
-            live.program_notes.append(f"{spec.path}: programs loaded without func/line info: {exc}")
 
 
 def probe_btf_features(kernel: Kernel, wanted: Collection[str]) -> BtfFeatures:
@@ -418,8 +659,10 @@ def load_linked(
     loaded), ``prologue`` instructions having been put in front of ``linked.insns``.
 
     If the kernel refuses the program with EINVAL while func/line info was given, the program is
-    loaded again without it (the reason goes to ``live.program_notes``); if that fails too, the
-    error with the more telling log is raised.
+    loaded again without it (the reason goes to ``live.program_notes`` and ``live.warnings``); if
+    that fails too, the error with the more telling log is raised. A program that calls global
+    functions is not loaded without func info (the verifier would check them as static ones): that
+    is a ``FUNC_INFO_NEEDED`` error with the kernel's reason.
     """
     kernel, spec = live.kernel, live.spec
     info = _program_btf(live, prog, linked)
@@ -441,13 +684,19 @@ def load_linked(
             line_records=with_btf.line_info if with_btf is not None else (),
         )
 
+    globals_ = _global_functions(spec, linked)
     if info is None:
+        if globals_ and spec.btf_ext is not None and live.func_info_lost is not None:
+            raise _func_info_needed(prog, globals_, live.func_info_lost)
         return load(None)
     try:
         return load(info)
     except KernelError as first:
         if first.errno != E.EINVAL:
             raise
+        if globals_:
+            raise _func_info_needed(prog, globals_, f"the kernel refused it: {first.message}",
+                                    first.detail) from None
         try:
             fd = load(None)
         except KernelError as second:
@@ -456,7 +705,32 @@ def load_linked(
         live.program_notes.append(
             f"{spec.path}: program '{prog.name}' loaded without func/line info: {first.message}"
         )
+        live.warnings.append(
+            f"{spec.path}: program '{prog.name}' loaded without its BTF func/line info (verifier "
+            f"logs and bpftool lose its source lines): the kernel refused it: {first.message}"
+        )
         return fd
+
+
+def _global_functions(spec: ObjectSpec, linked: LinkedProgram) -> list[str]:
+    """The global (not ``__hidden``) functions a linked program calls: the verifier checks them
+    on their own only when func info says they are global."""
+    out = []
+    for name, base in linked.layout:
+        fn = _function(spec, name) if base else None
+        if fn is not None and fn.global_function and not fn.hidden:
+            out.append(name)
+    return out
+
+
+def _func_info_needed(prog: ProgramSpec, functions: list[str], why: str, detail: str | None = None) -> KernelError:
+    return KernelError(
+        codes.FUNC_INFO_NEEDED,
+        f"program '{prog.name}' cannot be loaded without its BTF func info ({why}): it calls global "
+        f"function(s) {', '.join(repr(f) for f in functions)}, which the verifier would then check "
+        "as static ones",
+        detail=detail,
+    )
 
 
 def load_object(
@@ -469,13 +743,18 @@ def load_object(
     use_btf: bool = True,
     cpus: int | None = None,
     deferred: Collection[str] = (),
+    pin_root: str = DEFAULT_PIN_ROOT,
+    target_btf: TargetBtf | None = None,
 ) -> LiveObject:
     """Create the maps and load the programs of ``spec``.
 
     ``prog_types`` maps every program name to its BPF program type (decided by the caller from the
     section name); programs named in ``deferred`` are linked and loaded later by their caller.
     ``cpus`` sizes perf event arrays declared with ``max_entries`` 0 (default: the possible CPUs
-    of this machine).
+    of this machine). Maps declared with ``__uint(pinning, LIBBPF_PIN_BY_NAME)`` are pinned at
+    ``pin_root``/NAME, or the map pinned there is reused (libbpf's rules); PROG_ARRAY initial
+    values are filled once the programs are loaded. What libbpf refuses is refused
+    (``check_libbpf_rules``).
     """
     missing = [p.name for p in spec.programs if p.name not in prog_types and p.name not in deferred]
     if missing:
@@ -483,9 +762,12 @@ def load_object(
             codes.PROGRAM_TYPE,
             f"{spec.path}: no program type given for program(s) {', '.join(repr(n) for n in missing)}",
         )
+    if any(not r.applied for _, r in spec.core_relocations()):  # against target_btf, else this kernel's
+        spec, _ = relocate_object(spec, load_target(target_btf))  # poisoned ones stay listed in the spec
     reason = spec.unloadable_reason()
     if reason is not None:
         raise ObjectError(bpf_codes.UNSUPPORTED, reason, help=CORE_HELP)
+    check_libbpf_rules(spec, deferred)
     kernel = kernel or Kernel()
     attach = expected_attach_types or {}
     live = LiveObject(kernel, spec)
@@ -494,7 +776,7 @@ def load_object(
             _load_btf(kernel, spec, live)
         n_cpus = cpus if cpus is not None else possible_cpus()
         for m in spec.maps:
-            lm = _create_map(kernel, m, live.btf_fd, n_cpus)
+            lm = _create_object_map(kernel, m, live, n_cpus, pin_root)
             live.maps[m.name] = lm
             if _is_global_data(m):
                 _fill_global_data(kernel, lm)
@@ -507,10 +789,69 @@ def load_object(
                 live, prog, linked, prog_types[prog.name], attach.get(prog.name, 0), log_level=log_level
             )
             live.programs[prog.name] = LiveProgram(prog, fd, prog_types[prog.name], linked.insns)
+        _fill_prog_arrays(kernel, live)
     except BaseException:
+        for path in live.pinned_here:  # libbpf unpins what a failed load pinned
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
         try:
             live.close()
         except KernelError:
             pass  # the original failure is the one worth reporting
         raise
     return live
+
+
+def check_libbpf_rules(spec: ObjectSpec, deferred: Collection[str] = ()) -> None:
+    """Refuse, naming it, what libbpf 1.x refuses or what evspec would load differently from it:
+    static functions in program sections, calls into another program's section, legacy map
+    fields it does not implement, map-in-maps without an inner map, PROG_ARRAY values that name
+    a program loaded later."""
+    path = spec.path
+    for fn in spec.subprograms:
+        if fn.section != ".text":
+            raise ObjectError(
+                bpf_codes.BAD_PROGRAM,
+                f"{path}: section '{fn.section}': function '{fn.name}' is static; libbpf refuses a "
+                "static function in a program section (\"program is static and not supported\")",
+                help=("move it to .text (drop its section attribute) or make it a global program",),
+            )
+    for fn in (*spec.programs, *spec.subprograms):
+        for rel in fn.relocations:
+            callee = _function(spec, rel.target) if rel.kind == "call" else None
+            if callee is not None and callee.section != ".text":
+                raise ObjectError(
+                    bpf_codes.BAD_RELOCATION,
+                    f"{path}: function '{fn.name}' (section '{fn.section}') calls global function "
+                    f"'{callee.name}' of program section '{callee.section}'; libbpf refuses it "
+                    "(\"bad call relo\"): only functions in .text can be called",
+                    help=("put the called function in .text (no SEC()), global or static",),
+                )
+    for m in spec.maps:
+        unsupported = [(k, v) for k, v in m.legacy_extra if k != "id"]  # id only names it for inner_id
+        if unsupported:
+            fields = ", ".join(f"{k} {v}" for k, v in unsupported)
+            raise ObjectError(
+                bpf_codes.UNSUPPORTED,
+                f"{path}: legacy map '{m.name}' (section '{m.section}'): {fields}: these fields of "
+                "iproute2's struct bpf_elf_map (pinning, map-in-map) are not supported",
+                help=("declare the map in SEC(\".maps\") with __uint(pinning, LIBBPF_PIN_BY_NAME) "
+                      "or __array(values, struct ...)",),
+            )
+        if m.type in _MAP_IN_MAP and m.inner is None:
+            raise ObjectError(
+                bpf_codes.UNSUPPORTED,
+                f"{path}: map '{m.name}' ({MapType(m.type).name}) has no inner map definition; "
+                "declare it with __array(values, struct { ... }) so the inner map can be made",
+            )
+        if m.type == MapType.PROG_ARRAY:
+            late = [name for _slot, name in m.initial_slots if name in deferred]
+            if late:
+                raise ObjectError(
+                    bpf_codes.UNSUPPORTED,
+                    f"{path}: map '{m.name}': its initial values name program(s) "
+                    f"{', '.join(repr(n) for n in late)}, which are loaded after the object (probe "
+                    "programs with argument prologues); the prog array cannot hold them",
+                )

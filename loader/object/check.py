@@ -17,7 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evspec.loader.errors import ObjectError
+from evspec.loader.object.core_patch import CORE_HELP, core_check
 from evspec.loader.object.map_terms import EventFacts, EventKind, check_map_terms, facts_for_event
+from evspec.loader.object.prog_terms import check_prog_terms, perf_event_programs
 from evspec.loader.object.section import (
     ADD_V_HELP,
     RECORD_ATTACH_KINDS,
@@ -29,7 +31,7 @@ from evspec.loader.object.section import (
     TracepointTarget,
     parse_section,
 )
-from evspec.loader.object.spec import CORE_HELP, ObjectSpec, ProgramSpec
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf
@@ -115,6 +117,9 @@ class ObjectEnvironment:
     compile_source: Callable[[Path], Path] | None = None
     read_symbols: Callable[[Path], frozenset[str]] | None = None
     truncate_values: bool = False
+    # CO-RE relocations are resolved against the running kernel's BTF when the system checked is
+    # this machine; a snapshot carries no kernel BTF (yet), so there they are not checked
+    core_against_this_kernel: bool = True
 
     @classmethod
     def from_tracefs(cls, cwd: Path, tracefs: Path = Path("/sys/kernel/tracing"), **kw: object) -> ObjectEnvironment:
@@ -177,11 +182,14 @@ def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
     # a machine whose tracefs cannot be read (e.g. `evspec check` without root) reports no probe
     # events: that says nothing about the kernel
     known = (features.kprobe_events and features.uprobe_events) or readable_tracefs()
+    from evspec.system.snapshot import SnapshotSystem
+
     return ObjectEnvironment(
         cwd=cwd,
         tracepoint_exists=tracepoint_exists,
         kprobe_events=features.kprobe_events if known else (features.kprobe_events or None),
         uprobe_events=features.uprobe_events if known else (features.uprobe_events or None),
+        core_against_this_kernel=not isinstance(system, SnapshotSystem),
     )
 
 
@@ -286,12 +294,11 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
         )
     else:
         _check_programs(check, spec)
-    reason = spec.unloadable_reason()
-    if reason is not None and not check.failed:
-        check.fail(codes_bpf.UNSUPPORTED, reason.removeprefix(f"{spec.path}: "), help=CORE_HELP)
-    term_diags = _check_event_terms(event) + check_map_terms(
-        event, spec, defined, truncate_values=env.truncate_values
-    )
+    core = core_check(spec) if env.core_against_this_kernel else _core_unchecked(spec)
+    if core is not None and not check.failed:  # (code, message, is_error)
+        check.diagnostics.append((error if core[2] else warning)(*core[:2], event.path_span, help=CORE_HELP))
+    term_diags = (_check_event_terms(event) + check_map_terms(event, spec, defined, truncate_values=env.truncate_values)
+                  + check_prog_terms(event, spec, defined))
     term_diags.sort(key=lambda d: d.span.start)
     check.diagnostics.extend(term_diags)
     return check
@@ -335,6 +342,14 @@ def _load(check: _ObjectCheck) -> ObjectSpec | None:
             perf_help=ADD_V_HELP if exc.perf_message else None,
         )
         return None
+
+
+def _core_unchecked(spec: ObjectSpec) -> tuple[str, str, bool] | None:
+    pending = sum(1 for _, r in spec.core_relocations() if not r.applied)
+    if not pending:
+        return None
+    return (codes_bpf.CORE_UNRESOLVED, f"{pending} CO-RE relocation(s) not checked: the system snapshot holds no "
+                                       "kernel BTF to resolve them against", False)
 
 
 def _section_note(program: ProgramSpec, span: Span | None = None) -> tuple[str, ...]:
@@ -412,7 +427,16 @@ def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> Section
                 perf_help=w.perf_help,
             )
         )
-    if section.attach not in RECORD_ATTACH_KINDS:
+    if section.attach is AttachKind.PERF_EVENT:
+        if program.name not in perf_event_programs(check.event):
+            check.fail(
+                codes.SECTION_NOT_RUNNABLE,
+                f"section '{program.section}': perf_event program '{program.name}' goes on no event",
+                notes=_section_note(program, section.main_span),
+                help=(f"name the event it runs on: -e cpu-clock/freq=99,name=tick/ -e "
+                      f"{check.event.path}/prog:{program.name}.event=tick/",),
+            )
+    elif section.attach not in RECORD_ATTACH_KINDS:
         check.fail(
             codes.SECTION_NOT_RUNNABLE,
             f"section '{program.section}': evspec record cannot attach {section.attach.value} "

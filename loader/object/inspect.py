@@ -22,13 +22,39 @@ def kernel_version_text(code: int) -> str:
     return f"{code >> 16}.{(code >> 8) & 0xFF}.{code & 0xFF}"
 
 
+_PINNING = {0: "none", 1: "by_name"}
+
+
 def _map_entry(m: MapSpec) -> dict[str, Any]:
     return {
         "name": m.name, "type": map_type_name(m.type), "key_size": m.key_size,
         "value_size": m.value_size, "max_entries": m.max_entries, "flags": m.flags,
         "legacy": m.legacy, "section": m.section, "pinning": m.pinning,
         "global_data": m.initial_value is not None, "readonly": m.readonly,
+        "map_extra": m.map_extra, "numa_node": m.numa_node,
+        "inner": None if m.inner is None else _map_entry(m.inner),
+        "initial_values": [{"slot": slot, "target": target} for slot, target in m.initial_slots],
+        "legacy_extra": dict(m.legacy_extra),
     }
+
+
+def _map_line(m: dict[str, Any]) -> str:
+    tags = [t for t, on in (("legacy", m["legacy"]), ("readonly", m.get("readonly"))) if on]
+    line = (f"{m['name']}: {m['type']}  key {m['key_size']}B  value {m['value_size']}B  "
+            f"max_entries {m['max_entries']}")
+    if m["flags"]:
+        line += f"  flags 0x{m['flags']:x}"
+    if m.get("pinning"):
+        line += f"  pinning {_PINNING.get(m['pinning'], m['pinning'])}"
+    if m.get("map_extra"):
+        line += f"  map_extra {m['map_extra']}"
+    if m.get("numa_node"):
+        line += f"  numa_node {m['numa_node']}"
+    for k, v in (m.get("legacy_extra") or {}).items():
+        line += f"  {k} {v}"
+    if tags:
+        line += "  " + " ".join(tags)
+    return line
 
 
 def _program_type(attach: dict[str, Any]) -> str:
@@ -103,14 +129,11 @@ def inspect_text(report: dict[str, Any]) -> str:
     lines.append(head)
     lines.append(f"maps: {len(report['maps'])}")
     for m in report["maps"]:
-        tags = [t for t, on in (("legacy", m["legacy"]), ("readonly", m.get("readonly"))) if on]
-        line = (f"  {m['name']}: {m['type']}  key {m['key_size']}B  value {m['value_size']}B  "
-                f"max_entries {m['max_entries']}")
-        if m["flags"]:
-            line += f"  flags 0x{m['flags']:x}"
-        if tags:
-            line += "  " + " ".join(tags)
-        lines.append(line)
+        lines.append("  " + _map_line(m))
+        if m.get("inner"):
+            lines.append("      inner " + _map_line(m["inner"]))
+        for v in m.get("initial_values", ()):
+            lines.append(f"      [{v['slot']}] = {v['target']}")
     lines.append(f"programs: {len(report['programs'])}")
     for p in report["programs"]:
         lines.append(f"  {p['name']}: {p['type']}  section {p['section']!r}  insns {p['insns']}")

@@ -14,6 +14,10 @@ What becomes what:
   the whole fits the kernel's 15 characters with a suffix of at least 7, followed by the section
   name: ``maps.o`` -> ``maps.data``, ``nanosleep.o`` -> ``nanoslee.rodata``; a section name with a
   second ``.`` (``.rodata.str1.1``) or of 16 characters or more is used alone, cut to 15.
+  A BTF map's ``__array(values, ..)`` gives a map-in-map its inner map (``OUTER.inner``) and, with
+  the ``.rel.maps`` relocations, the ``.values = { [i] = &x }`` initial slots of map-in-maps and
+  PROG_ARRAYs; a legacy definition longer than five words keeps its extra fields (iproute2's
+  id, pinning, inner_id, inner_idx) in ``legacy_extra`` for the loader to refuse.
 * relocations of program code: ``ld_imm64`` of a map symbol -> "map"; of a global data section or
   variable -> "data" with addend = symbol value + the instruction's immediate; of a function
   (callbacks) -> "func"; a ``call`` with src_reg BPF_PSEUDO_CALL -> "call" with the called
@@ -28,12 +32,12 @@ import os
 import re
 import struct
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, BtfType, LineRecord
+from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, BtfMember, BtfType, LineRecord
 from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
 from evspec.loader.object.spec import (
     CoreRelocation,
@@ -61,6 +65,11 @@ OBJ_NAME_LEN = 16  # BPF_OBJ_NAME_LEN, NUL included
 LEGACY_DEF_MIN = 16  # type, key_size, value_size, max_entries
 _INT_FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "numa_node",
                "pinning", "map_extra")
+_PIN_VALUES = (0, 1)  # LIBBPF_PIN_NONE, LIBBPF_PIN_BY_NAME
+_MAP_IN_MAP = (MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS)
+# iproute2's struct bpf_elf_map after type, key/value size, max_elem and flags
+_STV_INTERNAL, _STV_HIDDEN = 1, 2
+_LEGACY_EXTRA = ("id", "pinning", "inner_id", "inner_idx")
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 # A call opcode followed by a register byte whose src_reg nibble is BPF_PSEUDO_CALL; the nibble
 # order of that byte follows the byte order (objects always have the host's, see object/elf.py).
@@ -135,6 +144,8 @@ class _Function:
     offset: int
     size: int
     is_program: bool
+    is_global: bool = False
+    hidden: bool = False
 
     @property
     def end(self) -> int:
@@ -208,7 +219,8 @@ class _Reader:
                 name=f.name, section=f.section.name,
                 insns=self.elf.contents(f.section)[f.offset:f.end], offset=f.offset,
                 relocations=tuple(relocations.get((f.section.index, f.offset), ())),
-                line_info=self.line_info(f), core_relocations=self.core_relocations(f))
+                line_info=self.line_info(f), core_relocations=self.core_relocations(f),
+                global_function=f.is_global, hidden=f.hidden)
             (programs if f.is_program else subprograms).append(spec)
         return ObjectSpec(
             path=self.path, license=self.license(), kernel_version=self.kernel_version(),
@@ -272,11 +284,14 @@ class _Reader:
             if sym.value + size > sec.size:
                 raise self.fail(codes.BAD_MAP, f"legacy map {sym.name!r} ({size} bytes at offset "
                                 f"{sym.value}) extends past the end of section {sec.name!r}")
-            fields = struct.unpack_from(_NATIVE + "5I" if size >= 20 else _NATIVE + "4I", data, sym.value)
+            fields = struct.unpack_from(f"{_NATIVE}{size // 4}I", data, sym.value)
             map_type, key_size, value_size, max_entries = fields[:4]
             flags = fields[4] if len(fields) > 4 else 0
+            extra = tuple((_LEGACY_EXTRA[i] if i < len(_LEGACY_EXTRA) else f"word {i + 5}", v)
+                          for i, v in enumerate(fields[5:]) if v)
             out.append(MapSpec(sym.name, map_type, key_size, value_size, max_entries, flags,
-                               legacy=True, section=sec.name, symbol_offset=sym.value))
+                               legacy=True, section=sec.name, symbol_offset=sym.value,
+                               legacy_extra=extra))
         return out
 
     def btf_maps(self) -> list[MapSpec]:
@@ -292,6 +307,7 @@ class _Reader:
             raise self.fail(codes.BAD_MAP, "the BTF has no DATASEC for the .maps section")
         symbols = {s.name: s for s in self.elf.symbols_in(sec) if s.type == "STT_OBJECT"}
         out = []
+        sizes: dict[str, int] = {}
         for info in datasec.secinfos:
             var = btf.type(info.type)
             if var.kind != BtfKind.VAR:
@@ -302,11 +318,15 @@ class _Reader:
                 raise self.fail(codes.BAD_MAP, f"map {var.name!r} is in the BTF but has no symbol in "
                                 "the .maps section")
             out.append(self.btf_map(btf, var, sym))
-        return sorted(out, key=lambda m: m.symbol_offset)
+            sizes[var.name] = info.size
+        return self.map_slots(sec, sorted(out, key=lambda m: m.symbol_offset), sizes)
 
     def btf_map(self, btf: Btf, var: BtfType, sym: Symbol) -> MapSpec:
-        name = var.name
-        definition = btf.resolve(var.type)
+        return replace(self.btf_map_def(btf, var.name, btf.resolve(var.type)), symbol_offset=sym.value)
+
+    def btf_map_def(self, btf: Btf, name: str, definition: BtfType, inner: bool = False) -> MapSpec:
+        """One BTF map definition (``inner``: the ``__array(values, struct ..)`` of a map-in-map,
+        named ``OUTER.inner`` as libbpf names it)."""
         if definition.kind != BtfKind.STRUCT:
             what = "void" if definition.id == 0 else f"a {definition.kind.name}"
             raise self.fail(codes.BAD_MAP, f"map {name!r}: its definition is {what}, not a struct "
@@ -314,7 +334,8 @@ class _Reader:
         ints: dict[str, int] = {}
         key_id = value_id = None
         key_size = value_size = None
-        for m in definition.members:
+        values: BtfMember | None = None
+        for i, m in enumerate(definition.members):
             if m.name in _INT_FIELDS:
                 ints[m.name] = self.int_field(btf, name, m.name, m.type)
             elif m.name in ("key", "value"):
@@ -329,20 +350,106 @@ class _Reader:
                     value_id, value_size = ptr.type, size
             elif m.name == "values":
                 # map-in-map / prog-array initialisers: the values are 4-byte fds or ids
-                value_size = 4
+                if i != len(definition.members) - 1:
+                    raise self.fail(codes.BAD_MAP, f"map {name!r}: member 'values' must be the last one")
+                values, value_size = m, 4
             else:
                 raise self.fail(codes.BAD_MAP, f"map {name!r}: unknown field {m.name!r}")
         for field, from_type in (("key_size", key_size), ("value_size", value_size)):
             if field in ints and from_type is not None and ints[field] != from_type:
                 raise self.fail(codes.BAD_MAP, f"map {name!r}: {field} {ints[field]} conflicts with "
                                 f"the size of its {field[:-5]} type ({from_type})")
+        pinning = ints.get("pinning", 0)
+        if pinning and inner:
+            raise self.fail(codes.BAD_MAP, f"map {name!r}: an inner map definition cannot be pinned")
+        if pinning not in _PIN_VALUES:
+            raise self.fail(codes.BAD_MAP, f"map {name!r}: invalid pinning value {pinning} (libbpf "
+                            "knows LIBBPF_PIN_NONE 0 and LIBBPF_PIN_BY_NAME 1)")
+        map_type = ints.get("type", 0)
+        inner_spec = None
+        if values is not None:
+            inner_spec = self.values_member(btf, name, map_type, values, inner)
         return MapSpec(
-            name=name, type=ints.get("type", 0),
+            name=name, type=map_type,
             key_size=ints.get("key_size", key_size or 0),
             value_size=ints.get("value_size", value_size or 0),
             max_entries=ints.get("max_entries", 0), flags=ints.get("map_flags", 0),
-            pinning=ints.get("pinning", 0), legacy=False, section=BTF_MAPS_SECTION,
-            symbol_offset=sym.value, key_type_id=key_id, value_type_id=value_id)
+            pinning=pinning, legacy=False, section=BTF_MAPS_SECTION,
+            key_type_id=key_id, value_type_id=value_id, numa_node=ints.get("numa_node", 0),
+            map_extra=ints.get("map_extra", 0), inner=inner_spec)
+
+    def values_member(self, btf: Btf, name: str, map_type: int, m: BtfMember, inner: bool
+                      ) -> MapSpec | None:
+        """The ``values`` member: ``__array(values, T)``, a zero-sized array of pointers; T is a
+        function prototype for a PROG_ARRAY, the inner map's definition for a map-in-map."""
+        where = f"map {name!r}: member 'values'"
+        if inner:
+            raise self.fail(codes.UNSUPPORTED, f"{where}: an inner map cannot itself hold maps "
+                            "(multi-level map-in-map is not supported, by libbpf either)")
+        is_prog_array = map_type == MapType.PROG_ARRAY
+        if not is_prog_array and map_type not in _MAP_IN_MAP:
+            raise self.fail(codes.BAD_MAP, f"{where} is only for a PROG_ARRAY, ARRAY_OF_MAPS or "
+                            f"HASH_OF_MAPS, not map type {map_type}")
+        array = btf.resolve(m.type)
+        if array.kind != BtfKind.ARRAY or array.array is None or array.array.nelems:
+            raise self.fail(codes.BAD_MAP, f"{where} must be a zero-sized array (__array(values, T))")
+        ptr = btf.resolve(array.array.type)
+        if ptr.kind != BtfKind.PTR:
+            raise self.fail(codes.BAD_MAP, f"{where}: its elements must be pointers, not {ptr.kind.name}")
+        target = btf.resolve(ptr.type)
+        if is_prog_array:
+            if target.kind != BtfKind.FUNC_PROTO:
+                raise self.fail(codes.BAD_MAP, f"{where}: a PROG_ARRAY's values are functions "
+                                f"(__array(values, int (void *))), not {target.kind.name}")
+            return None
+        if target.kind != BtfKind.STRUCT:
+            raise self.fail(codes.BAD_MAP, f"{where}: a map-in-map's values are inner map "
+                            f"definitions (__array(values, struct {{ ... }})), not {target.kind.name}")
+        return self.btf_map_def(btf, f"{name}.inner", target, inner=True)
+
+    def map_slots(self, sec: Section, maps: list[MapSpec], sizes: dict[str, int]) -> list[MapSpec]:
+        """The ``.values = { [i] = &x }`` initialisers of ``.maps``: its relocations, each one the
+        slot of a map's ``values`` array that holds a program (PROG_ARRAY) or a map (map-in-map)."""
+        rel_sec = next((r for r, t in self.elf.relocation_sections() if t.index == sec.index), None)
+        if rel_sec is None:
+            return maps
+        btf = self.btf
+        assert btf is not None  # btf_maps() checked it
+        slots: dict[str, dict[int, str]] = {}
+        symbols = self.elf.symbols
+        for rel in self.elf.relocations(rel_sec):
+            where = f"at offset {rel.offset} of section {sec.name!r}"
+            owner = next((m for m in maps if m.symbol_offset <= rel.offset
+                          and rel.offset + 8 <= m.symbol_offset + sizes[m.name]), None)
+            if owner is None:
+                raise self.bad_relocation(where, "no map definition holds it")
+            if not 0 < rel.symbol < len(symbols):
+                raise self.bad_relocation(where, f"symbol index {rel.symbol} is out of range")
+            sym = symbols[rel.symbol]
+            var = btf.find(owner.name, BtfKind.VAR)
+            definition = btf.resolve(var.type) if var is not None else None
+            last = definition.members[-1] if definition is not None and definition.members else None
+            if last is None or last.name != "values":
+                raise self.bad_relocation(where, f"map {owner.name!r} has no 'values' member to initialise")
+            moff = rel.offset - owner.symbol_offset - last.bit_offset // 8
+            if moff < 0 or moff % 8:
+                raise self.bad_relocation(where, f"it is not at a slot of map {owner.name!r}'s values")
+            slot = moff // 8
+            home = None if sym.section_index is None else self.elf.section_at(sym.section_index)
+            if owner.type == MapType.PROG_ARRAY:
+                if (home is None or not home.executable or home.name == ".text"
+                        or sym.type != "STT_FUNC" or sym.bind == "STB_LOCAL"):
+                    raise self.bad_relocation(where, f"prog-array {owner.name!r} slot [{slot}]: "
+                                              f"{sym.name!r} is not an entry-point program")
+            elif home is None or home.index != sec.index or not any(m.name == sym.name for m in maps):
+                raise self.bad_relocation(where, f"map-in-map {owner.name!r} slot [{slot}]: "
+                                          f"{sym.name!r} is not a BTF-defined map")
+            elif owner.type == MapType.HASH_OF_MAPS and owner.key_size != 4:
+                raise self.fail(codes.BAD_MAP, f"map {owner.name!r}: a HASH_OF_MAPS with initial "
+                                f"values needs 4-byte keys (the slot numbers), not {owner.key_size}")
+            slots.setdefault(owner.name, {})[slot] = sym.name
+        return [replace(m, initial_slots=tuple(sorted(slots[m.name].items())))
+                if m.name in slots else m for m in maps]
 
     def int_field(self, btf: Btf, map_name: str, field: str, type_id: int) -> int:
         """A ``__uint(field, N)`` member: ``int (*field)[N]``, a pointer to an array of N."""
@@ -363,10 +470,27 @@ class _Reader:
                 name=data_map_name(self.path, s.name), type=int(MapType.ARRAY), key_size=4,
                 value_size=s.size, max_entries=1, section=s.name,
                 value_type_id=None if datasec is None else datasec.id,
-                initial_value=self.elf.contents(s), readonly=s.name.startswith(".rodata")))
+                initial_value=self.elf.contents(s), readonly=s.name.startswith(".rodata"),
+                mmapable=datasec is not None and self.has_global_var(datasec)))
         return out
 
+    def has_global_var(self, datasec: BtfType) -> bool:
+        """libbpf makes a data section's map BPF_F_MMAPABLE when its DATASEC lists a non-static
+        variable."""
+        assert self.btf is not None
+        return any(self.btf.type(i.type).kind == BtfKind.VAR and self.btf.type(i.type).linkage != 0
+                   for i in datasec.secinfos)
+
     # -- functions ---------------------------------------------------------------------------
+
+    @cached_property
+    def visibility(self) -> dict[int, int]:
+        """Symbol index -> ELF visibility (``st_other & 3``; 1 internal, 2 hidden), non-default only."""
+        tab = self.elf.symtab
+        if tab is None:
+            return {}
+        raw = self.elf.contents(tab)
+        return {i: raw[i * 24 + 5] & 3 for i in range(len(raw) // 24) if raw[i * 24 + 5] & 3}
 
     def functions(self) -> list[_Function]:
         out: list[_Function] = []
@@ -380,7 +504,7 @@ class _Reader:
                 if sec.size % INSN_SIZE:
                     raise self.fail(codes.BAD_PROGRAM, f"section {sec.name!r} is {sec.size} bytes, "
                                     "not a whole number of instructions")
-                out.append(_Function(sec.name, sec, 0, sec.size, True))
+                out.append(_Function(sec.name, sec, 0, sec.size, True, True))
                 continue
             for sym in funcs:
                 if sym.value % INSN_SIZE or sym.size % INSN_SIZE or sym.size == 0:
@@ -390,8 +514,10 @@ class _Reader:
                 if sym.value + sym.size > sec.size:
                     raise self.fail(codes.BAD_PROGRAM, f"function {sym.name!r} ({sym.size} bytes at "
                                     f"offset {sym.value}) extends past the end of section {sec.name!r}")
-                is_program = not text and sym.bind in ("STB_GLOBAL", "STB_WEAK")
-                out.append(_Function(sym.name, sec, sym.value, sym.size, is_program))
+                is_global = sym.bind in ("STB_GLOBAL", "STB_WEAK")
+                hidden = is_global and self.visibility.get(sym.index, 0) in (_STV_INTERNAL, _STV_HIDDEN)
+                out.append(_Function(sym.name, sec, sym.value, sym.size, not text and is_global,
+                                     is_global, hidden))
         return out
 
     def line_info(self, f: _Function) -> tuple[LineInfo, ...]:
@@ -419,7 +545,8 @@ class _Reader:
             assert self.btf is not None  # a .BTF.ext is read only with its .BTF
             t = self.btf.type(r.type_id)
             type_name = f"{t.kind.name.lower()} {t.name or '(anon)'}"
-            out.append(CoreRelocation((r.insn_off - f.offset) // INSN_SIZE, r.kind_name, type_name, r.access))
+            out.append(CoreRelocation((r.insn_off - f.offset) // INSN_SIZE, r.kind_name, type_name, r.access,
+                                      r.type_id, r.kind))
         return tuple(out)
 
     def section_lines(self, section: str) -> tuple[list[LineRecord], list[int]]:

@@ -95,7 +95,7 @@ NET_HOOKS = frozenset({AttachKind.XDP, AttachKind.TC})
 #: `evspec check` refuses programs of the other kinds, since record would
 RECORD_ATTACH_KINDS = frozenset(
     {AttachKind.TRACEPOINT, AttachKind.NONE, AttachKind.KPROBE, AttachKind.UPROBE, AttachKind.RAW_TRACEPOINT,
-     *NET_HOOKS}
+     AttachKind.PERF_EVENT, *NET_HOOKS}
 )
 
 

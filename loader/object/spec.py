@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import IntEnum
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evspec.loader.object.target_btf import TargetBtf
 
 
 class MapType(IntEnum):
@@ -78,6 +82,15 @@ class MapSpec:
     value_type_id: int | None = None
     initial_value: bytes | None = None  # global data maps (.data/.rodata/.bss): their contents
     readonly: bool = False  # .rodata: frozen after the initial value is written
+    numa_node: int = 0  # __uint(numa_node, N): used with BPF_F_NUMA_NODE in flags
+    map_extra: int = 0  # __uint(map_extra, N): the bloom filter's number of hashes
+    inner: MapSpec | None = None  # map-in-map: the inner map template (__array(values, struct ..))
+    # ``.values = { [i] = &x }``: (slot, program or map name), from the .rel.maps relocations
+    initial_slots: tuple[tuple[int, str], ...] = ()
+    mmapable: bool = False  # a global data map libbpf creates with BPF_F_MMAPABLE
+    # a legacy definition's fields past map_flags (iproute2's struct bpf_elf_map: id, pinning,
+    # inner_id, inner_idx, then unnamed words), the non-zero ones as (name, value)
+    legacy_extra: tuple[tuple[str, int], ...] = ()
 
     @property
     def map_type(self) -> MapType | None:
@@ -107,20 +120,25 @@ class LineInfo:
     source_line: str
 
 
-CORE_HELP = ("`evspec inspect OBJ.o` lists the relocations; build the object without CO-RE "
-             "(no preserve_access_index, BPF_CORE_READ or vmlinux.h) to run it with this version",)
-
 
 @dataclass(frozen=True, slots=True)
 class CoreRelocation:
     """A CO-RE relocation record of a function (``.BTF.ext`` core_relo): the instruction it
-    patches (index inside the function), its kind (``field_byte_offset``, ...), the local type it
-    starts from (``struct task_struct___mine``) and the access string (``0:1``)."""
+    patches (index inside the function), its kind (``field_byte_offset``, ...; ``kind_id`` its
+    number), the local type it starts from (``struct task_struct___mine``, BTF id ``type_id``) and
+    the access string (``0:1``).
+
+    ``applied`` is set on the copies a relocated spec holds (``core_patch.relocate_object``);
+    ``poison`` then says why the instruction was poisoned instead of patched."""
 
     insn: int
     kind: str
     type_name: str
     access: str
+    type_id: int
+    kind_id: int
+    applied: bool = False
+    poison: str | None = None
 
     def describe(self) -> str:
         return f"{self.kind} of {self.type_name} (access {self.access}) at instruction {self.insn}"
@@ -135,6 +153,8 @@ class ProgramSpec:
     relocations: tuple[Relocation, ...] = ()
     line_info: tuple[LineInfo, ...] = ()
     core_relocations: tuple[CoreRelocation, ...] = ()
+    global_function: bool = False  # a GLOBAL or WEAK symbol (a subprogram the verifier checks alone)
+    hidden: bool = False  # global with STV_HIDDEN/STV_INTERNAL visibility (__hidden)
 
     @property
     def insn_count(self) -> int:
@@ -167,16 +187,26 @@ class ObjectSpec:
         """Every CO-RE relocation of the object's functions (programs and subprograms)."""
         return tuple((p, r) for p in (*self.programs, *self.subprograms) for r in p.core_relocations)
 
-    def unloadable_reason(self) -> str | None:
-        """Why evspec cannot load this object correctly (None: it can). Loading an object while
-        ignoring its CO-RE relocations would read wrong offsets without a word, so it is refused."""
-        relos = self.core_relocations()
-        if not relos:
+    def unloadable_reason(self, target: TargetBtf | None = None) -> str | None:
+        """Why evspec cannot load this object correctly against the ``target`` BTF (None: it
+        can). CO-RE relocations that are not applied yet need a target to resolve against; one
+        that cannot be resolved at all (ambiguous, malformed, an unknown kind) makes the object
+        unloadable. Poisoned relocations do not: the verifier refuses them only if reached."""
+        pending = [(p, r) for p, r in self.core_relocations() if not r.applied]
+        if not pending:
             return None
-        prog, first = relos[0]
-        return (f"{self.path}: {len(relos)} CO-RE relocation(s), which evspec cannot apply yet "
-                f"(the first: program '{prog.name}', {first.describe()}); loaded without them the "
-                "programs would read wrong offsets")
+        if target is None:
+            prog, first = pending[0]
+            return (f"{self.path}: {len(pending)} CO-RE relocation(s) and no target BTF to resolve them "
+                    f"against (the first: program '{prog.name}', {first.describe()})")
+        from evspec.loader.errors import ObjectError
+        from evspec.loader.object.core_patch import relocate_object
+
+        try:
+            relocate_object(self, target)
+        except ObjectError as exc:
+            return exc.message
+        return None
 
     def map(self, name: str) -> MapSpec | None:
         for m in self.maps:

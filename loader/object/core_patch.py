@@ -1,0 +1,223 @@
+"""Applying resolved CO-RE relocations to instructions, and to a whole ``ObjectSpec``.
+
+``patch_insns`` is a pure function over instruction bytes: immediates of ALU/ALU64 instructions,
+offsets of LDX/ST/STX (with the load size when the field's size changed, as libbpf does) and both
+halves of a ld_imm64. A relocation without a target value becomes libbpf's poison, a call of
+helper 0xbad2310 that the verifier refuses by number if it is reached ("invalid func
+unknown#195896080"); a ``CoreFinding`` says which type, field and access it was.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.btf import Btf, BtfError
+from evspec.loader.object.core import CoreError, CoreResolver, CoreResult
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.object.target_btf import TargetBtf
+
+from evspec.codes import bpf as codes
+
+POISON_HELPER = 0xBAD2310  # 195896080, "bad relo"
+_INSN = struct.Struct("<BBhi")  # code, dst_reg | src_reg << 4, off, imm (little-endian BPF)
+_CLASS_LD, _CLASS_LDX, _CLASS_ST, _CLASS_STX, _CLASS_ALU, _CLASS_ALU64 = 0, 1, 2, 3, 4, 7
+_LD_IMM64 = 0x18
+_CALL = 0x85
+_SIZE_BYTES = {0x18: 8, 0x00: 4, 0x08: 2, 0x10: 1}  # BPF_DW, BPF_W, BPF_H, BPF_B
+_BYTES_SIZE = {v: k for k, v in _SIZE_BYTES.items()}
+
+
+@dataclass(frozen=True, slots=True)
+class CorePatch:
+    """One relocation to apply: instruction index, what it is, and its result."""
+
+    insn: int
+    relocation: str  # "field_byte_offset of struct task_struct___mine (access 0:1)"
+    result: CoreResult
+
+
+@dataclass(frozen=True, slots=True)
+class CoreFinding:
+    """A relocation that could not be satisfied: its instruction was poisoned."""
+
+    function: str
+    insn: int
+    message: str
+
+    def __str__(self) -> str:
+        return (f"function '{self.function}', instruction {self.insn}: {self.message}; the instruction "
+                f"is now `call {POISON_HELPER}`, which the verifier refuses if it is reached")
+
+
+def patch_insns(insns: bytes, patches: Sequence[CorePatch], function: str = "") -> tuple[bytes, list[CoreFinding]]:
+    """The instructions with every patch applied, and a finding per poisoned instruction;
+    ``CoreError`` when an instruction is not what its relocation expects."""
+    buf = bytearray(insns)
+    findings = []
+    count = len(buf) // 8
+    for p in patches:
+        where = f"instruction {p.insn} ({p.relocation})"
+        if not 0 <= p.insn < count:
+            raise CoreError(f"{where} is outside the function's {count} instructions")
+        reason = p.result.poison
+        if reason is None:
+            reason = _patch_one(buf, p, where)
+        if reason is not None:
+            _poison(buf, p.insn, count)
+            findings.append(CoreFinding(function, p.insn, f"{p.relocation}: {reason}"))
+    return bytes(buf), findings
+
+
+def _poison(buf: bytearray, at: int, count: int) -> None:
+    code = buf[at * 8]
+    if code == _LD_IMM64 and at + 1 < count:  # its second half too, or the verifier sees opcode 0
+        buf[(at + 1) * 8:(at + 2) * 8] = _INSN.pack(_CALL, 0, 0, POISON_HELPER)
+    buf[at * 8:(at + 1) * 8] = _INSN.pack(_CALL, 0, 0, POISON_HELPER)
+
+
+def _s32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+def _patch_one(buf: bytearray, p: CorePatch, where: str) -> str | None:
+    """Patch one instruction in place; a reason to poison it instead, or None."""
+    r = p.result
+    at = p.insn * 8
+    code, regs, off, imm = _INSN.unpack_from(buf, at)
+    cls = code & 0x07
+    orig, new = r.orig & ((1 << 64) - 1), r.new & ((1 << 64) - 1)
+    if cls in (_CLASS_ALU, _CLASS_ALU64):
+        if code & 0x08:
+            raise CoreError(f"{where}: an ALU instruction with a register operand has no immediate to relocate")
+        if r.validate and imm & ((1 << 64) - 1) != orig:
+            raise CoreError(f"{where}: the instruction's immediate is {imm}, expected {r.orig}")
+        _INSN.pack_into(buf, at, code, regs, off, _s32(new))
+        return None
+    if cls in (_CLASS_LDX, _CLASS_ST, _CLASS_STX):
+        if r.validate and off & ((1 << 64) - 1) != orig:
+            raise CoreError(f"{where}: the instruction's offset is {off}, expected {r.orig}")
+        if new > 0x7FFF:
+            raise CoreError(f"{where}: offset {new} does not fit an instruction's 16-bit offset")
+        if r.bad_size_change:
+            return (f"the field is {r.orig_size} bytes here and {r.new_size} in the target "
+                    f"({r.target}); a load of another width would not read the same value")
+        if r.new_size != r.orig_size:
+            size = _SIZE_BYTES[code & 0x18]
+            if size != r.orig_size:
+                raise CoreError(f"{where}: the instruction accesses {size} bytes, expected {r.orig_size}")
+            if r.new_size not in _BYTES_SIZE:
+                raise CoreError(f"{where}: no load or store is {r.new_size} bytes wide")
+            code = (code & 0xE7) | _BYTES_SIZE[r.new_size]
+        _INSN.pack_into(buf, at, code, regs, new, imm)
+        return None
+    if cls == _CLASS_LD:
+        if code != _LD_IMM64 or at + 16 > len(buf):
+            raise CoreError(f"{where}: a BPF_LD instruction that is no ld_imm64 (opcode {code:#04x})")
+        code2, regs2, off2, imm2 = _INSN.unpack_from(buf, at + 8)
+        if regs >> 4 or off or code2 or regs2 or off2:
+            raise CoreError(f"{where}: the ld_imm64 has an unexpected form")
+        value = (imm & 0xFFFFFFFF) | ((imm2 << 32) & ((1 << 64) - 1))
+        if r.validate and value != orig:
+            raise CoreError(f"{where}: the ld_imm64 holds {value}, expected {r.orig}")
+        _INSN.pack_into(buf, at, code, regs, off, _s32(new))
+        _INSN.pack_into(buf, at + 8, code2, regs2, off2, _s32(new >> 32))
+        return None
+    raise CoreError(f"{where}: instruction opcode {code:#04x} cannot take a CO-RE relocation")
+
+
+CORE_HELP = ("`evspec inspect OBJ.o` lists the CO-RE relocations; `bpftool btf dump file "
+             "/sys/kernel/btf/vmlinux format c` shows the kernel's types",)
+
+
+def _function_patches(fn: ProgramSpec, resolver: CoreResolver) -> list[CorePatch]:
+    out = []
+    for r in fn.core_relocations:
+        if r.applied:
+            continue
+        what = f"{r.kind} of {r.type_name} (access {r.access})"
+        try:
+            result = resolver.resolve(r.type_id, r.access, r.kind_id)
+        except CoreError as exc:
+            raise CoreError(f"function '{fn.name}', instruction {r.insn}: {what}: {exc}") from None
+        out.append(CorePatch(r.insn, what, result))
+    return out
+
+
+def _relocated(fn: ProgramSpec, resolver: CoreResolver) -> tuple[ProgramSpec, list[CoreFinding]]:
+    if not any(not r.applied for r in fn.core_relocations):
+        return fn, []
+    patches = _function_patches(fn, resolver)
+    try:
+        insns, findings = patch_insns(fn.insns, patches, fn.name)
+    except CoreError as exc:
+        raise CoreError(f"function '{fn.name}', {exc}") from None
+    poisoned = {f.insn: f.message for f in findings}
+    applied = tuple(replace(r, applied=True, poison=poisoned.get(r.insn)) if not r.applied else r
+                    for r in fn.core_relocations)
+    return replace(fn, insns=insns, core_relocations=applied), findings
+
+
+def relocate_object(spec: ObjectSpec, target: TargetBtf) -> tuple[ObjectSpec, list[CoreFinding]]:
+    """``spec`` with the CO-RE relocations of every function (programs and subprograms) applied
+    against ``target``, and the poisoned ones; ``ObjectError`` (EB015) if one cannot be applied."""
+    if not any(not r.applied for _, r in spec.core_relocations()):
+        return spec, []
+    if spec.btf is None:
+        raise ObjectError(codes.CORE_RELOCATION, f"{spec.path}: CO-RE relocations without a .BTF section")
+    findings: list[CoreFinding] = []
+    try:
+        resolver = CoreResolver(Btf(spec.btf), target)
+        programs, subprograms = [], []
+        for group, out in ((spec.programs, programs), (spec.subprograms, subprograms)):
+            for fn in group:
+                relocated, found = _relocated(fn, resolver)
+                out.append(relocated)
+                findings.extend(found)
+    except (CoreError, BtfError) as exc:
+        raise ObjectError(codes.CORE_RELOCATION, f"{spec.path}: CO-RE relocation against {target.name}: {exc}",
+                          help=CORE_HELP) from None
+    return replace(spec, programs=tuple(programs), subprograms=tuple(subprograms)), findings
+
+
+def core_findings(spec: ObjectSpec) -> list[CoreFinding]:
+    """The poisoned relocations of a relocated spec."""
+    return [CoreFinding(fn.name, r.insn, r.poison) for fn in (*spec.programs, *spec.subprograms)
+            for r in fn.core_relocations if r.applied and r.poison is not None]
+
+
+def load_target(target: TargetBtf | None) -> TargetBtf:
+    """``target``, else the running kernel's BTF; ``ObjectError`` (EB015) if there is none."""
+    if target is not None:
+        return target
+    try:
+        return TargetBtf.running_kernel()
+    except BtfError as exc:
+        raise ObjectError(codes.CORE_RELOCATION,
+                          f"CO-RE relocations need the kernel's BTF, which cannot be used: {exc}",
+                          help=("build the kernel with CONFIG_DEBUG_INFO_BTF=y, or give the target "
+                                "kernel's BTF",)) from None
+
+
+def core_check(spec: ObjectSpec, target: TargetBtf | None = None) -> tuple[str, str, bool] | None:
+    """What ``evspec check`` says of the object's CO-RE relocations against ``target`` (else the
+    running kernel's BTF): (code, message, is_error), or None when there is nothing to say."""
+    pending = sum(1 for _, r in spec.core_relocations() if not r.applied)
+    if not pending:
+        return None
+    try:
+        target = load_target(target)
+        _, findings = relocate_object(spec, target)
+    except ObjectError as exc:
+        if exc.code == codes.CORE_RELOCATION and "need the kernel's BTF" in exc.message:
+            return codes.CORE_UNRESOLVED, f"{pending} CO-RE relocation(s) not checked: {exc.message}", False
+        return exc.code, exc.message.removeprefix(f"{spec.path}: "), True
+    if not findings:
+        return None
+    shown = "; ".join(str(f) for f in findings[:3])
+    more = f" (and {len(findings) - 3} more)" if len(findings) > 3 else ""
+    return (codes.CORE_UNRESOLVED,
+            f"{len(findings)} CO-RE relocation(s) do not resolve against {target.name}: {shown}{more}", False)
