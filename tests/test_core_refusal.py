@@ -64,11 +64,14 @@ def _check(built: Path, name: str = "./core.o", *, this_kernel: bool = True) -> 
     from dataclasses import replace
 
     from evspec.loader.object.check import check_bpf_event, environment_from_system
+    from evspec.loader.object.core_patch import load_target
 
     from evspec.ast import BpfEvent
     from evspec.span import Span
 
-    env = replace(environment_from_system(corpus_system(), built), core_against_this_kernel=this_kernel)
+    env = environment_from_system(corpus_system(), built)
+    if this_kernel:
+        env = replace(env, core_target=lambda: load_target(None))
     event = BpfEvent(name, name.endswith(".c"), None, None, Span(0, len(name)), Span(0, len(name)))
     return [(d.code, d.is_error, d.message) for d in check_bpf_event(event, env, {})]
 

@@ -132,6 +132,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         ssub = p.add_subparsers(dest="system_command", metavar="ACTION", parser_class=_Parser, required=True)
         s = ssub.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
         s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+        s.add_argument("--btf", action="store_true",
+                       help="also save the running kernel's BTF (compressed), for checking CO-RE "
+                            "relocations against this kernel elsewhere")
 
     if every or command == "record":
         from evspec.cli.record import add_record_parser
@@ -142,6 +145,11 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         from evspec.cli.script import add_script_parser
 
         add_script_parser(sub)
+
+    if every or command == "verify":
+        from evspec.cli.verify import add_verify_parser
+
+        add_verify_parser(sub)
 
     if every or command == "inspect":
         p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
@@ -262,6 +270,12 @@ def cmd_script(args: argparse.Namespace) -> int:
     return script_main(args)  # type: ignore[no-any-return]
 
 
+def cmd_verify(args: argparse.Namespace) -> int:
+    from evspec.cli.verify import verify_main
+
+    return verify_main(args)
+
+
 def cmd_inspect(args: argparse.Namespace) -> int:
     from evspec.cli.inspect import inspect_main
 
@@ -271,7 +285,7 @@ def cmd_inspect(args: argparse.Namespace) -> int:
 COMMANDS = {
     "parse": cmd_parse, "check": cmd_check, "fmt": cmd_fmt, "explain": cmd_explain,
     "compile": cmd_compile, "list": cmd_list, "system": cmd_system, "inspect": cmd_inspect,
-    "record": cmd_record, "script": cmd_script,
+    "record": cmd_record, "script": cmd_script, "verify": cmd_verify,
 }
 
 

@@ -12,7 +12,12 @@ The snapshot is JSON::
      "cpus": "0-1",
      "features": {"kernel_release": "6.1.0", "kprobe_events": false, "uprobe_events": true,
                   "btf_vmlinux": true},
-     "cwd": "/home/me/project", "confine_files": false}
+     "cwd": "/home/me/project", "confine_files": false,
+     "kernel_btf": {"encoding": "zlib+base64", "size": 6123456, "data": "eJzs..."}}
+
+``kernel_btf`` (written by ``evspec system snapshot --btf``, absent otherwise) is the machine's
+``/sys/kernel/btf/vmlinux``, zlib-compressed and base64-encoded: checks against the snapshot
+resolve BPF objects' CO-RE relocations against it (``SnapshotSystem.kernel_btf()``).
 
 Files named in event strings are looked up on the machine that runs the check, relative to the
 working directory (a snapshot describes the kernel of another machine, not the repository being
@@ -39,6 +44,7 @@ from evspec.system.model import (
 )
 
 SNAPSHOT_VERSION = 1
+BTF_ENCODING = "zlib+base64"
 
 
 class SnapshotError(ValueError):
@@ -64,6 +70,20 @@ class SnapshotSystem(System):
         self._tracefs_reason = tracefs.get("reason") or "tracefs not available"
         self._tracefs_help = tuple(tracefs.get("help") or ())
         self._tracepoints: Mapping[str, Mapping[str, int]] = tracefs.get("events") or {}
+        self._kernel_btf: bytes | None = None
+
+    # ---- the kernel's BTF
+
+    def has_kernel_btf(self) -> bool:
+        """Whether the snapshot carries the kernel's BTF (without decoding it)."""
+        return bool(self._data.get("kernel_btf"))
+
+    def kernel_btf(self) -> bytes | None:
+        """The kernel's BTF (``/sys/kernel/btf/vmlinux`` of the machine), when the snapshot was
+        written with ``--btf``; ``SnapshotError`` when it is there but cannot be decoded."""
+        if self._kernel_btf is None and self.has_kernel_btf():
+            self._kernel_btf = decode_btf(self._data["kernel_btf"])
+        return self._kernel_btf
 
     # ---- PMUs
 
@@ -152,8 +172,34 @@ def _format_json(f: FormatField) -> str:
     return f.text()
 
 
-def snapshot(system: System) -> dict[str, Any]:
-    """Everything the checks read from ``system``, as JSON-ready data."""
+def encode_btf(data: bytes) -> dict[str, Any]:
+    """A BTF blob as the snapshot holds it."""
+    import base64
+    import zlib
+
+    return {"encoding": BTF_ENCODING, "size": len(data),
+            "data": base64.b64encode(zlib.compress(data, 6)).decode("ascii")}
+
+
+def decode_btf(raw: Any) -> bytes:  # noqa: ANN401 - JSON data
+    import base64
+    import binascii
+    import zlib
+
+    if not isinstance(raw, Mapping) or raw.get("encoding") != BTF_ENCODING or not isinstance(raw.get("data"), str):
+        raise SnapshotError(f"the snapshot's kernel_btf is not {BTF_ENCODING} data")
+    try:
+        data = zlib.decompress(base64.b64decode(raw["data"], validate=True))
+    except (binascii.Error, zlib.error, ValueError) as exc:
+        raise SnapshotError(f"the snapshot's kernel_btf cannot be decoded: {exc}") from exc
+    if raw.get("size") is not None and raw["size"] != len(data):
+        raise SnapshotError(f"the snapshot's kernel_btf is {len(data)} bytes, not the {raw['size']} it says")
+    return data
+
+
+def snapshot(system: System, *, kernel_btf: bytes | None = None) -> dict[str, Any]:
+    """Everything the checks read from ``system``, as JSON-ready data; with ``kernel_btf`` (the
+    machine's ``/sys/kernel/btf/vmlinux``), that too, compressed."""
     pmus: dict[str, Any] = {}
     for pmu in system.pmus():
         pmus[pmu.name] = {
@@ -185,7 +231,7 @@ def snapshot(system: System) -> dict[str, Any]:
     except TracefsUnavailable as exc:
         tracefs = {"available": False, "reason": exc.reason, "help": list(exc.help), "events": {}}
     f = system.features()
-    return {
+    out = {
         "evspec_system": SNAPSHOT_VERSION,
         "pmus": pmus,
         "tracefs": tracefs,
@@ -199,6 +245,9 @@ def snapshot(system: System) -> dict[str, Any]:
         "cwd": system.cwd,
         "confine_files": False,
     }
+    if kernel_btf is not None:
+        out["kernel_btf"] = encode_btf(kernel_btf)
+    return out
 
 
 def _cpu_list_text(cpus: tuple[int, ...]) -> str:
@@ -213,10 +262,10 @@ def _cpu_list_text(cpus: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def snapshot_text(system: System) -> str:
+def snapshot_text(system: System, *, kernel_btf: bytes | None = None) -> str:
     """The snapshot file's text. Not sort_keys: trace systems and events keep the machine's
     directory order (perf's glob order); everything else is sorted by ``snapshot`` already."""
-    return json.dumps(snapshot(system), indent=1) + "\n"
+    return json.dumps(snapshot(system, kernel_btf=kernel_btf), indent=1) + "\n"
 
 
 def write_snapshot(system: System, path: str | os.PathLike[str]) -> None:

@@ -1,0 +1,164 @@
+"""`evspec verify`: every program and map of an object loaded into this kernel's verifier (root),
+nothing attached, everything closed. A good object: all loaded, the JSON shape, instruction and
+CO-RE relocation counts. An object with one program the verifier rejects: the other still loads,
+the failing one's summary names the instruction and source line, exit 1. A CO-RE object with a
+poisoned relocation: the finding reported and the verifier refusing the poisoned call. No
+descriptor is left open, no file pinned; without root, a clear usage error."""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from corpus_files import DATA
+
+from evspec.cli.app import build_parser
+from evspec.cli.verify import verify_main
+
+CORE = DATA / "core"
+TWO = r"""
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+
+struct { __uint(type, BPF_MAP_TYPE_ARRAY); __uint(max_entries, 4); __type(key, int); __type(value, long); }
+	counts SEC(".maps");
+
+SEC("raw_syscalls:sys_enter")
+int good(void *ctx)
+{
+	int key = 1;
+	long *v = bpf_map_lookup_elem(&counts, &key);
+
+	if (v)
+		__sync_fetch_and_add(v, 1);
+	return 0;
+}
+
+SEC("raw_syscalls:sys_exit")
+int bad(void *ctx)
+{
+	int key = 2;
+	long *v = bpf_map_lookup_elem(&counts, &key);
+
+	return *v; /* no NULL check: the verifier refuses this */
+}
+char _license[] SEC("license") = "GPL";
+"""
+
+
+def _clang(src: Path, out: Path) -> None:
+    if shutil.which("clang") is None:
+        pytest.fail("clang is needed (scripts/test.sh installs it)")
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c", str(src),
+                    "-o", str(out)], check=True)
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    out = tmp_path_factory.mktemp("verify")
+    for name in ("core_read", "kernel_poisoned", "kernel_relocs"):
+        _clang(CORE / f"{name}.c", out / f"{name}.o")
+    (out / "two.c").write_text(TWO)
+    _clang(out / "two.c", out / "two.o")
+    return out
+
+
+def _fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def _pins() -> list[str]:
+    root = Path("/sys/fs/bpf")
+    return sorted(str(p) for p in root.rglob("*")) if root.is_dir() else []
+
+
+def _verify(built: Path, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str, str]:
+    monkeypatch.chdir(built)
+    args = build_parser("verify").parse_args(["verify", *argv])
+    out, err = io.StringIO(), io.StringIO()
+    before, pins = _fds(), _pins()
+    status = verify_main(args, stdout=out, stderr=err)
+    assert _fds() == before, "a descriptor was left open"
+    assert _pins() == pins, "something was left pinned"
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_a_good_object_loads_entirely(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    status, out, err = _verify(built, monkeypatch, "--format", "json", "core_read.o", "kernel_relocs.o")
+    assert status == 0, err
+    doc = json.loads(out)
+    assert set(doc) == {"programs", "maps"}
+    progs = {p["name"]: p for p in doc["programs"]}
+    assert sorted(progs) == ["bitfield", "fields", "info", "on_enter"]
+    for p in progs.values():
+        assert {"object", "name", "section", "loaded", "insns", "verifier", "relocations"} <= set(p)
+        assert p["loaded"] is True and p["verifier"] is None and p["insns"] > 0
+    assert progs["on_enter"] == {**progs["on_enter"], "object": "core_read.o", "section": "raw_syscalls:sys_enter",
+                                 "relocations": 2, "poisoned": []}
+    # fields calls comm_char: its relocations count for the program too
+    assert progs["fields"]["relocations"] > 4
+    # info's guarded read of no_such_field is poisoned yet unreachable: loaded, the finding reported
+    assert progs["info"]["loaded"] and [f["insn"] for f in progs["info"]["poisoned"]] == [5]
+    assert doc["maps"] == [{"object": "core_read.o", "name": "__bpf_stdout__", "type": "perf_event_array",
+                            "created": True, "error": None}]
+
+
+def test_one_rejected_program_does_not_stop_the_other(root_kernel: None, built: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    status, out, _ = _verify(built, monkeypatch, "--format", "json", "two.o")
+    assert status == 1
+    doc = json.loads(out)
+    progs = {p["name"]: p for p in doc["programs"]}
+    assert progs["good"]["loaded"] is True and progs["good"]["insns"] > 0
+    bad = progs["bad"]
+    assert bad["loaded"] is False
+    assert "invalid mem access" in bad["verifier"]
+    assert "at insn " in bad["verifier"]  # the failing instruction
+    assert "two.c:" in bad["verifier"] and "return *v;" in bad["verifier"]  # and its source line
+    assert doc["maps"] == [{"object": "two.o", "name": "counts", "type": "array", "created": True, "error": None}]
+
+
+def test_text_output_names_each_program(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    status, out, _ = _verify(built, monkeypatch, "two.c")
+    assert status == 1
+    assert "program good (raw_syscalls:sys_enter): loaded" in out
+    assert "program bad (raw_syscalls:sys_exit): NOT loaded" in out
+    assert out.endswith("1 of 2 program(s) loaded\n")
+
+
+def test_a_poisoned_relocation(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    status, out, _ = _verify(built, monkeypatch, "--format", "json", "kernel_poisoned.o")
+    assert status == 1
+    [prog] = json.loads(out)["programs"]
+    assert prog["loaded"] is False and prog["relocations"] == 2
+    [finding] = prog["poisoned"]
+    assert finding["insn"] == 9
+    assert "struct task_struct___k.no_such_field (access 0:1)" in finding["message"]
+    assert "at insn 9 `call unknown#195896080`" in prog["verifier"]
+
+
+def test_btf_file_is_the_target(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch,
+                                tmp_path: Path) -> None:
+    status, out, _ = _verify(built, monkeypatch, "--format", "json", "--btf", "/sys/kernel/btf/vmlinux",
+                             "core_read.o")
+    assert status == 0 and json.loads(out)["programs"][0]["relocations"] == 2
+    (tmp_path / "junk").write_bytes(b"junk")
+    status, _, err = _verify(built, monkeypatch, "--btf", str(tmp_path / "junk"), "core_read.o")
+    assert status == 2 and "--btf" in err
+
+
+def test_usage_errors(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    status, _, err = _verify(built, monkeypatch, "missing.o")
+    assert status == 2 and "missing.o" in err
+
+
+def test_not_root_is_a_clear_error(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "geteuid", lambda: 1000)
+    status, out, err = _verify(built, monkeypatch, "core_read.o")
+    assert (status, out) == (2, "")
+    assert "verify needs root" in err
