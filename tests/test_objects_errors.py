@@ -231,7 +231,7 @@ def test_relocation_section_not_linked_to_symtab(bpf_fixtures: Path) -> None:
     assert "not linked to the symbol table" in _error(elf.bytes()).message
 
 
-def test_extern_symbols_are_unsupported(clang: str, tmp_path: Path) -> None:
+def test_kconfig_externs_are_read_as_externs(clang: str, tmp_path: Path) -> None:
     obj = _compile(clang, tmp_path, "ext", """
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
@@ -240,9 +240,8 @@ SEC("raw_syscalls:sys_enter")
 int prog(void *ctx) { return LINUX_KERNEL_VERSION; }
 char _license[] SEC("license") = "GPL";
 """, "-g")
-    with pytest.raises(ObjectError) as info:
-        read_object(obj)
-    assert info.value.code == "EB014" and "'LINUX_KERNEL_VERSION'" in info.value.message
+    spec = read_object(obj)
+    assert [(e.name, e.kind) for e in spec.externs] == [("LINUX_KERNEL_VERSION", "kconfig")]
 
 
 # -- maps, license, version ------------------------------------------------------------------

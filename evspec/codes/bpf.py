@@ -19,6 +19,10 @@ COMPILE_FAILED = "EB012"
 NO_CLANG = "EB013"
 UNSUPPORTED = "EB014"
 CORE_RELOCATION = "EB015"
+EXTERN_INVALID = "EB016"
+EXTERN_UNRESOLVED = "EB017"
+EXTERN_TYPE = "EB018"
+KCONFIG_UNREADABLE = "EB019"
 CACHE_REFUSED = "WB001"
 CORE_UNRESOLVED = "WB002"
 
@@ -131,8 +135,8 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         UNSUPPORTED,
         "unsupported BPF object feature",
-        "The object uses something evspec does not load: extern symbols (__kconfig, __ksym), "
-        "RELA relocations, or a relocation kind that only libbpf's CO-RE machinery handles.",
+        "The object uses something evspec does not load: externs resolved in a kernel module's "
+        "BTF, RELA relocations, or a relocation kind that only libbpf's CO-RE machinery handles.",
     ),
     CodeInfo(
         CORE_RELOCATION,
@@ -147,6 +151,47 @@ CODES: tuple[CodeInfo, ...] = (
         "",
         "Check the target BTF (`bpftool btf dump file /sys/kernel/btf/vmlinux`), and rebuild the "
         "object from a vmlinux.h or local type definitions that match it.",
+    ),
+    CodeInfo(
+        EXTERN_INVALID,
+        "extern declared in a way libbpf does not accept",
+        "An undefined symbol of the object is an extern, which needs an extern VAR or FUNC of its "
+        "name in the object's BTF, listed in the .kconfig DATASEC (__kconfig variables of type "
+        "bool, enum libbpf_tristate, char, a 2-, 4- or 8-byte integer or a char array) or the "
+        ".ksyms DATASEC (__ksym variables and kfuncs). This one is not.",
+        "",
+        "Declare it with __kconfig or __ksym from bpf/bpf_helpers.h, with one of those types, and "
+        "compile with -g.",
+    ),
+    CodeInfo(
+        EXTERN_UNRESOLVED,
+        "extern not found on this system",
+        "A strong (not __weak) extern has no value here: a CONFIG_ option the kernel's Kconfig "
+        "does not set, a __ksym the kernel's BTF or /proc/kallsyms does not have, a kfunc the "
+        "kernel's BTF does not have, or a __kconfig name that is neither CONFIG_* nor one of "
+        "libbpf's LINUX_* values. Weak externs that are missing are 0, as libbpf makes them.",
+        "",
+        "Mark the extern __weak and test it before use, or load on a kernel that has it.",
+    ),
+    CodeInfo(
+        EXTERN_TYPE,
+        "extern's type does not fit its value",
+        "The value found for an extern does not fit the type the object declares it with: a "
+        "Kconfig value y/n/m, a string or a number into a type that cannot hold it (m into a "
+        "bool, a number too big for its integer), or a __ksym or kfunc whose type or prototype "
+        "differs from the kernel's BTF.",
+        "",
+        "Declare the extern with a type that holds the value (enum libbpf_tristate for y/m/n, "
+        "a wider integer), or as the kernel's BTF declares it.",
+    ),
+    CodeInfo(
+        KCONFIG_UNREADABLE,
+        "the kernel's Kconfig cannot be read",
+        "The object has CONFIG_* __kconfig externs, whose values come from the running kernel's "
+        "configuration: /boot/config-$(uname -r), else /proc/config.gz (CONFIG_IKCONFIG_PROC). "
+        "Neither can be read.",
+        "",
+        "Install the kernel's config file in /boot, or load the configs module (modprobe configs).",
     ),
     CodeInfo(
         CACHE_REFUSED,

@@ -96,6 +96,9 @@ BPF_PSEUDO_MAP_FD = 1
 BPF_PSEUDO_MAP_VALUE = 2
 BPF_PSEUDO_CALL = 1
 BPF_PSEUDO_FUNC = 4  # ld_imm64 of a subprogram's address (callbacks)
+BPF_PSEUDO_BTF_ID = 3  # ld_imm64 of a kernel variable (or function) by its BTF id: typed __ksym
+BPF_PSEUDO_KFUNC_CALL = 2  # call of a kernel function by its BTF id: kfunc
+
 
 # Opcodes the relocator checks (BPF_LD|BPF_IMM|BPF_DW, BPF_JMP|BPF_CALL, BPF_JMP|BPF_EXIT).
 OP_LD_IMM64 = 0x18
@@ -105,6 +108,7 @@ OP_EXIT = 0x95
 # Helper function ids (``enum bpf_func_id``) of the programs evspec writes itself.
 FUNC_MAP_LOOKUP_ELEM = 1
 FUNC_LOOP = 181
+FUNC_GET_ATTACH_COOKIE = 174  # what libbpf's LINUX_HAS_BPF_COOKIE probe calls
 
 
 class BpfInsn(ctypes.Structure):

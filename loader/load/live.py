@@ -44,7 +44,8 @@ from evspec.loader.object.btf_fixup import (
 )
 from evspec.loader.object.compile import possible_cpus  # also the size of a default perf event array
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
-from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
+from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType
 from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as bpf_codes
@@ -285,6 +286,10 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
                     _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_FD, fd, 0)
                 else:
                     _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_VALUE, fd, rel.addend)
+            elif rel.kind in ("ksym", "kfunc"):
+                raise _relocation_error(
+                    part, rel.insn_index, f"extern '{rel.target}' is not resolved (externs.apply_externs)"
+                )
             else:
                 raise _relocation_error(part, rel.insn_index, f"unknown relocation kind {rel.kind!r}")
     line_info = tuple(
@@ -769,6 +774,8 @@ def load_object(
         raise ObjectError(bpf_codes.UNSUPPORTED, reason, help=CORE_HELP)
     check_libbpf_rules(spec, deferred)
     kernel = kernel or Kernel()
+    if spec.externs and not spec.externs_applied:  # __kconfig, __ksym, kfuncs: resolved on this system
+        spec = apply_externs(spec, resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel))))
     attach = expected_attach_types or {}
     live = LiveObject(kernel, spec)
     try:
@@ -802,6 +809,19 @@ def load_object(
             pass  # the original failure is the one worth reporting
         raise
     return live
+
+
+def _has_bpf_cookie(kernel: Kernel) -> bool:
+    """libbpf's LINUX_HAS_BPF_COOKIE probe: whether a tracepoint program may call
+    bpf_get_attach_cookie."""
+    call = abi.BpfInsn(code=abi.OP_CALL, imm=abi.FUNC_GET_ATTACH_COOKIE)
+    exit_ = abi.BpfInsn(code=abi.OP_EXIT)
+    try:
+        fd = kernel.load_program(int(ProgType.TRACEPOINT), bytes(call) + bytes(exit_), "GPL")
+    except KernelError:
+        return False
+    kernel.close(fd)
+    return True
 
 
 def check_libbpf_rules(spec: ObjectSpec, deferred: Collection[str] = ()) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.object.spec import ExternSpec, MapSpec, MapType, ObjectSpec, ProgramSpec
 
 AttachDescriber = Callable[[str], dict[str, Any]]
 
@@ -88,7 +88,7 @@ def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> d
     for p in spec.programs:
         described = attach(p.section) if attach is not None else {}
         programs.append(_program_entry(p, described))
-    return {
+    report = {
         "path": spec.path,
         "license": spec.license,
         "kernel_version": None if spec.kernel_version is None else kernel_version_text(spec.kernel_version),
@@ -98,6 +98,16 @@ def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> d
         "subprograms": [{"name": p.name, "section": p.section, "insns": p.insn_count,
                          "core_relocations": _core_entries(p)} for p in spec.subprograms],
     }
+    if spec.externs:  # only then: reports of objects without externs stay as they were
+        report["externs"] = [_extern_entry(e) for e in spec.externs]
+    return report
+
+
+def _extern_entry(e: ExternSpec) -> dict[str, Any]:
+    entry: dict[str, Any] = {"name": e.name, "kind": e.kind, "type": e.type_name, "weak": e.weak}
+    if e.kind == "kconfig":
+        entry["offset"] = e.offset
+    return entry
 
 
 _NOT_ATTACH = ("prog_type", "program_type", "type", "section")  # shown on the program's own line
@@ -144,6 +154,12 @@ def inspect_text(report: dict[str, Any]) -> str:
             extra = f"+{r['addend']}" if r["addend"] else ""
             lines.append(f"      insn {r['insn']}: {r['kind']} {r['target']}{extra}")
         lines.extend(_core_lines(p))
+    if report.get("externs"):
+        lines.append(f"externs: {len(report['externs'])}")
+        for e in report["externs"]:
+            where = f"  .kconfig+{e['offset']}" if "offset" in e else ""
+            weak = "  weak" if e["weak"] else ""
+            lines.append(f"  {e['name']}: {e['kind']}  type {e['type']}{weak}{where}")
     if report.get("subprograms"):
         lines.append(f"subprograms: {len(report['subprograms'])}")
         for p in report["subprograms"]:

@@ -23,6 +23,11 @@ What becomes what:
   (callbacks) -> "func"; a ``call`` with src_reg BPF_PSEUDO_CALL -> "call" with the called
   function's name. Pseudo calls that leave their function without a relocation (a static function
   of the same section) get a "call" relocation too, so every call target is named.
+* externs (undefined GLOBAL/WEAK NOTYPE symbols, ``externs.collect_externs``): ``ObjectSpec.externs``;
+  with kconfig ones a ``.kconfig`` map (``OBJ.kconfig``: one read-only, mmapable ARRAY entry, zero
+  until ``externs.apply_externs`` fills it) and their ld_imm64s "data" relocations into it at the
+  value's offset; ld_imm64s of a __ksym or kfunc -> "ksym", kfunc calls -> "kfunc" (applied to the
+  code by ``externs.apply_externs``, which ``load_object`` calls).
 """
 
 from __future__ import annotations
@@ -39,8 +44,10 @@ from pathlib import Path
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, BtfMember, BtfType, LineRecord
 from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
+from evspec.loader.object.externs import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
 from evspec.loader.object.spec import (
     CoreRelocation,
+    ExternSpec,
     LineInfo,
     MapSpec,
     MapType,
@@ -159,6 +166,8 @@ class _Targets:
     maps: dict[tuple[str, int], MapSpec]  # (section, symbol offset) -> map
     data: dict[str, MapSpec]  # data section -> its map
     functions: dict[int, _Functions]  # section index -> its functions
+    externs: dict[str, ExternSpec]  # __kconfig, __ksym and kfunc externs by name
+    kconfig: MapSpec | None  # the .kconfig map, when the object has kconfig externs
 
 
 class _Reader:
@@ -204,8 +213,28 @@ class _Reader:
 
     # -- the whole object --------------------------------------------------------------------
 
+    @cached_property
+    def externs(self) -> tuple[ExternSpec, ...]:
+        undefined = [UndefinedSymbol(s.name, s.bind == "STB_WEAK") for s in self.elf.symbols
+                     if s.section_index is None and s.type == "STT_NOTYPE" and s.name
+                     and s.bind in ("STB_GLOBAL", "STB_WEAK")]
+        return collect_externs(self.path, self.btf, undefined)
+
+    def kconfig_map(self) -> list[MapSpec]:
+        """libbpf's ``.kconfig`` map: one read-only, mmapable ARRAY entry holding the values of
+        the kconfig externs (filled when they are resolved, zero until then)."""
+        size = kconfig_size(self.externs)
+        if not size:
+            return []
+        assert self.btf is not None  # externs need it
+        datasec = self.btf.find(KCONFIG_SEC, BtfKind.DATASEC)
+        return [MapSpec(name=data_map_name(self.path, KCONFIG_SEC), type=int(MapType.ARRAY), key_size=4,
+                        value_size=size, max_entries=1, section=KCONFIG_SEC,
+                        value_type_id=None if datasec is None else datasec.id,
+                        initial_value=bytes(size), readonly=True, mmapable=True)]
+
     def read(self) -> ObjectSpec:
-        maps = [*self.legacy_maps(), *self.btf_maps(), *self.data_maps()]
+        maps = [*self.legacy_maps(), *self.btf_maps(), *self.data_maps(), *self.kconfig_map()]
         seen: set[str] = set()
         for m in maps:
             if m.name in seen:
@@ -225,7 +254,8 @@ class _Reader:
         return ObjectSpec(
             path=self.path, license=self.license(), kernel_version=self.kernel_version(),
             maps=tuple(maps), programs=tuple(programs), subprograms=tuple(subprograms),
-            btf=self.btf_bytes, btf_ext=self.btf_ext_bytes, layouts=self.layouts())
+            btf=self.btf_bytes, btf_ext=self.btf_ext_bytes, layouts=self.layouts(),
+            externs=self.externs)
 
     def layouts(self) -> tuple[SectionLayout, ...]:
         """Sizes and object symbols of the allocated data sections, which the BTF fix-up needs."""
@@ -574,7 +604,8 @@ class _Reader:
         targets = _Targets(
             maps={(m.section, m.symbol_offset): m for m in maps if m.initial_value is None},
             data={m.section: m for m in maps if m.initial_value is not None},
-            functions=by_section)
+            functions=by_section, externs={e.name: e for e in self.externs},
+            kconfig=next((m for m in maps if m.section == KCONFIG_SEC), None))
         out: dict[tuple[int, int], list[Relocation]] = {}
         relocated: set[tuple[int, int]] = set()
         for rel_sec, target in self.elf.relocation_sections():
@@ -608,13 +639,11 @@ class _Reader:
             raise self.bad_relocation(where, "it lies outside every function")
         sym = symbols[rel.symbol]
         opcode, regs, _off, imm = struct.unpack_from(_NATIVE + "BBhi", code, rel.offset)
+        insn_index = (rel.offset - f.offset) // INSN_SIZE
         if sym.section_index is None:
-            raise self.fail(codes.UNSUPPORTED, f"{where}: symbol {sym.name!r} is not defined in the "
-                            "object; externs (__kconfig, __ksym, kfuncs) are not supported",
-                            "Relocation failed")
+            return f, self.extern_relocation(targets, sym, opcode, insn_index, rel.offset, f, where)
         home = self.elf.section_at(sym.section_index)
         sym_name = sym.name or home.name
-        insn_index = (rel.offset - f.offset) // INSN_SIZE
         if opcode == OP_LD_IMM64:
             if rel.offset + 2 * INSN_SIZE > f.end:
                 raise self.bad_relocation(where, "ld_imm64 is cut off at the end of its function")
@@ -648,6 +677,30 @@ class _Reader:
             return f, Relocation(insn_index, "call", sym_name, callee.name)
         raise self.bad_relocation(where, f"instruction opcode 0x{opcode:02x} is neither ld_imm64 nor "
                                   "call")
+
+    def extern_relocation(self, targets: _Targets, sym: Symbol, opcode: int, insn_index: int,
+                          offset: int, f: _Function, where: str) -> Relocation:
+        """A relocation against an undefined symbol: an extern's ld_imm64 (kconfig: "data" into
+        the .kconfig map at the value's offset; ksym and kfunc: "ksym") or kfunc call ("kfunc")."""
+        ext = targets.externs.get(sym.name)
+        if ext is None:
+            raise self.fail(codes.EXTERN_INVALID, f"{where}: symbol {sym.name!r} is not defined in "
+                            "the object, and it is no extern (an undefined GLOBAL or WEAK NOTYPE "
+                            "symbol of the .kconfig or .ksyms section)", "Relocation failed")
+        if opcode == OP_LD_IMM64:
+            if offset + 2 * INSN_SIZE > f.end:
+                raise self.bad_relocation(where, "ld_imm64 is cut off at the end of its function")
+            if ext.kind == "kconfig":
+                assert targets.kconfig is not None  # made for every object with kconfig externs
+                return Relocation(insn_index, "data", ext.name, targets.kconfig.name, ext.offset)
+            return Relocation(insn_index, "ksym", ext.name, ext.name)
+        if opcode == OP_CALL:
+            if ext.kind != "kfunc":
+                raise self.bad_relocation(where, f"a call of extern {ext.name!r}, which is a "
+                                          f"{ext.kind} variable, not a function")
+            return Relocation(insn_index, "kfunc", ext.name, ext.name)
+        raise self.bad_relocation(where, f"instruction opcode 0x{opcode:02x} relocated against extern "
+                                  f"{ext.name!r} is neither ld_imm64 nor call")
 
     def callee(self, targets: _Targets, sec: Section, offset: int, where: str) -> _Function:
         funcs = targets.functions.get(sec.index)

@@ -105,7 +105,8 @@ class Relocation:
     """One instruction of a program that needs a fix-up before loading."""
 
     insn_index: int  # index of the instruction (8-byte units) inside the program
-    kind: str  # "map" (ld_imm64 of a map), "data" (global data), "call" (bpf-to-bpf call)
+    kind: str  # "map" (ld_imm64 of a map), "data" (global data, __kconfig), "call" (bpf-to-bpf
+    # call), "func" (callback address), "ksym" (ld_imm64 of a __ksym), "kfunc" (call of a kfunc)
     symbol: str
     target: str  # map name, data section name, or called function
     addend: int = 0  # offset into the data section / symbol
@@ -162,6 +163,25 @@ class ProgramSpec:
 
 
 @dataclass(frozen=True, slots=True)
+class ExternSpec:
+    """An extern the object declares (an undefined GLOBAL or WEAK NOTYPE symbol with a VAR or
+    FUNC in the ``.kconfig`` or ``.ksyms`` DATASEC of its BTF).
+
+    ``kind``: ``kconfig`` (``__kconfig``: a value in the ``.kconfig`` map, at ``offset``),
+    ``ksym`` (``__ksym`` variable: typed when ``type_id`` is not 0, else a kallsyms address) or
+    ``kfunc`` (``__ksym`` function; ``type_id`` its FUNC_PROTO)."""
+
+    name: str
+    kind: str
+    weak: bool
+    btf_id: int  # the VAR or FUNC in the object's BTF
+    type_id: int  # its type behind typedefs and modifiers; 0 for a typeless ksym
+    type_name: str  # for messages: "int", "struct rq", "bool", "char[64]", "func (void)"
+    offset: int = 0  # kconfig: where the value sits in the .kconfig map
+    size: int = 0  # kconfig: its size in bytes
+
+
+@dataclass(frozen=True, slots=True)
 class SectionLayout:
     """An allocated data section's size and where its named symbols sit: the facts a BTF DATASEC
     describes, which clang leaves for the loader to fill in."""
@@ -182,6 +202,8 @@ class ObjectSpec:
     btf: bytes | None = field(default=None, repr=False)  # the raw .BTF section, for loading
     btf_ext: bytes | None = field(default=None, repr=False)
     layouts: tuple[SectionLayout, ...] = field(default=(), repr=False)  # with .BTF only
+    externs: tuple[ExternSpec, ...] = ()  # __kconfig, __ksym and kfunc externs, in symbol order
+    externs_applied: bool = False  # set on the spec ``externs.apply_externs`` returns
 
     def core_relocations(self) -> tuple[tuple[ProgramSpec, CoreRelocation], ...]:
         """Every CO-RE relocation of the object's functions (programs and subprograms)."""

@@ -1,0 +1,521 @@
+"""``__kconfig``, ``__ksym`` and kfunc externs, as libbpf 1.x collects, resolves and applies
+them; no syscalls (what the running system says comes in as ``ExternSources``).
+
+* ``collect_externs``: every undefined GLOBAL or WEAK NOTYPE symbol must have an extern VAR or
+  FUNC of that name in the BTF, listed by the ``.kconfig`` DATASEC (``kconfig``: a variable of a
+  type ``kconfig.kconfig_type`` accepts; functions are refused there) or by ``.ksyms`` (``ksym``
+  variables, ``kfunc`` functions). Kconfig values are laid out the way libbpf lays out its
+  ``.kconfig`` map: sorted by alignment (largest first), then size, then name, each aligned.
+* ``resolve_externs``: LINUX_KERNEL_VERSION, LINUX_HAS_BPF_COOKIE and LINUX_HAS_SYSCALL_WRAPPER
+  from the sources, CONFIG_* from the Kconfig text (read only when one is wanted), typeless
+  ksyms from kallsyms (``NAME.llvm.N`` data symbols count as NAME; two addresses are ambiguous),
+  typed ksyms and kfuncs from the vmlinux BTF (a VAR or FUNC of that name whose type or
+  prototype is compatible, bpf_core_types_are_compat). Weak externs that are not found are 0; a
+  weak kfunc whose prototype does not match is unresolved too. Strong ones are errors naming
+  them; so is any extern found only in a module's BTF (module BTF fds are not passed).
+* ``apply_externs``: the spec with the ``.kconfig`` map's value filled, ksym ld_imm64s patched
+  (BPF_PSEUDO_BTF_ID with the VAR's id and BTF object fd 0, or the address split in two halves),
+  kfunc calls patched (BPF_PSEUDO_KFUNC_CALL, imm the FUNC's id; an unresolved weak one becomes
+  libbpf's poisoned helper call 2002000000 + index, which the verifier refuses only if reached),
+  and the BTF rewritten so that the kernel takes it (``extern_btf``).
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import struct
+import sys
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+
+from evspec.loader.abi import bpf as abi
+from evspec.loader.errors import ObjectError
+from evspec.loader.object import kconfig as kc
+from evspec.loader.object.btf import (
+    FUNC_GLOBAL,
+    VAR_GLOBAL_ALLOCATED,
+    VAR_GLOBAL_EXTERN,
+    VAR_STATIC,
+    Btf,
+    BtfKind,
+    RawType,
+    type_info,
+    write_btf,
+)
+from evspec.loader.object.core import CoreError, types_compat
+from evspec.loader.object.spec import ExternSpec, ObjectSpec, ProgramSpec, SectionLayout
+from evspec.loader.object.target_btf import TargetBtf, essential_name
+
+from evspec.codes import bpf as codes
+
+KCONFIG_SEC = ".kconfig"
+KSYMS_SEC = ".ksyms"
+FUNC_EXTERN = 2
+POISON_KFUNC_BASE = 2002000000  # libbpf's POISON_CALL_KFUNC_BASE
+DUMMY_KSYM = "dummy_ksym"
+VIRTUAL = ("LINUX_KERNEL_VERSION", "LINUX_HAS_BPF_COOKIE", "LINUX_HAS_SYSCALL_WRAPPER")
+_NATIVE = "<" if sys.byteorder == "little" else ">"
+
+
+@dataclass(frozen=True, slots=True)
+class UndefinedSymbol:
+    """An undefined GLOBAL or WEAK NOTYPE symbol of the ELF symbol table."""
+
+    name: str
+    weak: bool
+
+
+# -------------------------------------------------------------------------------- collect
+
+
+def type_text(btf: Btf, type_id: int) -> str:
+    """A short C-like name of a type for messages: ``int``, ``struct rq``, ``char[64]``."""
+    if type_id == 0:
+        return "void"
+    t = btf.resolve(type_id)
+    if t.kind == BtfKind.ARRAY and t.array is not None:
+        return f"{type_text(btf, t.array.type)}[{t.array.nelems}]"
+    if t.kind == BtfKind.PTR:
+        return f"{type_text(btf, t.type)} *"
+    if t.kind == BtfKind.FUNC_PROTO:
+        params = ", ".join(type_text(btf, p.type) for p in t.params) or "void"
+        return f"{type_text(btf, t.type)} ({params})"
+    prefix = {BtfKind.STRUCT: "struct ", BtfKind.UNION: "union ", BtfKind.ENUM: "enum ",
+              BtfKind.ENUM64: "enum ", BtfKind.FWD: "struct "}.get(t.kind, "")
+    return prefix + (t.name or "(anon)")
+
+
+def _fail(path: str, message: str, code: str = codes.EXTERN_INVALID) -> ObjectError:
+    return ObjectError(code, f"{path}: {message}", perf_message=f"Failed to load {path}: {message}")
+
+
+def _strip_mods(btf: Btf, type_id: int) -> int:
+    return btf.resolve(type_id).id if type_id else 0
+
+
+def collect_externs(path: str, btf: Btf | None, symbols: Sequence[UndefinedSymbol]) -> tuple[ExternSpec, ...]:
+    """The externs of an object, kconfig ones with their offsets in the ``.kconfig`` map."""
+    if not symbols:
+        return ()
+    if btf is None:
+        raise _fail(path, f"extern {symbols[0].name!r} needs BTF to say what it is, and the object has "
+                    "no .BTF section (compile with -g)")
+    sections: dict[int, str] = {}
+    by_name: dict[str, int] = {}
+    for t in btf.types():
+        if t.kind == BtfKind.DATASEC:
+            sections.update((i.type, t.name) for i in t.secinfos)
+        elif t.kind in (BtfKind.VAR, BtfKind.FUNC) and t.name:
+            by_name.setdefault(t.name, t.id)
+    out = []
+    for sym in symbols:
+        tid = by_name.get(sym.name)
+        if tid is None:
+            raise _fail(path, f"extern {sym.name!r} has no VAR or FUNC in the object's BTF")
+        t = btf.type(tid)
+        extern = VAR_GLOBAL_EXTERN if t.kind == BtfKind.VAR else FUNC_EXTERN
+        if t.linkage != extern:
+            raise _fail(path, f"extern {sym.name!r}: its BTF {t.kind.name} is not declared extern")
+        sec = sections.get(tid)
+        if sec == KCONFIG_SEC:
+            if t.kind == BtfKind.FUNC:
+                raise _fail(path, f"extern function {sym.name!r} is in {KCONFIG_SEC}; only variables "
+                            "can be __kconfig")
+            ktype = kc.kconfig_type(btf, t.type)
+            text = type_text(btf, t.type)
+            if ktype is None:
+                raise _fail(path, f"extern {sym.name!r} (__kconfig) has type {text}, which kconfig "
+                            "values cannot have (bool, enum libbpf_tristate, char, a 2-, 4- or 8-byte "
+                            "integer, or a char array)")
+            out.append(ExternSpec(sym.name, "kconfig", sym.weak, tid, _strip_mods(btf, t.type), text,
+                                  size=btf.size_of(t.type)))
+        elif sec == KSYMS_SEC:
+            kind = "kfunc" if t.kind == BtfKind.FUNC else "ksym"
+            type_id = _strip_mods(btf, t.type)
+            out.append(ExternSpec(sym.name, kind, sym.weak, tid, type_id, type_text(btf, type_id)))
+        else:
+            where = f"section {sec!r}" if sec else "no DATASEC"
+            raise _fail(path, f"extern {sym.name!r} is in {where}; only {KCONFIG_SEC} (__kconfig) "
+                        f"and {KSYMS_SEC} (__ksym) externs are supported")
+    return _lay_out_kconfig(btf, out)
+
+
+def _lay_out_kconfig(btf: Btf, externs: list[ExternSpec]) -> tuple[ExternSpec, ...]:
+    kconfig = [e for e in externs if e.kind == "kconfig"]
+    aligns = {e.name: kc.align_of(btf, e.type_id) for e in kconfig}
+    offsets: dict[str, int] = {}
+    off = 0
+    for e in sorted(kconfig, key=lambda e: (-aligns[e.name], e.size, e.name)):
+        off = -(-off // aligns[e.name]) * aligns[e.name]
+        offsets[e.name] = off
+        off += e.size
+    return tuple(replace(e, offset=offsets[e.name]) if e.name in offsets else e for e in externs)
+
+
+def kconfig_size(externs: Iterable[ExternSpec]) -> int:
+    """The value size of the ``.kconfig`` map (0: the object has no kconfig extern)."""
+    return max((e.offset + e.size for e in externs if e.kind == "kconfig"), default=0)
+
+
+# -------------------------------------------------------------------------------- resolve
+
+
+@dataclass(frozen=True, slots=True)
+class ExternSources:
+    """What externs are resolved against. Kconfig, kallsyms and BTF are read only when needed."""
+
+    release: str  # uname -r
+    bpf_cookie: bool
+    syscall_wrapper: bool
+    kconfig: Callable[[], tuple[Mapping[str, str], str]]  # (values, the file they came from)
+    kallsyms: Callable[[], Iterable[tuple[int, str, str]]]  # (address, type letter, name)
+    vmlinux: Callable[[], TargetBtf]
+    module_having: Callable[[str], str | None] = field(default=lambda name: None)  # module BTF with NAME
+
+
+@dataclass(frozen=True, slots=True)
+class ExternValues:
+    """Resolved externs: the ``.kconfig`` map value; per ksym the ld_imm64's (src_reg, imm,
+    second imm); per kfunc the FUNC's BTF id, None for an unresolved weak one."""
+
+    kconfig: bytes = b""
+    ksyms: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
+    kfuncs: Mapping[str, int | None] = field(default_factory=dict)
+
+
+def resolve_externs(spec: ObjectSpec, sources: ExternSources) -> ExternValues:
+    if not spec.externs:
+        return ExternValues()
+    assert spec.btf is not None  # collect_externs refuses externs without BTF
+    local = Btf(spec.btf)
+    return ExternValues(_kconfig_value(spec, local, sources), _ksyms(spec, local, sources),
+                        _kfuncs(spec, local, sources))
+
+
+def _unresolved(spec: ObjectSpec, ext: ExternSpec, why: str) -> ObjectError:
+    return _fail(spec.path, f"extern {ext.name!r} ({ext.kind}, {ext.type_name}) is strong and "
+                 f"cannot be resolved: {why}", codes.EXTERN_UNRESOLVED)
+
+
+def _kconfig_value(spec: ObjectSpec, local: Btf, sources: ExternSources) -> bytes:
+    externs = [e for e in spec.externs if e.kind == "kconfig"]
+    data = bytearray(kconfig_size(externs))
+    config: Mapping[str, str] | None = None
+    source = ""
+    for ext in externs:
+        ktype = kc.kconfig_type(local, ext.type_id)
+        assert ktype is not None  # collect_externs checked it
+        try:
+            if ext.name.startswith("CONFIG_"):
+                if config is None:
+                    try:
+                        config, source = sources.kconfig()
+                    except kc.KconfigUnreadable as exc:
+                        raise _fail(spec.path, f"extern {ext.name!r} needs the kernel's Kconfig, and "
+                                    f"none could be read ({exc})", codes.KCONFIG_UNREADABLE) from None
+                value = config.get(ext.name)
+                if value is None:
+                    if not ext.weak:
+                        raise _unresolved(spec, ext, f"{source} does not set it")
+                    continue
+                raw = kc.encode_config(ext.name, ktype, ext.type_name, value)
+            elif ext.name in VIRTUAL:
+                raw = kc.encode_number(ext.name, ktype, ext.type_name, _virtual(spec, ext, sources),
+                                       virtual=True)
+            elif ext.name.startswith("LINUX_") and ext.weak:
+                continue  # an unknown virtual value libbpf leaves 0 when it is weak
+            else:
+                raise _fail(spec.path, f"extern {ext.name!r} (__kconfig) is neither a CONFIG_ value "
+                            f"nor one of {', '.join(VIRTUAL)}", codes.EXTERN_UNRESOLVED)
+        except kc.KconfigError as exc:
+            raise _fail(spec.path, str(exc), codes.EXTERN_TYPE) from None
+        data[ext.offset:ext.offset + len(raw)] = raw
+    return bytes(data)
+
+
+def _virtual(spec: ObjectSpec, ext: ExternSpec, sources: ExternSources) -> int:
+    if ext.name == "LINUX_KERNEL_VERSION":
+        code = kc.kernel_version_code(sources.release)
+        if not code:
+            raise _fail(spec.path, f"extern {ext.name!r}: the kernel release {sources.release!r} "
+                        "has no version a.b.c", codes.EXTERN_UNRESOLVED)
+        return code
+    return int(sources.bpf_cookie if ext.name == "LINUX_HAS_BPF_COOKIE" else sources.syscall_wrapper)
+
+
+def _ksyms(spec: ObjectSpec, local: Btf, sources: ExternSources) -> dict[str, tuple[int, int, int]]:
+    out: dict[str, tuple[int, int, int]] = {}
+    typeless = {e.name: e for e in spec.externs if e.kind == "ksym" and e.type_id == 0}
+    if typeless:
+        addresses = _kallsyms(spec, typeless, sources)
+        for name, ext in typeless.items():
+            addr = addresses.get(name)
+            if addr is None:
+                if not ext.weak:
+                    raise _unresolved(spec, ext, "/proc/kallsyms has no such symbol")
+                addr = 0
+            elif addr == 0:
+                raise _fail(spec.path, f"extern {name!r} (ksym): /proc/kallsyms gives its address as "
+                            "0; addresses are hidden from users without CAP_SYSLOG (kptr_restrict): "
+                            "load as root", codes.EXTERN_UNRESOLVED)
+            out[name] = (0, addr & 0xFFFFFFFF, addr >> 32)
+    for ext in spec.externs:
+        if ext.kind != "ksym" or ext.type_id == 0:
+            continue
+        found = _kernel_btf_id(spec, local, ext, BtfKind.VAR, sources)
+        if found is None:
+            out[ext.name] = (0, 0, 0)  # weak and missing: 0, as libbpf leaves it
+        else:
+            out[ext.name] = (abi.BPF_PSEUDO_BTF_ID, found, 0)  # BTF object fd 0: vmlinux
+    for ext in spec.externs:  # ld_imm64 of a kfunc: its FUNC id, like a typed ksym
+        if ext.kind == "kfunc":
+            found = _kernel_btf_id(spec, local, ext, BtfKind.FUNC, sources)
+            out[ext.name] = (0, 0, 0) if found is None else (abi.BPF_PSEUDO_BTF_ID, found, 0)
+    return out
+
+
+def _kallsyms(spec: ObjectSpec, wanted: Mapping[str, ExternSpec], sources: ExternSources) -> dict[str, int]:
+    found: dict[str, int] = {}
+    try:
+        entries = sources.kallsyms()
+        for addr, letter, name in entries:
+            base = name.split(".llvm.", 1)[0] if letter == "d" and ".llvm." in name else name
+            if base not in wanted:
+                continue
+            if base in found and found[base] != addr:
+                raise _fail(spec.path, f"extern {base!r} (ksym) is ambiguous: /proc/kallsyms has it at "
+                            f"{found[base]:#x} and at {addr:#x}", codes.EXTERN_UNRESOLVED)
+            found[base] = addr
+    except OSError as exc:
+        raise _fail(spec.path, f"typeless ksym extern(s) {', '.join(map(repr, wanted))} need "
+                    f"/proc/kallsyms, which cannot be read: {exc.strerror or exc}",
+                    codes.EXTERN_UNRESOLVED) from None
+    return found
+
+
+def _kernel_btf_id(spec: ObjectSpec, local: Btf, ext: ExternSpec, kind: BtfKind,
+                   sources: ExternSources) -> int | None:
+    """The vmlinux BTF id of a typed ksym's VAR or a kfunc's FUNC; None for a weak one that is
+    missing (or, for a kfunc, has another prototype)."""
+    name = essential_name(ext.name) if kind == BtfKind.FUNC else ext.name
+    target = sources.vmlinux()
+    ids = [i for i in target.named(name) if target.btf.type(i).kind == kind and target.btf.type(i).name == name]
+    what = "variable" if kind == BtfKind.VAR else "function"
+    if not ids:
+        module = sources.module_having(name)
+        if module is not None:
+            raise _fail(spec.path, f"extern {ext.name!r} ({ext.kind}) is a {what} of module {module!r}; "
+                        "externs resolved in module BTF (their BTF fd in the ld_imm64 or in the "
+                        "program's fd_array) are not supported", codes.UNSUPPORTED)
+        if ext.weak:
+            return None
+        raise _unresolved(spec, ext, f"the kernel's BTF ({target.name}) has no {what} {name!r}")
+    tid = ids[0]
+    tbtf = target.btf
+    target_type = tbtf.resolve(tbtf.type(tid).type).id
+    try:
+        compatible = types_compat(local, ext.type_id, tbtf, target_type)
+    except CoreError:
+        compatible = False
+    if compatible:
+        return tid
+    if kind == BtfKind.FUNC and ext.weak:
+        return None
+    raise _fail(spec.path, f"extern {ext.name!r} ({ext.kind}) is declared as {ext.type_name}, but the "
+                f"kernel's {what} [{tid}] is {type_text(tbtf, target_type)}", codes.EXTERN_TYPE)
+
+
+def _kfuncs(spec: ObjectSpec, local: Btf, sources: ExternSources) -> dict[str, int | None]:
+    return {e.name: _kernel_btf_id(spec, local, e, BtfKind.FUNC, sources)
+            for e in spec.externs if e.kind == "kfunc"}
+
+
+# ---------------------------------------------------------------------------------- apply
+
+
+def apply_externs(spec: ObjectSpec, values: ExternValues) -> ObjectSpec:
+    """The spec with its externs' values in place (see the module docstring)."""
+    if not spec.externs or spec.externs_applied:
+        return spec
+    assert spec.btf is not None
+    index = {e.name: i for i, e in enumerate(spec.externs)}
+    maps = tuple(replace(m, initial_value=values.kconfig) if m.section == KCONFIG_SEC else m
+                 for m in spec.maps)
+    btf, layouts = extern_btf(spec.btf, spec.externs)
+    return replace(
+        spec, maps=maps, btf=btf, layouts=spec.layouts + layouts, externs_applied=True,
+        programs=tuple(_patch(p, values, index) for p in spec.programs),
+        subprograms=tuple(_patch(p, values, index) for p in spec.subprograms))
+
+
+def _patch(prog: ProgramSpec, values: ExternValues, index: Mapping[str, int]) -> ProgramSpec:
+    mine = [r for r in prog.relocations if r.kind in ("ksym", "kfunc")]
+    if not mine:
+        return prog
+    buf = bytearray(prog.insns)
+    for rel in mine:
+        at = rel.insn_index * abi.INSN_SIZE
+        insn = abi.BpfInsn.from_buffer_copy(buf, at)
+        if rel.kind == "ksym":
+            src_reg, imm, imm2 = values.ksyms[rel.target]
+            second = abi.BpfInsn.from_buffer_copy(buf, at + abi.INSN_SIZE)
+            insn.src_reg, insn.imm, second.imm = src_reg, _s32(imm), _s32(imm2)
+            buf[at + abi.INSN_SIZE:at + 2 * abi.INSN_SIZE] = bytes(second)
+        else:
+            func_id = values.kfuncs[rel.target]
+            if func_id is None:  # libbpf's poison: an unknown helper, refused only if reached
+                insn.src_reg, insn.dst_reg, insn.off = 0, 0, 0
+                insn.imm = POISON_KFUNC_BASE + index[rel.target]
+            else:
+                insn.src_reg, insn.imm, insn.off = abi.BPF_PSEUDO_KFUNC_CALL, func_id, 0
+        buf[at:at + abi.INSN_SIZE] = bytes(insn)
+    rest = tuple(r for r in prog.relocations if r.kind not in ("ksym", "kfunc"))
+    return replace(prog, insns=bytes(buf), relocations=rest)
+
+
+def _s32(value: int) -> int:
+    value &= 0xFFFFFFFF
+    return value - (1 << 32) if value >= 1 << 31 else value
+
+
+# ------------------------------------------------------------------------------------ BTF
+
+
+def extern_btf(raw: bytes, externs: Sequence[ExternSpec]) -> tuple[bytes, tuple[SectionLayout, ...]]:
+    """The object's BTF as libbpf hands it to the kernel once externs are collected: ``.kconfig``
+    variables allocated at their map offsets; ``.ksyms`` entries made 4-byte allocated ``int``
+    variables at 4-byte steps, kfunc FUNCs global with their unnamed parameters named
+    ``dummy_ksym`` and their DATASEC entries pointing at a ``dummy_ksym`` variable (static here,
+    so that the DATASEC completion takes the offsets as given). Type ids stay where they were;
+    the dummy variable (and an ``int``, if the BTF has none) are appended. Also the layouts the
+    DATASEC completion (``btf_fixup``) needs for the two sections."""
+    btf = Btf(raw)
+    order = btf.byte_order
+    types = [btf.raw_type(tid) for tid in range(1, len(btf))]
+    strings = bytearray(btf.string_section())
+    by_name = {e.name: e for e in externs}
+
+    def add_string(text: str) -> int:
+        at = len(strings)
+        strings.extend(text.encode() + b"\0")
+        return at
+
+    def add_type(t: RawType) -> int:
+        types.append(t)
+        return len(types)
+
+    layouts = []
+    for tid in range(1, len(btf)):
+        t = btf.type(tid)
+        if t.kind != BtfKind.DATASEC or t.name not in (KCONFIG_SEC, KSYMS_SEC):
+            continue
+        infos: list[tuple[int, int, int]] = []
+        symbols: list[tuple[str, int]] = []
+        if t.name == KCONFIG_SEC:
+            for info in t.secinfos:
+                var = btf.type(info.type)
+                ext = by_name[var.name]
+                _set_var(types, var.id, VAR_GLOBAL_ALLOCATED, None, order)
+                infos.append((info.type, ext.offset, info.size))
+                symbols.append((var.name, ext.offset))
+            size = kconfig_size(externs)
+        else:
+            int_id = next((i for i in range(1, len(btf)) if btf.type(i).kind == BtfKind.INT
+                           and btf.type(i).int_bits == 32), 0)
+            if not int_id:
+                int_id = add_type(RawType(add_string("int"), type_info(BtfKind.INT), 4,
+                                          struct.pack(order + "I", (1 << 24) | 32)))
+            dummy = 0
+            for i, info in enumerate(t.secinfos):
+                entry = btf.type(info.type)
+                if entry.kind == BtfKind.FUNC:
+                    if not dummy:
+                        dummy_name = add_string(DUMMY_KSYM)
+                        dummy = add_type(RawType(dummy_name, type_info(BtfKind.VAR), int_id,
+                                                 struct.pack(order + "I", VAR_STATIC)))
+                    _name_params(types, btf, entry.type, dummy_name, order)
+                    types[entry.id - 1] = replace(types[entry.id - 1],
+                                                  info=type_info(BtfKind.FUNC, FUNC_GLOBAL, False))
+                    infos.append((dummy, 4 * i, 4))
+                else:
+                    _set_var(types, entry.id, VAR_GLOBAL_ALLOCATED, int_id, order)
+                    infos.append((entry.id, 4 * i, 4))
+                    symbols.append((entry.name, 4 * i))
+            size = 4 * len(t.secinfos)
+        extra = b"".join(struct.pack(order + "III", *info) for info in infos)
+        types[tid - 1] = RawType(types[tid - 1].name_off, types[tid - 1].info, size, extra)
+        layouts.append(SectionLayout(t.name, size, tuple(symbols)))
+    return write_btf(types, bytes(strings), order), tuple(layouts)
+
+
+def _set_var(types: list[RawType], var_id: int, linkage: int, type_id: int | None, order: str) -> None:
+    t = types[var_id - 1]
+    types[var_id - 1] = RawType(t.name_off, t.info, t.word if type_id is None else type_id,
+                                struct.pack(order + "I", linkage))
+
+
+def _name_params(types: list[RawType], btf: Btf, proto_id: int, name_off: int, order: str) -> None:
+    proto = types[proto_id - 1]
+    params = [struct.unpack_from(order + "II", proto.extra, 8 * i) for i in range(len(proto.extra) // 8)]
+    named = [(name_off if p_type and not p_name else p_name, p_type) for p_name, p_type in params]
+    types[proto_id - 1] = replace(proto, extra=b"".join(struct.pack(order + "II", *p) for p in named))
+
+
+# ------------------------------------------------------------------------ the running system
+
+
+def kallsyms_entries(path: str = "/proc/kallsyms") -> Iterable[tuple[int, str, str]]:
+    """(address, type letter, name) of each kallsyms line (module names after the name dropped)."""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) >= 3:
+                yield int(parts[0], 16), parts[1], parts[2]
+
+
+def module_having(name: str, root: str = "/sys/kernel/btf") -> str | None:
+    """The first kernel module whose BTF names ``name`` (a string-table search, good enough to
+    say that an extern lives in a module)."""
+    needle = b"\0" + name.encode() + b"\0"
+    try:
+        entries = sorted(os.listdir(root))
+    except OSError:
+        return None
+    for entry in entries:
+        if entry == "vmlinux":
+            continue
+        try:
+            with open(os.path.join(root, entry), "rb") as f:
+                if needle in f.read():
+                    return entry
+        except OSError:
+            continue
+    return None
+
+
+def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool]) -> ExternSources:
+    """The sources of the running kernel. ``bpf_cookie`` probes for bpf_get_attach_cookie (one
+    program load); LINUX_HAS_SYSCALL_WRAPPER is decided by ``__<arch>_sys_bpf`` being in
+    kallsyms (libbpf probes a kprobe on it, which needs the same symbol). Both are looked at only
+    when ``spec`` has that extern."""
+    release = os.uname().release
+    wrapper = f"__{_SYSCALL_PREFIX.get(platform.machine(), '')}_sys_bpf"
+
+    def has_wrapper() -> bool:
+        try:
+            return any(name == wrapper for _addr, _letter, name in kallsyms_entries())
+        except OSError:
+            return False
+
+    names = {e.name for e in spec.externs}
+    return ExternSources(
+        release=release, bpf_cookie="LINUX_HAS_BPF_COOKIE" in names and bpf_cookie(),
+        syscall_wrapper="LINUX_HAS_SYSCALL_WRAPPER" in names and has_wrapper(),
+        kconfig=lambda: kc.read_kconfig(release), kallsyms=kallsyms_entries,
+        vmlinux=TargetBtf.running_kernel, module_having=module_having)
+
+
+# libbpf's arch_specific_syscall_pfx by machine (uname -m)
+_SYSCALL_PREFIX = {"x86_64": "x64", "i386": "ia32", "i686": "ia32", "s390x": "s390x", "aarch64": "arm64",
+                   "riscv64": "riscv", "ppc64le": "powerpc64", "ppc64": "powerpc64", "mips": "mips"}

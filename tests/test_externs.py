@@ -1,0 +1,299 @@
+"""Externs on the spec side, without root: what the reader records for __kconfig, __ksym and
+kfunc externs (fixtures in tests/data/externs/, built with clang), how they are resolved against
+sources given here (a Kconfig text, a fake kallsyms, a small target BTF), how they are applied
+to the instructions and the BTF, and each refusal with its message."""
+
+from __future__ import annotations
+
+import gzip
+import shutil
+import struct
+import subprocess
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+import pytest
+from evspec.loader.abi import bpf as abi
+from evspec.loader.errors import ObjectError
+from evspec.loader.object import kconfig as kc
+from evspec.loader.object.btf import Btf, BtfKind, RawType, type_info, write_btf
+from evspec.loader.object.btf_fixup import fixup_btf
+from evspec.loader.object.externs import (
+    POISON_KFUNC_BASE,
+    ExternSources,
+    ExternValues,
+    apply_externs,
+    resolve_externs,
+)
+from evspec.loader.object.inspect import inspect_report, inspect_text
+from evspec.loader.object.reader import read_object
+from evspec.loader.object.spec import ObjectSpec
+from evspec.loader.object.target_btf import TargetBtf
+
+from evspec.codes import bpf as codes
+
+DATA = Path(__file__).parent / "data" / "externs"
+INCLUDE = "/usr/include/x86_64-linux-gnu"
+CONFIG = """# a config
+CONFIG_BPF_SYSCALL=y
+CONFIG_BPF_JIT=m
+# CONFIG_EVSPEC_NO_SUCH_OPTION is not set
+CONFIG_HZ=0x3e8
+CONFIG_LOCALVERSION="-a-long-local-version"
+"""
+RODATA = 0xFFFFFFFF82400000
+
+
+@pytest.fixture(scope="module")
+def build(tmp_path_factory: pytest.TempPathFactory):  # type: ignore[no-untyped-def]
+    if shutil.which("clang") is None:
+        pytest.skip("clang builds the extern fixtures")
+    root = tmp_path_factory.mktemp("externs")
+
+    def obj(name: str, define: str | None = None) -> ObjectSpec:
+        out = root / f"{name}{'-' + define if define else ''}.o"
+        if not out.exists():
+            cmd = ["clang", "-target", "bpf", "-O2", "-g", f"-I{INCLUDE}", "-c", str(DATA / f"{name}.c"),
+                   "-o", str(out), *([f"-D{define}"] if define else [])]
+            subprocess.run(cmd, check=True, capture_output=True)
+        return read_object(out)
+
+    return obj
+
+
+def _int(order: str = "<") -> RawType:
+    return RawType(1, type_info(BtfKind.INT), 4, struct.pack(order + "I", (1 << 24) | 32))
+
+
+def small_vmlinux() -> TargetBtf:
+    """int; void (void); FUNC bpf_rcu_read_lock, bpf_rcu_read_unlock; VAR bpf_prog_active int."""
+    strings = b"\0int\0bpf_rcu_read_lock\0bpf_rcu_read_unlock\0bpf_prog_active\0"
+    types = [
+        _int(),
+        RawType(0, type_info(BtfKind.FUNC_PROTO), 0),
+        RawType(5, type_info(BtfKind.FUNC, 0), 2),
+        RawType(23, type_info(BtfKind.FUNC, 0), 2),
+        RawType(43, type_info(BtfKind.VAR), 1, struct.pack("<I", 1)),
+    ]
+    return TargetBtf(write_btf(types, strings), "vmlinux")
+
+
+def sources(config: str | None = CONFIG, kallsyms: Iterable[tuple[int, str, str]] = (),
+            release: str = "5.10.300-test", modules: Mapping[str, str] | None = None) -> ExternSources:
+    def read_config() -> tuple[dict[str, str], str]:
+        if config is None:
+            raise kc.KconfigUnreadable([("/boot/config-x", "No such file or directory"),
+                                        ("/proc/config.gz", "No such file or directory")])
+        return kc.parse_kconfig(config, "test config"), "test config"
+
+    return ExternSources(release=release, bpf_cookie=True, syscall_wrapper=False, kconfig=read_config,
+                         kallsyms=lambda: list(kallsyms), vmlinux=small_vmlinux,
+                         module_having=lambda name: (modules or {}).get(name))
+
+
+def _insn(spec: ObjectSpec, index: int) -> abi.BpfInsn:
+    return abi.BpfInsn.from_buffer_copy(spec.programs[0].insns, index * abi.INSN_SIZE)
+
+
+def _rel(spec: ObjectSpec, symbol: str, kind: str) -> int:
+    return next(r.insn_index for r in spec.programs[0].relocations if r.symbol == symbol and r.kind == kind)
+
+
+# --------------------------------------------------------------------- what the reader records
+
+
+def test_externs_are_recorded_with_kind_type_weakness_and_libbpf_kconfig_layout(build) -> None:  # type: ignore[no-untyped-def]
+    spec = build("values")
+    got = {e.name: (e.kind, e.type_name, e.weak, e.offset) for e in spec.externs}
+    # kconfig values sorted by alignment (4 first), then size, then name; each aligned
+    assert got == {
+        "CONFIG_BPF_JIT": ("kconfig", "enum libbpf_tristate", False, 0),
+        "CONFIG_EVSPEC_NO_SUCH_OPTION": ("kconfig", "int", True, 4),
+        "CONFIG_HZ": ("kconfig", "int", False, 8),
+        "LINUX_KERNEL_VERSION": ("kconfig", "unsigned int", False, 12),
+        "CONFIG_BPF_SYSCALL": ("kconfig", "_Bool", False, 16),
+        "LINUX_HAS_BPF_COOKIE": ("kconfig", "_Bool", False, 17),
+        "CONFIG_LOCALVERSION": ("kconfig", "char[16]", False, 18),
+        "__start_rodata": ("ksym", "void", False, 0),
+        "evspec_no_such_symbol": ("ksym", "void", True, 0),
+    }
+    kconfig = spec.map("values.kconfig")
+    assert kconfig is not None and kconfig.value_size == 34 and kconfig.readonly and kconfig.mmapable
+    assert kconfig.max_entries == 1 and kconfig.section == ".kconfig"
+    rels = {(r.symbol, r.kind, r.target, r.addend) for r in spec.programs[0].relocations}
+    assert ("CONFIG_HZ", "data", "values.kconfig", 8) in rels
+    assert ("__start_rodata", "ksym", "__start_rodata", 0) in rels
+
+
+def test_kfuncs_are_recorded_with_their_prototype(build) -> None:  # type: ignore[no-untyped-def]
+    spec = build("kfuncs")
+    assert [(e.name, e.kind, e.type_name, e.weak) for e in spec.externs] == [
+        ("bpf_rcu_read_lock", "kfunc", "void (void)", False),
+        ("bpf_rcu_read_unlock", "kfunc", "void (void)", False),
+        ("evspec_no_such_kfunc", "kfunc", "void (void)", True),
+    ]
+    kinds = [(r.symbol, r.kind) for r in spec.programs[0].relocations]
+    assert ("evspec_no_such_kfunc", "ksym") in kinds  # `if (kfunc)`: an ld_imm64 of it
+    assert ("evspec_no_such_kfunc", "kfunc") in kinds
+    assert spec.map("kfuncs.kconfig") is None  # no kconfig extern, no .kconfig map
+
+
+def test_inspect_shows_externs(build) -> None:  # type: ignore[no-untyped-def]
+    report = inspect_report(build("kfuncs"))
+    assert report["externs"][2] == {"name": "evspec_no_such_kfunc", "kind": "kfunc", "type": "void (void)",
+                                    "weak": True}
+    text = inspect_text(inspect_report(build("values")))
+    assert "externs: 9" in text
+    assert "  CONFIG_HZ: kconfig  type int  .kconfig+8" in text
+    assert "  evspec_no_such_symbol: ksym  type void  weak" in text
+
+
+def test_an_unknown_kconfig_type_is_refused_when_read(build) -> None:  # type: ignore[no-untyped-def]
+    with pytest.raises(ObjectError) as err:
+        build("bad", "BAD_TYPE")
+    assert err.value.code == codes.EXTERN_INVALID
+    assert "'CONFIG_BPF_SYSCALL' (__kconfig) has type void *" in err.value.message
+
+
+# ------------------------------------------------------------------------------------- resolve
+
+
+def test_kconfig_values_are_encoded_as_their_types_say(build) -> None:  # type: ignore[no-untyped-def]
+    spec = build("values")
+    values = resolve_externs(spec, sources(kallsyms=[(RODATA, "D", "__start_rodata")]))
+    data = values.kconfig
+    assert struct.unpack_from("<IiiI", data, 0) == (kc.TRI_MODULE, 0, 1000, (5 << 16) + (10 << 8) + 255)
+    assert data[16:18] == b"\x01\x01"  # CONFIG_BPF_SYSCALL=y, LINUX_HAS_BPF_COOKIE (true here)
+    assert data[18:34] == b"-a-long-local-v\0"  # cut to 15 characters and its NUL, as libbpf cuts it
+    assert values.ksyms["__start_rodata"] == (0, RODATA & 0xFFFFFFFF, RODATA >> 32)
+    assert values.ksyms["evspec_no_such_symbol"] == (0, 0, 0)  # weak, missing: 0
+
+
+def test_applied_externs_patch_the_code_the_kconfig_map_and_the_btf(build) -> None:  # type: ignore[no-untyped-def]
+    spec = build("values")
+    applied = apply_externs(spec, resolve_externs(spec, sources(kallsyms=[(RODATA, "D", "__start_rodata")])))
+    at = _rel(spec, "__start_rodata", "ksym")
+    first, second = _insn(applied, at), _insn(applied, at + 1)
+    assert first.src_reg == 0 and first.imm & 0xFFFFFFFF == RODATA & 0xFFFFFFFF
+    assert second.imm & 0xFFFFFFFF == RODATA >> 32
+    assert all(r.kind not in ("ksym", "kfunc") for r in applied.programs[0].relocations)
+    kconfig = applied.map("values.kconfig")
+    assert kconfig is not None and kconfig.initial_value is not None and kconfig.initial_value[8:12] == struct.pack("<i", 1000)
+    fixed = Btf(fixup_btf(applied.btf or b"", applied.layouts).data)  # the DATASEC completion accepts it
+    sec = fixed.find(".kconfig", BtfKind.DATASEC)
+    assert sec is not None and sec.size == 34
+    assert {fixed.type(i.type).name: i.offset for i in sec.secinfos}["CONFIG_HZ"] == 8
+    assert all(fixed.type(i.type).linkage == 1 for i in sec.secinfos)  # allocated, not extern
+    ksyms = fixed.find(".ksyms", BtfKind.DATASEC)
+    assert ksyms is not None and ksyms.size == 8 and [i.offset for i in ksyms.secinfos] == [0, 4]
+    assert apply_externs(applied, ExternValues()) is applied  # applied once
+
+
+def test_kfuncs_get_their_btf_ids_and_a_weak_missing_one_is_poisoned(build) -> None:  # type: ignore[no-untyped-def]
+    spec = build("kfuncs")
+    applied = apply_externs(spec, resolve_externs(spec, sources()))
+    lock = _insn(applied, _rel(spec, "bpf_rcu_read_lock", "kfunc"))
+    assert (lock.code, lock.src_reg, lock.imm, lock.off) == (abi.OP_CALL, abi.BPF_PSEUDO_KFUNC_CALL, 3, 0)
+    assert _insn(applied, _rel(spec, "bpf_rcu_read_unlock", "kfunc")).imm == 4
+    poisoned = _insn(applied, _rel(spec, "evspec_no_such_kfunc", "kfunc"))
+    assert (poisoned.src_reg, poisoned.imm) == (0, POISON_KFUNC_BASE + 2)
+    address = _insn(applied, _rel(spec, "evspec_no_such_kfunc", "ksym"))
+    assert (address.src_reg, address.imm) == (0, 0)  # `if (kfunc)` sees 0: the call is dead code
+    fixed = Btf(fixup_btf(applied.btf or b"", applied.layouts).data)
+    ksyms = fixed.find(".ksyms", BtfKind.DATASEC)
+    assert ksyms is not None and {fixed.type(i.type).name for i in ksyms.secinfos} == {"dummy_ksym"}
+    assert fixed.find("bpf_rcu_read_lock", BtfKind.FUNC).vlen == 1  # type: ignore[union-attr]  # global
+
+
+def test_a_typed_ksym_becomes_a_btf_id_load(build) -> None:  # type: ignore[no-untyped-def]
+    spec = build("typed")
+    applied = apply_externs(spec, resolve_externs(spec, sources()))
+    insn = _insn(applied, _rel(spec, "bpf_prog_active", "ksym"))
+    assert (insn.src_reg, insn.imm, _insn(applied, _rel(spec, "bpf_prog_active", "ksym") + 1).imm) == (
+        abi.BPF_PSEUDO_BTF_ID, 5, 0)
+    weak = _insn(applied, _rel(spec, "evspec_no_such_var", "ksym"))
+    assert (weak.src_reg, weak.imm) == (0, 0)
+
+
+def test_linux_values_alone_need_no_kconfig(build, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    spec = build("bad", "UNKNOWN_LINUX")
+    with pytest.raises(ObjectError) as err:
+        resolve_externs(spec, sources(config=None))
+    assert err.value.code == codes.EXTERN_UNRESOLVED  # not KCONFIG_UNREADABLE: it was not read
+    assert "'LINUX_EVSPEC_NOPE' (__kconfig) is neither a CONFIG_ value" in err.value.message
+
+
+@pytest.mark.parametrize(("define", "srcs", "code", "words"), [
+    ("MISSING_CONFIG", sources(), codes.EXTERN_UNRESOLVED,
+     ("'CONFIG_EVSPEC_NO_SUCH_OPTION' (kconfig, int) is strong", "test config does not set it")),
+    ("MISSING_CONFIG", sources(config=None), codes.KCONFIG_UNREADABLE,
+     ("needs the kernel's Kconfig", "/boot/config-x: No such file", "/proc/config.gz: No such file")),
+    ("NOT_BOOL", sources(), codes.EXTERN_TYPE, ("'CONFIG_HZ' is a _Bool", "1000 needs an integer type")),
+    ("MISSING_KSYM", sources(), codes.EXTERN_UNRESOLVED,
+     ("'evspec_no_such_symbol' (ksym, void) is strong", "/proc/kallsyms has no such symbol")),
+    ("MISSING_KSYM", sources(kallsyms=[(0, "T", "evspec_no_such_symbol")]), codes.EXTERN_UNRESOLVED,
+     ("gives its address as 0", "load as root")),
+    ("MISSING_KSYM", sources(kallsyms=[(1, "d", "evspec_no_such_symbol.llvm.1"), (2, "T", "evspec_no_such_symbol")]),
+     codes.EXTERN_UNRESOLVED, ("is ambiguous", "0x1", "0x2")),
+    ("MISSING_KFUNC", sources(), codes.EXTERN_UNRESOLVED,
+     ("'evspec_no_such_kfunc' (kfunc, void (void)) is strong", "has no function 'evspec_no_such_kfunc'")),
+    ("MISSING_KFUNC", sources(modules={"evspec_no_such_kfunc": "nf_nat"}), codes.UNSUPPORTED,
+     ("a function of module 'nf_nat'", "not supported")),
+    ("BAD_PROTO", sources(), codes.EXTERN_TYPE,
+     ("'bpf_rcu_read_lock' (kfunc) is declared as int (int)", "kernel's function [3] is void (void)")),
+])
+def test_bad_externs_are_refused_naming_them(build, define: str, srcs: ExternSources, code: str,  # type: ignore[no-untyped-def]
+                                             words: tuple[str, ...]) -> None:
+    spec = build("bad", define)
+    with pytest.raises(ObjectError) as err:
+        resolve_externs(spec, srcs)
+    assert err.value.code == code
+    for w in words:
+        assert w in err.value.message
+
+
+# ------------------------------------------------------------------------------------- kconfig
+
+
+def test_kconfig_numbers_parse_as_strtoull_base_0() -> None:
+    assert [kc.parse_number(t) for t in ("250", "0x3e8", "010", "0", "-1")] == [250, 1000, 8, 0, (1 << 64) - 1]
+    with pytest.raises(kc.KconfigError):
+        kc.parse_number("12abc")
+
+
+def test_kconfig_values_fit_their_types_or_are_refused() -> None:
+    i8 = kc.KconfigType("char", 1, signed=True)
+    u16 = kc.KconfigType("int", 2)
+    assert kc.encode_config("CONFIG_X", kc.KconfigType("tristate", 4), "t", "y") == struct.pack("=I", 1)
+    assert kc.encode_config("CONFIG_X", kc.KconfigType("tristate", 4), "t", "n") == bytes(4)
+    assert kc.encode_config("CONFIG_X", kc.KconfigType("bool", 1), "bool", "n") == b"\0"
+    assert kc.encode_config("CONFIG_X", i8, "char", "m") == b"m"
+    assert kc.encode_config("CONFIG_X", i8, "char", "-128") == b"\x80"
+    with pytest.raises(kc.KconfigError, match="'CONFIG_X' is a bool, but its value 'm' needs a tristate or char"):
+        kc.encode_config("CONFIG_X", kc.KconfigType("bool", 1), "bool", "m")
+    with pytest.raises(kc.KconfigError, match="'CONFIG_X' is a unsigned short .2 bytes., too small for its value 65536"):
+        kc.encode_config("CONFIG_X", u16, "unsigned short", "65536")
+    with pytest.raises(kc.KconfigError, match="needs a char array"):
+        kc.encode_config("CONFIG_X", u16, "unsigned short", '"text"')
+    with pytest.raises(kc.KconfigError, match="line 2: 'CONFIG_Y=' has no value"):
+        kc.parse_kconfig("CONFIG_X=y\nCONFIG_Y=\n", "f")
+
+
+def test_kernel_version_is_computed_as_libbpf_does() -> None:
+    assert kc.kernel_version_code("6.18.44-fc-v657") == (6 << 16) + (18 << 8) + 44
+    assert kc.kernel_version_code("4.19.300") == (4 << 16) + (19 << 8) + 255  # patch capped at 255
+    assert kc.kernel_version_code("6.18-rc1") == 0  # no a.b.c: the load fails, as libbpf's does
+
+
+def test_kconfig_is_read_from_boot_then_proc_gzipped_or_plain(tmp_path: Path) -> None:
+    boot, proc = tmp_path / "config-x", tmp_path / "config.gz"
+    proc.write_bytes(gzip.compress(b"CONFIG_HZ=100\n"))
+    assert kc.read_kconfig("x", [boot, proc]) == ({"CONFIG_HZ": "100"}, str(proc))
+    boot.write_text("CONFIG_HZ=300\n")
+    assert kc.read_kconfig("x", [boot, proc])[0] == {"CONFIG_HZ": "300"}
+    boot.unlink()
+    proc.write_bytes(b"\x1f\x8bnot gzip")
+    with pytest.raises(kc.KconfigUnreadable) as err:
+        kc.read_kconfig("x", [boot, proc])
+    assert [path for path, _ in err.value.tried] == [str(boot), str(proc)]
+    assert "not a readable gzip file" in str(err.value)

@@ -1,0 +1,127 @@
+"""Externs loaded for real (root), each fixture of tests/data/externs/ also loaded by libbpf
+(tests/data/externs/runner.c, linked against the installed libbpf) and both compared: what a
+raw_tp program run with BPF_PROG_TEST_RUN sees of its __kconfig and __ksym externs, kfunc calls
+that load, and the same refusals."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import pytest
+from evspec.loader.abi import bpf as abi
+from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import Kernel, VerifierError
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object import kconfig as kc
+from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
+from evspec.loader.object.reader import read_object
+from evspec.loader.object.target_btf import TargetBtf
+
+from evspec.codes import bpf as codes
+
+DATA = Path(__file__).parent / "data" / "externs"
+INCLUDE = "/usr/include/x86_64-linux-gnu"
+RAW_TRACEPOINT = 17
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory, root_kernel: None) -> Path:
+    for tool in ("clang", "cc"):
+        if shutil.which(tool) is None:
+            pytest.fail(f"{tool} is needed to compare evspec with libbpf")
+    root = tmp_path_factory.mktemp("externs-live")
+    for name, define in (("values", None), ("kfuncs", None), ("typed", None), ("bad", "MISSING_KFUNC")):
+        out = root / f"{name}.o"
+        subprocess.run(["clang", "-target", "bpf", "-O2", "-g", f"-I{INCLUDE}", "-c", str(DATA / f"{name}.c"),
+                        "-o", str(out), *([f"-D{define}"] if define else [])], check=True, capture_output=True)
+    proc = subprocess.run(["cc", "-O1", "-o", str(root / "runner"), str(DATA / "runner.c"), "-lbpf"],
+                          capture_output=True, text=True)
+    if proc.returncode:
+        pytest.fail(f"building the libbpf runner failed (libbpf-dev installed?):\n{proc.stderr}")
+    return root
+
+
+@pytest.fixture(scope="module")
+def kernel(root_kernel: None) -> Kernel:
+    return Kernel()
+
+
+def libbpf(built: Path, name: str, prog: str, out_map: str | None = None) -> dict[str, Any]:
+    args = [str(built / "runner"), str(built / f"{name}.o"), prog, *([out_map] if out_map else [])]
+    proc = subprocess.run(args, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    result: dict[str, Any] = json.loads(proc.stdout.splitlines()[-1])
+    result["log"] = proc.stderr
+    return result
+
+
+def load(kernel: Kernel, built: Path, name: str, prog: str) -> LiveObject:
+    return load_object(read_object(built / f"{name}.o"), {prog: RAW_TRACEPOINT}, kernel=kernel)
+
+
+def test_kconfig_and_ksym_values_are_what_libbpf_gives(kernel: Kernel, built: Path) -> None:
+    ref = libbpf(built, "values", "copy_values", "out")
+    assert ref["loaded"] and ref["retval"] == 1
+    with load(kernel, built, "values", "copy_values") as live:
+        assert kernel.run_program(live.program("copy_values").fd, ctx=bytes(8)) == 1
+        out = live.map("out")
+        value = kernel.lookup(out.fd, bytes(4), out.spec.value_size)
+        kconfig = live.map("values.kconfig")
+        assert kconfig.spec.readonly and kconfig.spec.mmapable
+    assert value is not None and value.hex() == ref["value"]
+    version, cookie, bpf_syscall, jit, hz, missing, rodata, no_symbol = (
+        int.from_bytes(value[i:i + 8], "little") for i in range(0, 64, 8))
+    config, _ = kc.read_kconfig(os.uname().release)
+    assert version == kc.kernel_version_code(os.uname().release)
+    assert (cookie, bpf_syscall, missing, no_symbol) == (1, 1, 0, 0)
+    assert jit == {"y": kc.TRI_YES, "m": kc.TRI_MODULE}[config["CONFIG_BPF_JIT"]]
+    assert hz == int(config["CONFIG_HZ"])
+    with open("/proc/kallsyms") as f:
+        assert rodata == next(int(line.split()[0], 16) for line in f if line.split()[2] == "__start_rodata")
+    assert value[64:80].rstrip(b"\0").decode() == config["CONFIG_LOCALVERSION"].strip('"')[:15]
+
+
+def test_kfunc_calls_load_and_run_and_a_weak_missing_one_is_dropped(kernel: Kernel, built: Path) -> None:
+    ref = libbpf(built, "kfuncs", "call_kfuncs")
+    assert ref["loaded"] and ref["retval"] == 1
+    vmlinux = TargetBtf.running_kernel()
+    lock = next(i for i in vmlinux.named("bpf_rcu_read_lock") if vmlinux.btf.type(i).name == "bpf_rcu_read_lock")
+    with load(kernel, built, "kfuncs", "call_kfuncs") as live:
+        assert kernel.run_program(live.program("call_kfuncs").fd, ctx=bytes(8)) == 1
+        insns = live.program("call_kfuncs").insns
+    calls = [abi.BpfInsn.from_buffer_copy(insns, i) for i in range(0, len(insns), abi.INSN_SIZE)]
+    assert any(c.code == abi.OP_CALL and c.src_reg == abi.BPF_PSEUDO_KFUNC_CALL and c.imm == lock for c in calls)
+
+
+def test_a_typed_ksym_is_a_btf_id_load_the_verifier_answers_as_for_libbpf(kernel: Kernel, built: Path) -> None:
+    """bpf_prog_active is a VAR of this kernel's BTF; the verifier also wants its address from
+    kallsyms, which lists no data symbols without CONFIG_KALLSYMS_ALL: libbpf's load and evspec's
+    fail the same way (ENOENT), and evspec's instruction is the one libbpf writes."""
+    ref = libbpf(built, "typed", "read_typed")
+    spec = read_object(built / "typed.o")
+    applied = apply_externs(spec, resolve_externs(spec, running_system(spec, lambda: True)))
+    at = next(r.insn_index for r in spec.programs[0].relocations if r.symbol == "bpf_prog_active")
+    insn = abi.BpfInsn.from_buffer_copy(applied.programs[0].insns, at * abi.INSN_SIZE)
+    vmlinux = TargetBtf.running_kernel()
+    var = next(i for i in vmlinux.named("bpf_prog_active") if vmlinux.btf.type(i).kind.name == "VAR")
+    assert (insn.src_reg, insn.imm) == (abi.BPF_PSEUDO_BTF_ID, var)
+    try:
+        load_object(spec, {"read_typed": RAW_TRACEPOINT}, kernel=kernel).close()
+    except VerifierError as exc:
+        assert not ref["loaded"] and ref["errno"] == exc.errno
+        assert "failed to find the address for kernel symbol 'bpf_prog_active'" in str(exc)
+    else:
+        assert ref["loaded"], "evspec loaded what libbpf refused"
+
+
+def test_a_strong_missing_kfunc_is_refused_as_libbpf_refuses_it(kernel: Kernel, built: Path) -> None:
+    ref = libbpf(built, "bad", "bad")
+    assert not ref["loaded"] and "evspec_no_such_kfunc" in ref["log"]
+    with pytest.raises(ObjectError) as err:
+        load(kernel, built, "bad", "bad")
+    assert err.value.code == codes.EXTERN_UNRESOLVED and "'evspec_no_such_kfunc'" in err.value.message
