@@ -187,7 +187,27 @@ class ProgTerm(_Node):
         _set(self, "option_span", option_span)
 
 
-AnyTerm = Term | MapTerm | ProgTerm
+class VarTerm(_Node):
+    """``var:NAME=VALUE`` — an object term setting the global variable NAME of a BPF event's object
+    before it is loaded (COMPAT 1.14): ``var:targ_pid=42``, ``var:targ_comm='bash'``. ``name`` is
+    kept as written (a ``.`` in it is a syntax error); ``value`` is None when ``=VALUE`` is missing."""
+
+    __slots__ = ("name", "value", "span", "key_span", "name_span")
+    name: str
+    value: Value | None
+    span: Span
+    key_span: Span
+    name_span: Span
+
+    def __init__(self, name: str, value: Value | None, span: Span, key_span: Span, name_span: Span) -> None:
+        _set(self, "name", name)
+        _set(self, "value", value)
+        _set(self, "span", span)
+        _set(self, "key_span", key_span)
+        _set(self, "name_span", name_span)
+
+
+AnyTerm = Term | MapTerm | ProgTerm | VarTerm
 
 
 class Terms(_Node):
@@ -421,6 +441,10 @@ class BpfEvent(_Node):
     @property
     def prog_terms(self) -> tuple[ProgTerm, ...]:
         return tuple(t for t in self.terms.items if isinstance(t, ProgTerm)) if self.terms else ()
+
+    @property
+    def var_terms(self) -> tuple[VarTerm, ...]:
+        return tuple(t for t in self.terms.items if isinstance(t, VarTerm)) if self.terms else ()
 
 
 Event = (

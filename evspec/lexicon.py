@@ -314,6 +314,8 @@ MAP_TERM_PREFIX = "map:"
 # prog:NAME.event=EVENT: a perf_event program of a BPF object and the event it goes on.
 PROG_TERM_PREFIX = "prog:"
 PROG_OPTIONS = ("event",)
+# var:NAME=VALUE: a global variable of a BPF object, set before it is loaded.
+VAR_TERM_PREFIX = "var:"
 MAP_OPTIONS: tuple[str, ...] = ("value", "event")
 
 U64_MAX = (1 << 64) - 1

@@ -33,6 +33,7 @@ from evspec.ast import (
     Terms,
     TracepointEvent,
     Value,
+    VarTerm,
     Word,
 )
 
@@ -109,6 +110,9 @@ def print_term(term: AnyTerm) -> str:
         return key if term.value is None else f"{key}={print_value(term.value)}"
     if isinstance(term, ProgTerm):
         key = f"prog:{term.prog_name}" + (f".{term.option}" if term.option else "")
+        return key if term.value is None else f"{key}={print_value(term.value)}"
+    if isinstance(term, VarTerm):
+        key = f"var:{term.name}"
         return key if term.value is None else f"{key}={print_value(term.value)}"
     assert isinstance(term, Term)
     if term.kind is TermKind.RAW:

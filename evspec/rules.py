@@ -30,6 +30,7 @@ from evspec.ast import (
     TermKind,
     Terms,
     TracepointEvent,
+    VarTerm,
     Word,
 )
 from evspec.diagnostics import Diagnostic, error, warning
@@ -247,7 +248,14 @@ def _terms(event: Event, terms: Terms, names: set[str]) -> Iterator[Diagnostic]:
     label = _kind_label(event)
     restricted = isinstance(event, (TracepointEvent, BpfEvent))
     keywords_seen: dict[str, Term] = {}
+    vars_seen: dict[str, VarTerm] = {}
     for term in terms.items:
+        if isinstance(term, VarTerm):
+            if isinstance(event, BpfEvent):
+                yield from _var_term(term, vars_seen)
+            else:
+                yield _not_for(term.key_span, f"var:{term.name}", label, restricted)
+            continue
         if isinstance(term, MapTerm):
             if isinstance(event, BpfEvent):
                 yield from _map_term(term, names)
@@ -360,6 +368,31 @@ def _prog_term(term: ProgTerm, names: set[str]) -> Iterator[Diagnostic]:
     if term.value.text not in names:
         yield error("ES047", f"no earlier event named '{term.value.text}'", term.value.span,
                     help=(f"define the event before this one, e.g. '-e {term.value.text}/freq=99/ -e ...'",))
+
+
+_VAR_HINT = "a variable term is var:NAME=VALUE: var:targ_pid=42, var:verbose=true, var:targ_comm='bash'"
+
+
+def _var_term(term: VarTerm, seen: dict[str, VarTerm]) -> Iterator[Diagnostic]:
+    """``var:NAME=VALUE``: a name without '.', a value; a variable set again (the last wins) is a
+    warning. The variable and its value are checked against the object (loader/object/terms/variables.py)."""
+    if not term.name:
+        yield error("ES049", "empty variable name", term.key_span, help=(_VAR_HINT,))
+        return
+    dot = term.name.find(".")
+    if dot >= 0:
+        start = term.name_span.start + dot
+        yield error("ES049", f"a variable name has no '.' part ('{term.name[dot:]}')",
+                    Span(start, term.name_span.end), help=(_VAR_HINT,))
+        return
+    if term.value is None:
+        yield error("ES049", f"'var:{term.name}' has no value (missing '=')", term.key_span, help=(_VAR_HINT,))
+        return
+    first = seen.get(term.name)
+    seen[term.name] = term
+    if first is not None:
+        yield warning("WS003", f"variable '{term.name}' set twice; the last value is used", term.key_span,
+                      help=(f"remove one of the var:{term.name}= terms",))
 
 
 def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:

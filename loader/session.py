@@ -18,6 +18,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from evspec.loader.abi.perf import (
     PERF_ATTR_SIZE_VER7,
@@ -41,8 +42,8 @@ from evspec.loader.kernel import Kernel, KernelError, RingMapping
 from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
-from evspec.loader.object.map_terms import MapUpdate, plan_map_updates
 from evspec.loader.object.spec import MapType, ObjectSpec
+from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
@@ -54,6 +55,9 @@ from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
 from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
 from evspec.diagnostics import EvspecError, Source
 from evspec.system.model import System, parse_cpu_list
+
+if TYPE_CHECKING:
+    from evspec.loader.object.map_dump import MapDump
 
 CODE_WORKLOAD = WORKLOAD
 CODE_OBJECT = OBJECT
@@ -377,7 +381,8 @@ class RecordSession:
             self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
-                spec = read_bpf_object(ref.event.path, ref.event.is_source, cwd)
+                spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd),
+                                       lists[ref.spec_index], ref.spec_index)
                 specs.append((spec, _map_updates(ref.event, spec, lists[ref.spec_index], ref.spec_index)))
             stdout = plan_stdout(specs)
             for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
@@ -792,6 +797,27 @@ class RecordSession:
         self.lost_counts = tuple(counts)
         self.lost_counted = sum(c.lost for c in counts)
 
+    def read_maps(self, names: Sequence[str] | None) -> list[MapDump]:
+        """``--dump-maps``: the final contents of the objects' maps (``dumped_maps`` says which),
+        decoded; read before ``close()``."""
+        from evspec.loader.object.map_dump import decode_map, dumped_maps, is_per_cpu, per_cpu_stride
+
+        cpus = possible_cpus()
+        out: list[MapDump] = []
+        for obj in self.objects:
+            for m in dumped_maps(obj.live.spec, names):
+                fd, what = obj.live.map(m.name).fd, f"map '{m.name}'"
+                size = per_cpu_stride(m) * cpus if is_per_cpu(m) else m.value_size
+                entries: list[tuple[bytes, bytes]] = []
+                key = self.kernel.next_key(fd, None, m.key_size, what=what)
+                while key is not None:
+                    value = self.kernel.lookup(fd, key, size, what=what)
+                    if value is not None:
+                        entries.append((key, value))
+                    key = self.kernel.next_key(fd, key, m.key_size, what=what)
+                out.append(decode_map(obj.live.spec, m, entries, cpus))
+        return out
+
     # --------------------------------------------------------------- teardown
 
     def close(self) -> None:
@@ -855,6 +881,18 @@ def _map_updates(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_inde
     """The object's map updates; a refused term is reported in its event string (the -e it is)."""
     try:
         return plan_map_updates(event, spec)
+    except EvspecError as exc:
+        where = Source("arg", index=spec_index)
+        raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None
+
+
+def _with_var_terms(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_index: int) -> ObjectSpec:
+    """The object with the values of its var: terms written in; a refused term is reported in
+    its event string."""
+    from evspec.loader.object.terms.variables import apply_var_terms
+
+    try:
+        return apply_var_terms(event, spec)
     except EvspecError as exc:
         where = Source("arg", index=spec_index)
         raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None

@@ -40,8 +40,8 @@ from evspec.loader.load.array_fill import (
 )
 from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.btf import Btf, BtfKind
-from evspec.loader.object.map_terms import MapUpdate, plan_map_updates, range_keys
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgType
+from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, range_keys
 
 from evspec.parser import parse
 

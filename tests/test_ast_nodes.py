@@ -26,7 +26,7 @@ from evspec.span import Span
 
 EVERY_NODE = ("cycles:u,L1-dcache-loads,r1a,4:0x10/period=3/,mem:0x1000/8:rw:u,sched:sched_switch,"
               "cpu/event=0x3c,@cfg=1,r0x1/,tsc,g{instructions,./x.o/map:m.value[0,3...6]=1,map:n.event[all]=tsc,"
-              "prog:p.event=tsc/}:S")
+              "prog:p.event=tsc,var:v='a b'/}:S")
 NODE_CLASSES = [c for c in vars(ast).values()
                 if isinstance(c, type) and issubclass(c, ast._Node) and c is not ast._Node]
 

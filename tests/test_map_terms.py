@@ -6,7 +6,8 @@ import re
 import sys
 
 import pytest
-from evspec.loader.object.map_terms import (
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
+from evspec.loader.object.terms.maps import (
     BPF_MAP_HINT,
     EventFacts,
     EventKind,
@@ -16,7 +17,6 @@ from evspec.loader.object.map_terms import (
     plan_map_updates,
     range_keys,
 )
-from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 
 from evspec.ast import (
     AllIndices,

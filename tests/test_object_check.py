@@ -24,8 +24,8 @@ from evspec.loader.object.check import (
     elf_function_symbols,
     environment_from_system,
 )
-from evspec.loader.object.map_terms import EventFacts, EventKind, facts_for_event
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.object.terms.maps import EventFacts, EventKind, facts_for_event
 
 from evspec.ast import BpfEvent, Event, EventList, Group, SymbolEvent, SymbolKind, Term, TermKind, Terms
 from evspec.diagnostics import Diagnostic, Severity

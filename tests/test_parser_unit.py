@@ -149,6 +149,11 @@ FIRST_DIAGNOSTIC = [
     ("./maps.o/prog:p=1/", "ES048", 9, 15),
     ("./maps.o/prog:p.foo=1/", "ES048", 16, 19),
     ("./maps.o/prog:p.event=evt/", "ES047", 22, 25),
+    ("./vars.o/var:targ_pid/", "ES049", 9, 21),
+    ("./vars.o/var:=1/", "ES049", 9, 13),
+    ("./vars.o/var:mode.x=1/", "ES049", 17, 19),
+    ("cpu-clock/var:x=1/", "ES030", 10, 15),
+    ("sched:sched_switch/var:x=1/", "ES031", 19, 24),
     # COMPAT 1.12 and the corpus rules on spans
     ("cycles/period=1 /", "ES003", 15, 16),
     ("cycles/period=1, /", "ES010", 17, 18),
@@ -178,6 +183,7 @@ def test_first_diagnostic(text: str, code: str, start: int, end: int) -> None:
     ("L1-dcache-misses-miss", "WS001", 17, 21),
     ("cpu-clock/config=1,config=2/", "WS002", 19, 25),
     ("cpu-clock/name=a,name=b/", "WS002", 17, 21),
+    ("./vars.o/var:targ_pid=1,var:targ_pid=2/", "WS003", 24, 36),
 ])
 def test_warnings_do_not_fail(text: str, code: str, start: int, end: int) -> None:
     result = analyze(text)
@@ -190,7 +196,7 @@ def test_warnings_do_not_fail(text: str, code: str, start: int, end: int) -> Non
 
 def test_every_code_used_is_in_the_catalogue() -> None:
     known = catalogue()
-    used = {code for _, code, _, _ in FIRST_DIAGNOSTIC} | {"WS001", "WS002"}
+    used = {code for _, code, _, _ in FIRST_DIAGNOSTIC} | {"WS001", "WS002", "WS003"}
     assert used <= known.keys()
     from evspec.codes.syntax import CODES
 

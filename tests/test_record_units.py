@@ -17,8 +17,8 @@ from evspec.loader.load.apply import (
     check_event_update,
 )
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
-from evspec.loader.object.map_terms import MapUpdate
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.object.terms.maps import MapUpdate
 from evspec.loader.output.script import (
     LostLine,
     SampleLine,

@@ -7,7 +7,7 @@ import json
 import sys
 from collections.abc import Sequence
 
-from evspec.ast import BpfEvent, EventList, MapTerm
+from evspec.ast import BpfEvent, EventList, MapTerm, ProgTerm, VarTerm
 from evspec.diagnostics import Diagnostic
 from evspec.system.model import System
 
@@ -104,8 +104,8 @@ def _with_program_events(lists: list[EventList], system: System | None
     from pathlib import Path
 
     from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
-    from evspec.loader.object.map_terms import plan_map_updates
     from evspec.loader.object.program_events import program_events
+    from evspec.loader.object.terms.maps import plan_map_updates
     from evspec.loader.session import read_bpf_object
     from evspec.parser import parse
 
@@ -133,7 +133,7 @@ def _with_program_events(lists: list[EventList], system: System | None
 def _terms_and_modifiers(event: BpfEvent, source: str) -> str:
     """The BPF event's own event terms and modifiers, for each event of its programs."""
     terms = [source[t.span.start:t.span.end] for t in (event.terms.items if event.terms else ())
-             if not isinstance(t, MapTerm)]
+             if not isinstance(t, (MapTerm, ProgTerm, VarTerm))]  # object terms stay with the object
     text = f"/{','.join(terms)}/" if terms else ""
     if event.modifiers is not None and event.modifiers.letters:
         text += event.modifiers.letters if terms else ":" + event.modifiers.letters

@@ -48,6 +48,10 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("-m", "--mmap-pages", type=_pages, default=None, metavar="PAGES",
                    help="ring buffer data pages per CPU and event, a power of two (default: 128, perf's)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    p.add_argument("--dump-maps", nargs="?", const="", default=None, metavar="NAME,...",
+                   help="after the command, print the final contents of the objects' hash, array and "
+                        "per-CPU maps (or of the maps named, global data maps included); a *hist* array "
+                        "of counts prints as a log2 histogram")
     p.add_argument("-v", "--verbose", action="store_true")
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
     p.set_defaults(func=record_main)
@@ -182,6 +186,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                     raise ObjectError(RING_BUFFER, f"ring buffer records ({names}) are not written to perf.data "
                                                    "yet: record them without -o", help=("--format json keeps every record",))
                 capture = _open_capture(args, session)
+            dump_names = _dump_names(args.dump_maps)
+            _check_dump_names(session, dump_names)
             if _stop_requested(stop_fd):
                 status = 128 + signal.SIGINT
             else:
@@ -194,6 +200,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                     capture.add_lost_counts(session.lost_counts)
                 if workload is not None:
                     status = workload.wait()
+                if args.dump_maps is not None:
+                    _print_maps(session, dump_names, fmt_json, out)
         except ApplyError as exc:
             err.write(f"{APPLY_PREFIX}{exc.perf_message}\n")
             if args.verbose:
@@ -238,6 +246,34 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             out.write(summary_json(session.summary()))
             out.flush()
     return status
+
+
+def _dump_names(option: str | None) -> list[str] | None:
+    """The map names of ``--dump-maps=NAME,...``; None for every map (or no option)."""
+    names = [n for n in (option or "").split(",") if n]
+    return names or None
+
+
+def _check_dump_names(session: RecordSession, names: list[str] | None) -> None:
+    from evspec.codes.kernel import OBJECT
+    from evspec.loader.errors import ObjectError
+    from evspec.loader.object.map_dump import dumped_maps, unknown_names
+
+    specs = [obj.live.spec for obj in session.objects]
+    unknown = unknown_names(specs, names) if names else []
+    if unknown:
+        known = ", ".join(m.name for spec in specs for m in dumped_maps(spec, None)) or "none"
+        raise ObjectError(OBJECT, f"--dump-maps: no hash, array or per-CPU map named {', '.join(unknown)}",
+                          help=(f"maps dumped by default: {known}",))
+
+
+def _print_maps(session: RecordSession, names: list[str] | None, fmt_json: bool, out: TextIO) -> None:
+    from evspec.loader.object.map_dump import render_json, render_text
+
+    render = render_json if fmt_json else render_text
+    for dump in session.read_maps(names):
+        out.write(render(dump))
+    out.flush()
 
 
 def _reported(lost: int, reported: int) -> str:

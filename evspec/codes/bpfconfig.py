@@ -18,7 +18,7 @@ SECTION_NOT_RUNNABLE = "EB108"
 KEYLESS_SETTING = "WB109"
 SETTING_NO_EFFECT = "WB110"
 
-# map terms (loader/map_terms.py)
+# map terms (loader/object/terms/maps.py)
 EMPTY_MAP_NAME = "EB119"
 NOT_A_MAP_TERM = "EB120"
 EMPTY_INDEX_LIST = "EB121"
@@ -37,6 +37,10 @@ VALUE_TRUNCATED = "WB132"
 NO_SUCH_PROGRAM = "EB135"
 NOT_A_PERF_EVENT_PROGRAM = "EB136"
 EVENT_CANNOT_CARRY_PROGRAM = "EB137"
+# var:NAME=VALUE terms (loader/object/terms/variables.py)
+NO_SUCH_VARIABLE = "EB138"
+BAD_VARIABLE_VALUE = "EB139"
+VARIABLE_NOT_SETTABLE = "EB150"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
@@ -239,6 +243,32 @@ CODES: tuple[CodeInfo, ...] = (
         "A program term names a program (a function in a program section) of the BPF object.",
         "./sampler.bpf.o/prog:on_tik.event=cpu-clock/",
         "`evspec inspect OBJ.o` lists the programs; write the function's name.",
+    ),
+    CodeInfo(
+        NO_SUCH_VARIABLE,
+        "var:NAME names no global variable of the object",
+        "A variable term names a global variable of the BPF object: one of its .rodata (const "
+        "volatile), .data or .bss variables, found in the object's BTF. The message lists them.",
+        "./vars.bpf.o/var:targ_pdi=42/",
+        "`evspec inspect OBJ.o` lists the data sections; write the variable's name.",
+    ),
+    CodeInfo(
+        BAD_VARIABLE_VALUE,
+        "var:NAME=VALUE: the value does not fit the variable",
+        "The value of a variable term is checked against the variable's BTF type: an integer within "
+        "the range its size and signedness allow (a negative one quoted: var:delta='-5'), true or "
+        "false for a bool, an enumerator's name for an enum, a quoted string shorter than a char "
+        "array.",
+        "./vars.bpf.o/var:delta=300/",
+        "Give a value of the variable's type; the message says which values it takes.",
+    ),
+    CodeInfo(
+        VARIABLE_NOT_SETTABLE,
+        "var:NAME names a variable evspec cannot set",
+        "Only integers, bools, enums and char arrays are set by a variable term; a struct, union, "
+        "pointer, float or other array is refused by name rather than written as raw bytes.",
+        "./vars.bpf.o/var:cfg=1/",
+        "Split the struct into scalar globals, or set it in the program's source.",
     ),
     CodeInfo(
         NOT_A_PERF_EVENT_PROGRAM,

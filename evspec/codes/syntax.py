@@ -185,6 +185,14 @@ CODES: tuple[CodeInfo, ...] = (
         "./sampler.bpf.o/prog:on_tick=cpu-clock/",
         "Write prog:NAME.event=EVENT: '-e cpu-clock/freq=99/ -e ./sampler.bpf.o/prog:on_tick.event=cpu-clock/'.",
     ),
+    CodeInfo(
+        "ES049", "malformed variable term",
+        "A variable term of a BPF event is var:NAME=VALUE (COMPAT 1.14): NAME is a global variable "
+        "of the object (no '.' part), VALUE a number, true/false, an enumerator's name or a quoted "
+        "string; the object's own check says whether the variable exists and takes the value.",
+        "./vars.bpf.o/var:targ_pid/",
+        "Write var:NAME=VALUE: './vars.bpf.o/var:targ_pid=42,var:targ_comm='bash'/'.",
+    ),
     # ---- warnings --------------------------------------------------------------------------
     CodeInfo("WS001", "repeated cache part",
              "The same cache operation or result written twice has no effect (perf ignores it).",
@@ -192,4 +200,7 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo("WS002", "term given twice",
              "A built-in term given twice: the last value wins (for name= the first).",
              "cpu-clock/config=1,config=2/", "Remove one of them."),
+    CodeInfo("WS003", "variable set twice",
+             "Two var: terms of one BPF event set the same global variable: the last value is "
+             "written.", "./vars.bpf.o/var:targ_pid=1,var:targ_pid=2/", "Remove one of them."),
 )

@@ -36,6 +36,7 @@ from evspec.ast import (
     Terms,
     TracepointEvent,
     Value,
+    VarTerm,
     Word,
 )
 from evspec.ast import (
@@ -312,6 +313,8 @@ class AstBuilder:
             return Term(TermKind.RAW, text, raw, span, token_span(key))
         if text.startswith(lexicon.PROG_TERM_PREFIX):
             return self._prog_term(key, value, span)
+        if text.startswith(lexicon.VAR_TERM_PREFIX):
+            return self._var_term(key, value, span)
         kind = TermKind.KEYWORD if text in lexicon.KEYWORD_TERMS else TermKind.USER
         return Term(kind, text, value, span, token_span(key))
 
@@ -339,6 +342,13 @@ class AstBuilder:
         name_span = Span(rest_start, rest_start + len(name))
         option_span = Span(key.end_pos, key.end_pos) if dot < 0 else Span(rest_start + dot + 1, key.end_pos)
         return ProgTerm(name, option, value, span, token_span(key), name_span, option_span)
+
+    @staticmethod
+    def _var_term(key: Tok, value: Value | None, span: Span) -> VarTerm:
+        """``var:NAME=VALUE``; NAME as written (a '.' in it is refused by the rules)."""
+        name_start = key.start_pos + len(lexicon.VAR_TERM_PREFIX)
+        return VarTerm(str(key)[len(lexicon.VAR_TERM_PREFIX):], value, span, token_span(key),
+                       Span(name_start, key.end_pos))
 
     @staticmethod
     def _driver_term(tok: Tok) -> Term:

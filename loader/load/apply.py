@@ -24,7 +24,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.load.array_fill import KernelFill
 from evspec.loader.load.live import LiveMap, LiveObject
-from evspec.loader.object.map_terms import (
+from evspec.loader.object.terms.maps import (
     MSG_EVTINH,
     MSG_EVTTYPE,
     MSG_NO_EVENT,
@@ -47,7 +47,7 @@ ERRNO_EVTDIM = 3919
 ERRNO_EVTINH = 3920
 ERRNO_EVTTYPE = 3921
 
-MSG_EVTDIM = "Cannot set event to BPF map in multi-thread tracing"  # MSG_EVTINH, MSG_EVTTYPE: map_terms
+MSG_EVTDIM = "Cannot set event to BPF map in multi-thread tracing"  # MSG_EVTINH, MSG_EVTTYPE: object/terms/maps.py
 MSG_MAPSIZE = "Invalid map size for event setting"
 
 

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.core_patch import CORE_HELP, core_check
-from evspec.loader.object.map_terms import EventFacts, EventKind, check_map_terms, facts_for_event
-from evspec.loader.object.prog_terms import check_prog_terms, perf_event_programs
+from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.section import (
     ADD_V_HELP,
     RECORD_ATTACH_KINDS,
@@ -32,6 +30,9 @@ from evspec.loader.object.section import (
     parse_section,
 )
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.object.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event
+from evspec.loader.object.terms.programs import check_prog_terms, perf_event_programs
+from evspec.loader.object.terms.variables import check_var_terms
 
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf
@@ -40,6 +41,8 @@ from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
 from evspec.span import Span
 
 if TYPE_CHECKING:
+    from evspec.loader.object.target_btf import TargetBtf
+
     from evspec.system.model import System
 
 # the terms a tracepoint event (and so a BPF event) takes (COMPAT 1.10)
@@ -117,9 +120,10 @@ class ObjectEnvironment:
     compile_source: Callable[[Path], Path] | None = None
     read_symbols: Callable[[Path], frozenset[str]] | None = None
     truncate_values: bool = False
-    # CO-RE relocations are resolved against the running kernel's BTF when the system checked is
-    # this machine; a snapshot carries no kernel BTF (yet), so there they are not checked
-    core_against_this_kernel: bool = True
+    # the BTF that CO-RE relocations are resolved against, asked for only when an object has some:
+    # the running kernel's for this machine, a snapshot's saved one; None (a snapshot without the
+    # kernel's BTF): they are not checked. The provider raises ObjectError (EB015) when it has none.
+    core_target: Callable[[], TargetBtf] | None = field(default=lambda: load_target(None))
 
     @classmethod
     def from_tracefs(cls, cwd: Path, tracefs: Path = Path("/sys/kernel/tracing"), **kw: object) -> ObjectEnvironment:
@@ -182,15 +186,44 @@ def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
     # a machine whose tracefs cannot be read (e.g. `evspec check` without root) reports no probe
     # events: that says nothing about the kernel
     known = (features.kprobe_events and features.uprobe_events) or readable_tracefs()
-    from evspec.system.snapshot import SnapshotSystem
-
     return ObjectEnvironment(
         cwd=cwd,
         tracepoint_exists=tracepoint_exists,
         kprobe_events=features.kprobe_events if known else (features.kprobe_events or None),
         uprobe_events=features.uprobe_events if known else (features.uprobe_events or None),
-        core_against_this_kernel=not isinstance(system, SnapshotSystem),
+        core_target=core_target_of(system),
     )
+
+
+def core_target_of(system: System) -> Callable[[], TargetBtf] | None:
+    """Where CO-RE relocations of objects checked against ``system`` are resolved: this kernel's
+    BTF for the live machine, the saved BTF of a snapshot written with ``--btf`` (decoded on first
+    use, once), None for a snapshot without it."""
+    from evspec.system.snapshot import SnapshotSystem
+
+    if not isinstance(system, SnapshotSystem):
+        return lambda: load_target(None)
+    if not system.has_kernel_btf():
+        return None
+    cache: list[TargetBtf] = []
+
+    def snapshot_target() -> TargetBtf:
+        if not cache:
+            from evspec.loader.object.btf import BtfError
+            from evspec.loader.object.target_btf import TargetBtf
+
+            from evspec.system.snapshot import SnapshotError
+
+            release = system.features().kernel_release
+            try:
+                cache.append(TargetBtf(system.kernel_btf() or b"", f"vmlinux {release}".rstrip()))
+            except (BtfError, SnapshotError) as exc:
+                raise ObjectError(codes_bpf.CORE_RELOCATION,
+                                  f"CO-RE relocations need the kernel's BTF, which cannot be used: the "
+                                  f"snapshot's kernel_btf: {exc}") from None
+        return cache[0]
+
+    return snapshot_target
 
 
 def elf_function_symbols(path: Path) -> frozenset[str]:
@@ -294,11 +327,12 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
         )
     else:
         _check_programs(check, spec)
-    core = core_check(spec) if env.core_against_this_kernel else _core_unchecked(spec)
-    if core is not None and not check.failed:  # (code, message, is_error)
-        check.diagnostics.append((error if core[2] else warning)(*core[:2], event.path_span, help=CORE_HELP))
+    core = _core_check(spec, env.core_target)
+    if core is not None and not check.failed:  # (code, message, is_error, notes)
+        check.diagnostics.append((error if core[2] else warning)(*core[:2], event.path_span, help=CORE_HELP,
+                                                                   notes=core[3]))
     term_diags = (_check_event_terms(event) + check_map_terms(event, spec, defined, truncate_values=env.truncate_values)
-                  + check_prog_terms(event, spec, defined))
+                  + check_prog_terms(event, spec, defined) + check_var_terms(event, spec))
     term_diags.sort(key=lambda d: d.span.start)
     check.diagnostics.extend(term_diags)
     return check
@@ -344,12 +378,34 @@ def _load(check: _ObjectCheck) -> ObjectSpec | None:
         return None
 
 
-def _core_unchecked(spec: ObjectSpec) -> tuple[str, str, bool] | None:
+def _core_check(spec: ObjectSpec, target: Callable[[], TargetBtf] | None,
+                ) -> tuple[str, str, bool, tuple[str, ...]] | None:
+    """What check says of the object's CO-RE relocations against ``target``'s BTF: (code, message,
+    is_error, notes: every relocation that does not resolve), or None when there is nothing to say."""
     pending = sum(1 for _, r in spec.core_relocations() if not r.applied)
     if not pending:
         return None
-    return (codes_bpf.CORE_UNRESOLVED, f"{pending} CO-RE relocation(s) not checked: the system snapshot holds no "
-                                       "kernel BTF to resolve them against", False)
+    if target is None:
+        return _core_unchecked(pending, "the system snapshot holds no kernel BTF to resolve them against")
+    try:
+        btf = target()
+    except ObjectError as exc:
+        return _core_unchecked(pending, exc.message)
+    try:
+        _, findings = relocate_object(spec, btf)
+    except ObjectError as exc:
+        return exc.code, exc.message.removeprefix(f"{spec.path}: "), True, ()
+    if not findings:
+        return None
+    shown = "; ".join(str(f) for f in findings[:3])
+    more = f" (and {len(findings) - 3} more)" if len(findings) > 3 else ""
+    notes = tuple(str(f) for f in findings) if len(findings) > 1 else ()
+    return (codes_bpf.CORE_UNRESOLVED,
+            f"{len(findings)} CO-RE relocation(s) do not resolve against {btf.name}: {shown}{more}", False, notes)
+
+
+def _core_unchecked(pending: int, why: str) -> tuple[str, str, bool, tuple[str, ...]]:
+    return codes_bpf.CORE_UNRESOLVED, f"{pending} CO-RE relocation(s) not checked: {why}", False, ()
 
 
 def _section_note(program: ProgramSpec, span: Span | None = None) -> tuple[str, ...]:

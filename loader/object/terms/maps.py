@@ -33,6 +33,7 @@ from evspec.ast import (
     Term,
     TermKind,
     TracepointEvent,
+    VarTerm,
     Word,
 )
 from evspec.codes import bpfconfig as codes
@@ -168,13 +169,13 @@ def check_map_terms(
 
 
 def _check_term(
-    term: Term | MapTerm | ProgTerm,
+    term: Term | MapTerm | ProgTerm | VarTerm,
     spec: ObjectSpec,
     defined_events: Mapping[str, EventFacts] | None,
     truncate_values: bool,
 ) -> list[Diagnostic]:
-    if isinstance(term, ProgTerm):
-        return []  # a program term: prog_terms
+    if isinstance(term, (ProgTerm, VarTerm)):
+        return []  # a program or variable term: terms/programs.py, terms/variables.py
     if isinstance(term, Term):
         if term.kind is not TermKind.USER:
             return []  # an event term: checked with the tracepoint term set by the object checker

@@ -1,0 +1,175 @@
+"""var:NAME=VALUE object terms (COMPAT 1.14): checked offline against the object's BTF (exact spans
+and messages), written into its data maps before loading, and seen by the program in a live run."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+from corpus_files import CORPUS, DATA
+from evspec.loader.object.btf import Btf
+from evspec.loader.object.reader import read_object
+from evspec.loader.object.terms.variables import apply_var_terms, global_variables
+
+from evspec.check import CheckOptions, check_specs
+from evspec.cli.record import add_record_parser, record_main
+from evspec.diagnostics import Source
+from evspec.inputs import SpecInput
+from evspec.parser import parse
+from evspec.system import read_snapshot
+
+GOOD = ("./vars.o/var:targ_pid=42,var:delta='-5',var:verbose=true,var:mode=MODE_TRACE,"
+        "var:targ_comm='bash',var:seed=3,var:calls=0x10/")
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """vars.o (the globals and maps) and varswork (calls getppid() N times), built once."""
+    for tool in ("clang", "cc"):
+        if shutil.which(tool) is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"{tool} is required in CI")
+            pytest.skip(f"{tool} not installed")
+    out = tmp_path_factory.mktemp("vars")
+    for name in ("vars.c", "varswork.c"):
+        shutil.copy(DATA / "vars" / name, out / name)
+    subprocess.run(["cc", "-O1", "-o", "varswork", "varswork.c"], cwd=out, check=True)
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c", "vars.c",
+                    "-o", "vars.o"], cwd=out, check=True)
+    return out
+
+
+def _check(built: Path, *strings: str) -> list[tuple[str, int, int, str]]:
+    inputs = [SpecInput(s, Source("arg", index=i), command=0) for i, s in enumerate(strings)]
+    checked = check_specs(inputs, CheckOptions(system=read_snapshot(CORPUS / "system.json"), cwd=built))
+    return [(d.code, d.span.start, d.span.end, d.message) for c in checked for d in c.diagnostics]
+
+
+def test_values_of_every_kind_are_accepted(built: Path) -> None:
+    assert _check(built, GOOD) == []
+
+
+GLOBALS = "global variables of the object: calls, where, seed, targ_pid, delta, verbose, mode, targ_comm, cfg"
+
+
+@pytest.mark.parametrize(("string", "expected"), [
+    ("./vars.o/var:targ_pdi=42/", ("EB138", 13, 21, "the object has no global variable 'targ_pdi'")),
+    ("./vars.o/var:delta=300/", ("EB139", 19, 22, "300 is out of range for 'delta' (a signed 8-bit integer: -128 to 127)")),
+    ("./vars.o/var:delta='-129'/", ("EB139", 19, 25, "-129 is out of range for 'delta' (a signed 8-bit integer: -128 to 127)")),
+    ("./vars.o/var:targ_pid=4294967296/",
+     ("EB139", 22, 32, "4294967296 is out of range for 'targ_pid' (an unsigned 32-bit integer: 0 to 4294967295)")),
+    ("./vars.o/var:targ_pid=bash/",
+     ("EB139", 22, 26, "'targ_pid' is an unsigned 32-bit integer: it takes an integer from 0 to 4294967295")),
+    ("./vars.o/var:verbose=1/", ("EB139", 21, 22, "'verbose' is a bool: it takes true or false")),
+    ("./vars.o/var:mode=MODE_TRACY/",
+     ("EB139", 18, 28, "'mode' is an enum mode: it takes one of MODE_OFF, MODE_COUNT, MODE_TRACE "
+                       "(did you mean 'MODE_TRACE'?)")),
+    ("./vars.o/var:targ_comm='0123456789abcdef'/",
+     ("EB139", 23, 41, "'0123456789abcdef' is 16 bytes: 'targ_comm' is a char[16] (at most 15 bytes and the NUL)")),
+    ("./vars.o/var:targ_comm=7/", ("EB139", 23, 24, "'targ_comm' is a char[16]: it takes a string ('text')")),
+    ("./vars.o/var:cfg=1/",
+     ("EB150", 13, 16, "variable 'cfg' is a struct cfg: var: sets integers, bools, enums and char arrays")),
+    ("./vars.o/var:where=0/",
+     ("EB150", 13, 18, "variable 'where' is a pointer: var: sets integers, bools, enums and char arrays")),
+])
+def test_bad_values_are_errors_on_the_name_or_the_value(built: Path, string: str, expected: tuple) -> None:
+    assert _check(built, string) == [expected]
+
+
+def test_an_unknown_variable_lists_the_globals_with_a_guess(built: Path) -> None:
+    inputs = [SpecInput("./vars.o/var:targ_pdi=42/", Source("arg", index=0), command=0)]
+    checked = check_specs(inputs, CheckOptions(system=read_snapshot(CORPUS / "system.json"), cwd=built))
+    (diag,) = checked[0].diagnostics
+    assert diag.help == ("did you mean 'targ_pid'?", GLOBALS)
+
+
+@pytest.mark.parametrize(("string", "expected"), [
+    ("./vars.o/var:targ_pid/", ("ES049", 9, 21, "'var:targ_pid' has no value (missing '=')")),
+    ("./vars.o/var:=1/", ("ES049", 9, 13, "empty variable name")),
+    ("./vars.o/var:mode.x=1/", ("ES049", 17, 19, "a variable name has no '.' part ('.x')")),
+])
+def test_shape_errors_come_from_the_syntax_stage_alone(built: Path, string: str, expected: tuple) -> None:
+    assert _check(built, string) == [expected]
+
+
+def test_a_variable_set_twice_warns_and_the_last_value_is_written(built: Path) -> None:
+    string = "./vars.o/var:targ_pid=1,var:targ_pid=2/"
+    assert _check(built, string) == [("WS003", 24, 36, "variable 'targ_pid' set twice; the last value is used")]
+    spec = apply_var_terms(parse(string).events()[0], read_object(built / "vars.o"))  # type: ignore[arg-type]
+    var = global_variables(spec, Btf(spec.btf or b""))["targ_pid"]
+    data = spec.map(var.map_name)
+    assert data is not None and data.initial_value is not None
+    assert data.initial_value[var.offset:var.offset + 4] == (2).to_bytes(4, "little")
+
+
+def test_the_values_land_at_the_variables_offsets(built: Path) -> None:
+    """The new spec's .rodata/.data/.bss bytes hold each value at its ELF symbol's offset; the
+    object read from disk is left as it was."""
+    original = read_object(built / "vars.o")
+    spec = apply_var_terms(parse(GOOD).events()[0], original)  # type: ignore[arg-type]
+    variables = global_variables(spec, Btf(spec.btf or b""))
+    expected = {"targ_pid": (42).to_bytes(4, "little"), "delta": b"\xfb", "verbose": b"\x01",
+                "mode": (2).to_bytes(4, "little"), "targ_comm": b"bash".ljust(16, b"\0"),
+                "seed": (3).to_bytes(4, "little"), "calls": (16).to_bytes(8, "little")}
+    for name, raw in expected.items():
+        var = variables[name]
+        data = spec.map(var.map_name)
+        assert data is not None and data.initial_value is not None
+        assert data.initial_value[var.offset:var.offset + var.size] == raw, name
+    assert {m.name: m.readonly for m in spec.maps} == {m.name: m.readonly for m in original.maps}
+    before = original.map("vars.rodata")
+    assert before is not None and before.initial_value == bytes(before.value_size)
+
+
+def _record(*argv: str) -> tuple[int, str, str]:
+    parser = argparse.ArgumentParser()
+    add_record_parser(parser.add_subparsers(dest="cmd"))
+    out, err = io.StringIO(), io.StringIO()
+    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
+    return status, out.getvalue(), err.getvalue()
+
+
+def test_the_program_sees_the_values_set(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every kind of variable set by var: terms reaches the program, which copies them into 'seen';
+    the comm filter (a char[16] in .rodata) keeps exactly the workload's 20 getppid() calls."""
+    monkeypatch.chdir(built)
+    status, out, err = _record("--format", "json", "--dump-maps=seen,vars.rodata", "-e",
+                               "./vars.o/var:targ_comm='varswork',var:delta='-5',var:verbose=true,"
+                               "var:mode=MODE_TRACE,var:seed=3/", "--", "./varswork", "20")
+    assert status == 0, err
+    lines = [json.loads(line) for line in out.splitlines()]
+    assert lines[0] == {"map": "seen", "key": 0, "value": {
+        "pid_filter": 0, "delta": -5, "verbose": 1, "mode": "MODE_TRACE", "comm": "varswork", "seed": 3, "pad": 0,
+        "calls": 20}}
+    assert lines[1]["map"] == "vars.rodata" and lines[1]["value"]["targ_comm"] == "varswork"
+    assert lines[-1] == {"summary": {"samples": 0, "lost": 0}}
+
+
+def test_rodata_stays_frozen_after_the_write(built: Path, root_kernel: None) -> None:
+    """The .rodata map holding the values is frozen: user space cannot write it again."""
+    from evspec.loader.kernel import KernelError
+    from evspec.loader.session import RecordSession, Workload
+
+    from evspec.system import load_system
+
+    system = load_system("live")
+    inputs = [SpecInput("./vars.o/var:targ_pid=7/", Source("arg", index=0), command=0)]
+    lists = [c.events for c in check_specs(inputs, CheckOptions(system=system, mode="record", cwd=built))]
+    workload = Workload([str(built / "varswork"), "1"])
+    try:
+        with RecordSession() as session:
+            session.prepare(lists, system, built, workload)  # type: ignore[arg-type]
+            live = session.objects[0].live
+            rodata = live.map("vars.rodata")
+            value = session.kernel.lookup(rodata.fd, bytes(4), rodata.spec.value_size)
+            assert value is not None and value[:4] == (7).to_bytes(4, "little")
+            with pytest.raises(KernelError):
+                session.kernel.update_elem(rodata.fd, bytes(4), bytes(rodata.spec.value_size))
+    finally:
+        workload.close()
