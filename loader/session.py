@@ -389,7 +389,9 @@ class RecordSession:
                 attachments = self._attacher.plan(spec)
                 deferred = {a.program for a in attachments if a.deferred}
                 pins = {} if self.options.pin_root is None else {"pin_root": self.options.pin_root}
-                live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred, **pins)
+                live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred,
+                                   expected_attach_types={a.program: a.expected_attach_type for a in attachments},
+                                   attach_btf_ids={a.program: a.attach_btf_id for a in attachments}, **pins)
                 on_events = tuple((t.prog_name, t.value.text) for t in ref.event.prog_terms if t.value is not None)
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
             if system is not None and hasattr(system, "notes"):

@@ -205,16 +205,18 @@ def test_every_record_written_is_read_and_the_overflow_is_counted(
         assert dropped == 0
 
 
+@pytest.mark.parametrize("source", ["raw_getppid.c", "btf_getppid.c"])
 def test_a_raw_tracepoint_program_is_attached_and_detached(
-    built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch
+    built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch, source: str
 ) -> None:
-    """raw_tp/sys_enter through BPF_RAW_TRACEPOINT_OPEN: it runs system-wide, so the program
-    keeps the workload's getppid() calls only; after record no raw tracepoint link is left."""
-    shutil.copy(DATA / "ringbuf" / "raw_getppid.c", built / "raw_getppid.c")
+    """raw_tp/sys_enter through BPF_RAW_TRACEPOINT_OPEN, and tp_btf/sys_enter (loaded as a
+    tracing program for the kernel's btf_trace_sys_enter, attached with no name): each runs
+    system-wide, so the program keeps the workload's getppid() calls only; afterwards no link is left."""
+    shutil.copy(DATA / "ringbuf" / source, built / source)
     monkeypatch.chdir(built)
     links_before = subprocess.run(["bpftool", "link", "show"], capture_output=True, text=True, check=True).stdout
     fds_before = set(os.listdir("/proc/self/fd"))
-    status, out, err = _record("-v", "--format", "json", "-e", "./raw_getppid.c", "--", "./getppid", "50")
+    status, out, err = _record("-v", "--format", "json", "-e", f"./{source}", "--", "./getppid", "50")
     assert set(os.listdir("/proc/self/fd")) == fds_before, "descriptors left open"
     assert status == 0, err
     records = [json.loads(line) for line in out.splitlines()][:-1]

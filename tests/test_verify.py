@@ -162,3 +162,17 @@ def test_not_root_is_a_clear_error(built: Path, monkeypatch: pytest.MonkeyPatch)
     status, out, err = _verify(built, monkeypatch, "core_read.o")
     assert (status, out) == (2, "")
     assert "verify needs root" in err
+
+
+def test_program_types_that_need_an_attach_target(root_kernel: None, built: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    """A tp_btf program is loaded as a tracing program for the kernel's btf_trace_sys_enter (the
+    verifier refuses it without that); a tp_btf name the kernel lacks is reported on the program."""
+    shutil.copy(CORE.parent / "ringbuf" / "btf_getppid.c", built / "btf.c")
+    (built / "nosuch.c").write_text((built / "btf.c").read_text().replace("tp_btf/sys_enter", "tp_btf/no_such_tp"))
+    status, out, err = _verify(built, monkeypatch, "--format", "json", "btf.c", "nosuch.c")
+    assert status == 1, err
+    programs = {(p["object"], p["name"]): p for p in json.loads(out)["programs"]}
+    assert programs[("btf.c", "on_sys_enter")]["loaded"] is True
+    bad = programs[("nosuch.c", "on_sys_enter")]
+    assert bad["loaded"] is False and "the kernel has no BTF tracepoint 'no_such_tp'" in bad["error"]

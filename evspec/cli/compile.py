@@ -123,7 +123,10 @@ def _with_program_events(lists: list[EventList], system: System | None
             found = program_events(spec)
             objects.append(_ObjectPrograms(index, item.path, found))
             pieces.extend(p.event + _terms_and_modifiers(item, events.source) for p in found if p.event)
-        out.append(parse(",".join(pieces)) if pieces != [events.source] else events)
+        if not pieces:  # every program attaches without a perf event (raw tracepoints, XDP)
+            out.append(EventList((), ""))
+        else:
+            out.append(parse(",".join(pieces)) if pieces != [events.source] else events)
     if plan_stdout(loaded).create_event:
         out.append(parse(STDOUT_EVENT_STRING))
     probes = {p.event for o in objects for p in o.programs if p.created and p.event}

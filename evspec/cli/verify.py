@@ -100,6 +100,24 @@ def _program_type(section: str) -> int:
     return int(parse_section(section).program_type)
 
 
+def _tracing_attach(section: str, kernel_btf: TargetBtf | None) -> tuple[int, int]:
+    """(expected attach type, attach BTF id) a tp_btf program is loaded with; (0, 0) for others."""
+    from evspec.codes.kernel import NO_TRACEPOINT
+    from evspec.loader.abi.bpf import BPF_TRACE_RAW_TP
+    from evspec.loader.errors import ObjectError
+    from evspec.loader.object.core_patch import load_target
+    from evspec.loader.object.section import AttachKind, RawTracepointTarget, parse_section
+    from evspec.loader.object.target_btf import btf_trace_type_id
+
+    parsed = parse_section(section)
+    if parsed.attach is not AttachKind.BTF_TRACEPOINT or not isinstance(parsed.target, RawTracepointTarget):
+        return 0, 0
+    found = btf_trace_type_id(load_target(kernel_btf), parsed.target.event)
+    if found is None:
+        raise ObjectError(NO_TRACEPOINT, f"the kernel has no BTF tracepoint '{parsed.target.event}'")
+    return BPF_TRACE_RAW_TP, found
+
+
 def _functions_of(spec: ObjectSpec, prog: ProgramSpec) -> list[ProgramSpec]:
     """``prog`` and every function it reaches through calls (as ``link_program`` appends them)."""
     by_name = {fn.name: fn for fn in (*spec.programs, *spec.subprograms)}
@@ -191,21 +209,27 @@ def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None) ->
                 m.error = "not created: the object's CO-RE relocations cannot be applied"
             return result
     types: dict[str, int] = {}
+    tracing: dict[str, tuple[int, int]] = {}
     by_name = {p.name: p for p in result.programs}
     for prog in spec.programs:
         _count_core(_functions_of(spec, prog), by_name[prog.name])
         try:
             types[prog.name] = _program_type(prog.section)
+            tracing[prog.name] = _tracing_attach(prog.section, target)
         except EvspecError as exc:
             by_name[prog.name].error = f"section '{prog.section}': {exc.diagnostics[0].message}"
+            types.pop(prog.name, None)
+        except ObjectError as exc:
+            by_name[prog.name].error = f"section '{prog.section}': {exc.message}"
+            types.pop(prog.name, None)
     loadable = replace(spec, programs=tuple(p for p in spec.programs if p.name in types))
     with _pin_root(spec) as pin_root:
-        _load_programs(loadable, types, kernel, result, pin_root)
+        _load_programs(loadable, types, kernel, result, pin_root, tracing)
     return result
 
 
 def _load_programs(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, result: ObjectResult,
-                   pin_root: str) -> None:
+                   pin_root: str, tracing: dict[str, tuple[int, int]]) -> None:
     """Maps and BTF once (every program deferred), then each program on its own; where the object
     cannot be loaded that way (libbpf's rules about deferred programs), one load per program."""
     from evspec.loader.errors import ObjectError
@@ -216,7 +240,7 @@ def _load_programs(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, resu
         live = load_object(spec, types, kernel=kernel, deferred=names, pin_root=pin_root)
     except ObjectError as exc:
         if any(m.initial_slots for m in spec.maps) and names:
-            _load_one_by_one(spec, types, kernel, result, pin_root)
+            _load_one_by_one(spec, types, kernel, result, pin_root, tracing)
         else:
             _maps_failed(spec, kernel, result, pin_root, exc)
         return
@@ -231,7 +255,8 @@ def _load_programs(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, resu
             try:
                 linked = link_program(prog, live.spec, fds)
                 out.insns = len(linked.insns) // 8
-                fd = load_linked(live, prog, linked, types[prog.name])
+                attach_type, attach_btf_id = tracing.get(prog.name, (0, 0))
+                fd = load_linked(live, prog, linked, types[prog.name], attach_type, attach_btf_id=attach_btf_id)
             except ObjectError as exc:
                 _failed(out, exc)
                 continue
@@ -240,7 +265,7 @@ def _load_programs(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, resu
 
 
 def _load_one_by_one(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, result: ObjectResult,
-                     pin_root: str) -> None:
+                     pin_root: str, tracing: dict[str, tuple[int, int]]) -> None:
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.live import load_object
 
@@ -250,7 +275,10 @@ def _load_one_by_one(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, re
     for prog in spec.programs:
         one = replace(spec, programs=(prog,))
         try:
-            with load_object(one, {prog.name: types[prog.name]}, kernel=kernel, pin_root=pin_root) as live:
+            attach_type, attach_btf_id = tracing.get(prog.name, (0, 0))
+            with load_object(one, {prog.name: types[prog.name]}, kernel=kernel, pin_root=pin_root,
+                             expected_attach_types={prog.name: attach_type},
+                             attach_btf_ids={prog.name: attach_btf_id}) as live:
                 created.update(live.maps)
                 progs[prog.name].loaded = True
                 progs[prog.name].insns = len(live.program(prog.name).insns) // 8

@@ -90,6 +90,7 @@ BPF_LOG_LEVEL1 = 1
 BPF_LOG_LEVEL2 = 2
 BPF_LOG_STATS = 4
 BPF_PERF_EVENT = 41  # enum bpf_attach_type, for BPF_LINK_CREATE on a perf event fd
+BPF_TRACE_RAW_TP = 23  # enum bpf_attach_type: the expected attach type of a tp_btf program
 
 # ``src_reg`` markers of a relocated instruction.
 BPF_PSEUDO_MAP_FD = 1

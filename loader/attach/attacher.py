@@ -67,6 +67,8 @@ class ProgramAttach:
     deferred: bool = False
     kind: AttachKind = AttachKind.NONE
     detail: object = field(default=None, compare=False)
+    expected_attach_type: int = 0  # what BPF_PROG_LOAD needs for some types (tp_btf: BPF_TRACE_RAW_TP)
+    attach_btf_id: int = 0  # the kernel BTF type a tp_btf program is loaded for
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +108,7 @@ KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {
     AttachKind.UPROBE: "evspec.loader.attach.probes:UprobeAttacher",
     AttachKind.KPROBE: "evspec.loader.attach.probes:KprobeAttacher",
     AttachKind.RAW_TRACEPOINT: "evspec.loader.attach.raw_tracepoint:RawTracepointAttacher",
+    AttachKind.BTF_TRACEPOINT: "evspec.loader.attach.raw_tracepoint:RawTracepointAttacher",
     AttachKind.PERF_EVENT: "evspec.loader.attach.perf_event:PerfEventProgramAttacher",
     AttachKind.XDP: "evspec.loader.attach.net:NetAttacher",
     AttachKind.TC: "evspec.loader.attach.net:NetAttacher",

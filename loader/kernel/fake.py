@@ -324,7 +324,7 @@ class FakeKernel:
         if op == "BPF_RAW_TRACEPOINT_OPEN":
             if attr.prog_fd not in self.programs:
                 raise SyscallError(E.EBADF, op)
-            self.raw_tracepoints.append(ctypes.string_at(attr.name).decode())
+            self.raw_tracepoints.append(ctypes.string_at(attr.name).decode() if attr.name else "")
             return self._new_fd("link")
         if op == "BPF_LINK_CREATE":
             if attr.prog_fd not in self.programs or self.open_fds.get(attr.target_fd) != "perf":

@@ -88,6 +88,7 @@ class ProgramOperations(KernelCore):
         func_info: Sequence[tuple[int, int]] = (),
         line_records: Sequence[tuple[int, int, int, int]] = (),
         core_relos: Sequence[tuple[int, int, int, int]] = (),
+        attach_btf_id: int = 0,
     ) -> int:
         """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
 
@@ -123,6 +124,7 @@ class ProgramOperations(KernelCore):
                 prog_flags=prog_flags,
                 prog_name=abi.object_name(name),
                 expected_attach_type=expected_attach_type,
+                attach_btf_id=attach_btf_id,
             )
             if btf_fd is not None:
                 attr.prog_btf_fd = btf_fd
@@ -232,12 +234,13 @@ class ProgramOperations(KernelCore):
         """The ids of every program on the system (BPF_PROG_GET_NEXT_ID)."""
         return self._next_ids(abi.Cmd.PROG_GET_NEXT_ID)
 
-    def raw_tracepoint_open(self, name: str, prog_fd: int) -> int:
-        """Attach a raw tracepoint program to the tracepoint ``name`` (``sched_switch``); closing
-        the descriptor returned detaches it."""
-        text = ctypes.create_string_buffer(name.encode())
-        attr = abi.RawTracepointOpenAttr(name=ctypes.addressof(text), prog_fd=prog_fd)
-        return self._bpf(abi.Cmd.RAW_TRACEPOINT_OPEN, attr, f"raw tracepoint {name}")
+    def raw_tracepoint_open(self, name: str | None, prog_fd: int) -> int:
+        """Attach a raw tracepoint program to the tracepoint ``name`` (``sched_switch``), or a
+        tp_btf program (``name`` None) to the tracepoint it was loaded for; closing the
+        descriptor returned detaches it."""
+        text = ctypes.create_string_buffer(name.encode()) if name is not None else None
+        attr = abi.RawTracepointOpenAttr(name=ctypes.addressof(text) if text is not None else 0, prog_fd=prog_fd)
+        return self._bpf(abi.Cmd.RAW_TRACEPOINT_OPEN, attr, f"raw tracepoint {name or 'of the program'}")
 
     def link_perf_event(self, prog_fd: int, perf_fd: int, *, cookie: int = 0) -> int:
         """Attach a program to a perf event with a BPF link (5.15+); closing the link detaches."""

@@ -659,6 +659,7 @@ def load_linked(
     *,
     log_level: int = 0,
     prologue: int = 0,
+    attach_btf_id: int = 0,
 ) -> int:
     """Load a linked program of ``live`` with its BTF func/line info (when the object's BTF is
     loaded), ``prologue`` instructions having been put in front of ``linked.insns``.
@@ -682,6 +683,7 @@ def load_linked(
             name=prog.name,
             kern_version=spec.kernel_version or 0,
             expected_attach_type=expected_attach_type,
+            attach_btf_id=attach_btf_id,
             log_level=log_level,
             line_info=linked.line_info,
             btf_fd=live.btf_fd if with_btf is not None else None,
@@ -750,8 +752,12 @@ def load_object(
     deferred: Collection[str] = (),
     pin_root: str = DEFAULT_PIN_ROOT,
     target_btf: TargetBtf | None = None,
+    attach_btf_ids: Mapping[str, int] | None = None,
 ) -> LiveObject:
     """Create the maps and load the programs of ``spec``.
+
+    ``expected_attach_types`` and ``attach_btf_ids`` (a kernel BTF type id: the ``btf_trace_NAME``
+    of a tp_btf program) are given per program name, for the program types that need them.
 
     ``prog_types`` maps every program name to its BPF program type (decided by the caller from the
     section name); programs named in ``deferred`` are linked and loaded later by their caller.
@@ -793,7 +799,8 @@ def load_object(
                 continue
             linked = link_program(prog, spec, fds)
             fd = load_linked(
-                live, prog, linked, prog_types[prog.name], attach.get(prog.name, 0), log_level=log_level
+                live, prog, linked, prog_types[prog.name], attach.get(prog.name, 0), log_level=log_level,
+                attach_btf_id=(attach_btf_ids or {}).get(prog.name, 0),
             )
             live.programs[prog.name] = LiveProgram(prog, fd, prog_types[prog.name], linked.insns)
         _fill_prog_arrays(kernel, live)

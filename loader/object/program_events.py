@@ -16,6 +16,7 @@ from evspec.loader.object.section import (
     AttachKind,
     NetHookTarget,
     ProbeTarget,
+    RawTracepointTarget,
     SectionStyle,
     TracepointTarget,
     parse_section,
@@ -54,6 +55,10 @@ def program_events(spec: ObjectSpec) -> tuple[ProgramEvent, ...]:
             glob = " (one event per matching function)" if target.point.is_glob else ""
             out.append(ProgramEvent(prog.name, prog.section, name, True,
                                     f"on the {kind} {where}{point} that record creates{glob}"))
+        elif isinstance(target, RawTracepointTarget):
+            kind = "BTF tracepoint" if section.attach is AttachKind.BTF_TRACEPOINT else "raw tracepoint"
+            out.append(ProgramEvent(prog.name, prog.section, None, False,
+                                    f"on the {kind} {target.event}, system-wide (no perf event)"))
         elif isinstance(target, NetHookTarget):
             dev = target.dev or "the --dev interface"
             out.append(ProgramEvent(prog.name, prog.section, None, False, f"{target.hook} on {dev}, by netlink"))

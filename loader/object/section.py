@@ -81,6 +81,7 @@ class AttachKind(str, Enum):
 
     TRACEPOINT = "tracepoint"
     RAW_TRACEPOINT = "raw_tracepoint"
+    BTF_TRACEPOINT = "btf_tracepoint"  # libbpf's tp_btf/: a raw tracepoint typed by the kernel's BTF
     KPROBE = "kprobe"
     UPROBE = "uprobe"
     XDP = "xdp"
@@ -95,7 +96,7 @@ NET_HOOKS = frozenset({AttachKind.XDP, AttachKind.TC})
 #: `evspec check` refuses programs of the other kinds, since record would
 RECORD_ATTACH_KINDS = frozenset(
     {AttachKind.TRACEPOINT, AttachKind.NONE, AttachKind.KPROBE, AttachKind.UPROBE, AttachKind.RAW_TRACEPOINT,
-     AttachKind.PERF_EVENT, *NET_HOOKS}
+     AttachKind.BTF_TRACEPOINT, AttachKind.PERF_EVENT, *NET_HOOKS}
 )
 
 
@@ -578,6 +579,7 @@ LIBBPF_KINDS: dict[str, tuple[ProgType, AttachKind]] = {
     "tp": (ProgType.TRACEPOINT, AttachKind.TRACEPOINT),
     "raw_tracepoint": (ProgType.RAW_TRACEPOINT, AttachKind.RAW_TRACEPOINT),
     "raw_tp": (ProgType.RAW_TRACEPOINT, AttachKind.RAW_TRACEPOINT),
+    "tp_btf": (ProgType.TRACING, AttachKind.BTF_TRACEPOINT),
     "kprobe": (ProgType.KPROBE, AttachKind.KPROBE),
     "kretprobe": (ProgType.KPROBE, AttachKind.KPROBE),
     "uprobe": (ProgType.KPROBE, AttachKind.UPROBE),

@@ -64,6 +64,7 @@ class ProgType(IntEnum):
     XDP = 6
     PERF_EVENT = 7
     RAW_TRACEPOINT = 17
+    TRACING = 26
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from evspec.loader.object.btf import Btf, BtfError
+from evspec.loader.object.btf import Btf, BtfError, BtfKind
 
 KERNEL_BTF = Path("/sys/kernel/btf/vmlinux")
 
@@ -69,3 +69,11 @@ class TargetBtf:
             if essential_name(text) == essential:
                 out.append(m.start())
         return out
+
+
+def btf_trace_type_id(target: TargetBtf, event: str) -> int | None:
+    """The id of the ``btf_trace_EVENT`` typedef, which a tp_btf program of the raw tracepoint
+    EVENT is loaded for (its attach_btf_id); None if the kernel has no such tracepoint."""
+    btf, name = target.btf, f"btf_trace_{event}"
+    return next((i for i in target.named(name) if btf.type(i).name == name and btf.type(i).kind == BtfKind.TYPEDEF),
+                None)
