@@ -195,7 +195,7 @@ class Btf:
     """A parsed ``.BTF`` blob. Type ids start at 1; id 0 is ``void``."""
 
     __slots__ = ("_data", "_order", "_types_at", "_str_at", "_str_len", "_offsets", "_cache",
-                 "_names", "_common", "_strings", "_type_end", "_name_offs")
+                 "_names", "_common", "_strings", "_type_end", "_name_offs", "_ids_by_name_off")
 
     def __init__(self, data: bytes) -> None:
         self._data = bytes(data)
@@ -213,6 +213,7 @@ class Btf:
         self._str_len = str_len
         self._common = struct.Struct(self._order + "III")
         self._name_offs: bytes | None = None  # every type's name offset, 4 bytes each, by id
+        self._ids_by_name_off: dict[int, list[int]] | None = None  # the same, inverted (built on demand)
         self._offsets = self._index(type_len)
         self._cache: dict[int, BtfType] = {}
         self._names: dict[str, list[int]] | None = None
@@ -423,8 +424,13 @@ class Btf:
         table = self._name_offs
         wanted = set(name_offsets)
         wanted.discard(0)
-        if len(wanted) > 16:  # one pass over the table beats a search per offset
-            return [tid for tid, off in enumerate(memoryview(table).cast("I")) if off in wanted]
+        if len(wanted) > 16:  # many offsets (a common tail, 'file'): every type by name, built once
+            if self._ids_by_name_off is None:
+                by_off: dict[int, list[int]] = {}
+                for tid, off in enumerate(memoryview(table).cast("I")):
+                    by_off.setdefault(off, []).append(tid)
+                self._ids_by_name_off = by_off
+            return sorted(tid for off in wanted for tid in self._ids_by_name_off.get(off, ()))
         found: set[int] = set()
         for name_off in wanted:
             needle = struct.pack("=I", name_off)
