@@ -101,6 +101,20 @@ def _fault(code: str, message: str, span: Span, *help_lines: str) -> Fault:
     return Fault(error(code, message, span, help=help_lines, perf_message=PARSER_ERROR))
 
 
+def _name_and_option(key: Tok, prefix: str) -> tuple[str, str, Span, Span]:
+    """``PREFIX NAME.OPTION`` (``map:channel.value``): the name, the option ('' without a '.'),
+    and their spans (the option's is empty, at the key's end, when there is none)."""
+    text = str(key)
+    rest_start = key.start_pos + len(prefix)
+    rest = text[len(prefix):]
+    dot = rest.find(".")
+    name = rest if dot < 0 else rest[:dot]
+    option = "" if dot < 0 else rest[dot + 1:]
+    name_span = Span(rest_start, rest_start + len(name))
+    option_span = Span(key.end_pos, key.end_pos) if dot < 0 else Span(rest_start + dot + 1, key.end_pos)
+    return name, option, name_span, option_span
+
+
 def is_tok(node: object, *types: str) -> bool:
     return type(node) is Tok and node.type in types
 
@@ -320,27 +334,13 @@ class AstBuilder:
 
     @staticmethod
     def _map_term(key: Tok, index: Indices | None, value: Value | None, span: Span) -> MapTerm:
-        text = str(key)
-        rest_start = key.start_pos + len(lexicon.MAP_TERM_PREFIX)
-        rest = text[len(lexicon.MAP_TERM_PREFIX):]
-        dot = rest.find(".")
-        map_name = rest if dot < 0 else rest[:dot]
-        option = "" if dot < 0 else rest[dot + 1:]
-        name_span = Span(rest_start, rest_start + len(map_name))
-        option_span = Span(key.end_pos, key.end_pos) if dot < 0 else Span(rest_start + dot + 1, key.end_pos)
+        name, option, name_span, option_span = _name_and_option(key, lexicon.MAP_TERM_PREFIX)
         key_span = Span(key.start_pos, index.span.end if index is not None else key.end_pos)
-        return MapTerm(map_name, option, index, value, span, key_span, name_span, option_span)
+        return MapTerm(name, option, index, value, span, key_span, name_span, option_span)
 
     @staticmethod
     def _prog_term(key: Tok, value: Value | None, span: Span) -> ProgTerm:
-        text = str(key)
-        rest_start = key.start_pos + len(lexicon.PROG_TERM_PREFIX)
-        rest = text[len(lexicon.PROG_TERM_PREFIX):]
-        dot = rest.find(".")
-        name = rest if dot < 0 else rest[:dot]
-        option = "" if dot < 0 else rest[dot + 1:]
-        name_span = Span(rest_start, rest_start + len(name))
-        option_span = Span(key.end_pos, key.end_pos) if dot < 0 else Span(rest_start + dot + 1, key.end_pos)
+        name, option, name_span, option_span = _name_and_option(key, lexicon.PROG_TERM_PREFIX)
         return ProgTerm(name, option, value, span, token_span(key), name_span, option_span)
 
     @staticmethod
