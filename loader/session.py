@@ -16,6 +16,8 @@ import struct
 from collections import deque
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat, starmap
+from operator import itemgetter
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -617,7 +619,8 @@ class RecordSession:
             if records:
                 size = sum(map(len, records))
                 busy = busy or size * 16 > reader.mapping.data_size
-                self._ring_records.extend(RingRecordLine(reader.name, raw) for raw in records)
+                # tuple.__new__ over zip: the lines made in C, no Python step per record
+                self._ring_records.extend(map(tuple.__new__, repeat(RingRecordLine), zip(repeat(reader.name), records)))
                 self._ring_bytes += size
         for ev in self.events:
             if ev.tracking:
@@ -646,10 +649,13 @@ class RecordSession:
         (whole runs of equal samples are not split beyond it); BPF ring buffer records first."""
         out: list[SampleLine | LostLine | RingRecordLine] = []
         records = self._ring_records
-        while records and (budget is None or len(out) < budget):
-            record = records.popleft()
-            self._ring_bytes -= len(record.raw)
-            out.append(record)
+        if records:
+            if budget is None or budget >= len(records):
+                out.extend(records)
+                records.clear()
+            else:  # the first ``budget`` of them, popped in C
+                out.extend(starmap(records.popleft, repeat((), budget)))
+            self._ring_bytes -= sum(map(len, map(itemgetter(1), out)))
         self.samples += len(out)
         backlog = self._backlog
         while backlog and (budget is None or len(out) < budget):

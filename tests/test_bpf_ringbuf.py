@@ -96,6 +96,147 @@ def test_a_corrupt_ring_is_an_error_naming_it() -> None:
         reader.take()
 
 
+def reference_take(ring: FakeRing, consumer: int) -> tuple[list[bytes], int, int]:
+    """What a reader walking one header at a time takes from ``consumer`` on: the records, the
+    discarded count and where it stops (the first busy record, or producer_pos)."""
+    data = bytes(ring.producer[PAGE : PAGE + ring.size])
+    out, discarded = [], 0
+    while consumer < ring.pos:
+        at = consumer % ring.size
+        (word,) = struct.unpack_from("=I", data, at)
+        if word & BUSY_BIT:
+            break
+        length = word & ~(BUSY_BIT | DISCARD_BIT)
+        if word & DISCARD_BIT:
+            discarded += 1
+        else:
+            out.append((data + data)[at + 8 : at + 8 + length])
+        consumer += (length + 15) & ~7
+    return out, discarded, consumer
+
+
+def test_a_batch_of_equal_records_reads_whole_across_the_end() -> None:
+    """Runs of one size are cut from one copy: a whole ring of them, again after a wrap, and runs
+    cut short by the end of what was written, whatever their length."""
+    ring = FakeRing(16 * PAGE)
+    reader = BpfRingReader("events", ring.mapping)
+    for round_ in range(3):  # 3 x 2000 x 24 bytes: the second and third batches wrap
+        payloads = [struct.pack("=Q", round_ * 10_000 + i) + b"ring!\0\0\0" for i in range(2000)]
+        for payload in payloads:
+            ring.write(payload)
+        assert reader.take() == payloads and ring.consumed == ring.pos
+    for count in (1, 2, 3, 17, 63, 64, 65, 129):  # around the struct's group of records and the window
+        payloads = [bytes([count, i % 256]) * 20 for i in range(count)]  # 40 bytes, 48 a record
+        for payload in payloads:
+            ring.write(payload)
+        assert reader.take() == payloads and ring.consumed == ring.pos
+    assert reader.discarded == 0
+
+
+def test_a_busy_record_inside_a_run_of_equal_records_ends_the_take() -> None:
+    ring = FakeRing(16 * PAGE)
+    reader = BpfRingReader("events", ring.mapping)
+    for i in range(100):
+        ring.write(bytes([i]) * 16, BUSY_BIT if i == 70 else DISCARD_BIT if i % 10 == 9 else 0)
+    assert reader.take() == [bytes([i]) * 16 for i in range(70) if i % 10 != 9]
+    assert reader.discarded == 7 and ring.consumed == 70 * 24
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_mixed_sizes_discards_and_busy_records_read_as_one_header_at_a_time(seed: int) -> None:
+    """Random rings: runs of one size of every length, sizes changing from record to record,
+    discarded and busy records anywhere; the reader takes what a walk of one header at a time
+    takes, and stops where it stops."""
+    import random
+
+    rng = random.Random(seed)
+    ring = FakeRing(8 * PAGE)
+    reader = BpfRingReader("events", ring.mapping)
+    discarded = 0
+    for _ in range(6):
+        start = ring.pos
+        while ring.pos - start < 6 * PAGE:
+            size = rng.choice((1, 8, 16, 16, 16, 23, 40))
+            for _ in range(rng.choice((1, 1, 2, 5, 30, 200))):
+                flags = rng.choices((0, DISCARD_BIT, BUSY_BIT), (90, 9, 1))[0]
+                if ring.pos - start + size + 16 > 6 * PAGE:
+                    break
+                ring.write(bytes(rng.randrange(256) for _ in range(size)), flags)
+            else:
+                continue
+            break
+        expected, dropped, stop = reference_take(ring, ring.consumed)
+        assert reader.take() == expected and ring.consumed == stop
+        discarded += dropped
+        assert reader.discarded == discarded
+        while ring.consumed < ring.pos:  # commit every busy record, take the rest
+            for at in range(ring.consumed, ring.pos, 8):
+                word = struct.unpack_from("=I", ring.producer, PAGE + at % ring.size)[0]
+                if word & BUSY_BIT and (word & 0xFFFF) < 64:
+                    for copy in (0, ring.size):
+                        struct.pack_into("=I", ring.producer, PAGE + copy + at % ring.size, word & ~BUSY_BIT)
+            expected, dropped, stop = reference_take(ring, ring.consumed)
+            assert reader.take() == expected and ring.consumed == stop
+            discarded += dropped
+        assert reader.discarded == discarded
+
+
+def test_ring_records_decode_in_order_by_budget_and_render_as_the_line_functions() -> None:
+    """RecordSession queues every record taken and hands them out by ``budget``; the renderers
+    print a batch of ring records (the same payloads cached, unique ones not) as ring_record_text
+    and ring_record_json print each, mixed with samples too."""
+    from evspec.loader.kernel import Kernel
+    from evspec.loader.kernel.fake import FakeKernel
+    from evspec.loader.output.script import (
+        JsonRenderer,
+        RingRecordLine,
+        SampleLine,
+        TextRenderer,
+        ring_record_json,
+        ring_record_text,
+        sample_json,
+        sample_text,
+    )
+    from evspec.loader.session import RecordSession
+
+    ring = FakeRing(16 * PAGE)
+    payloads = [b"ring!\0\0\0" * 2 if i % 3 else struct.pack("=Q", i) + b"x\0" for i in range(1000)]
+    for payload in payloads:
+        ring.write(payload)
+    session = RecordSession(kernel=Kernel(FakeKernel()))
+    session.bpf_rings.append(BpfRingReader("events", ring.mapping))
+    session.take()
+    assert session.backlog == sum(map(len, payloads)) and ring.consumed == ring.pos
+    batches = [session.decode(300), session.decode(0), session.decode(300), session.decode()]
+    assert [len(b) for b in batches] == [300, 0, 300, 400] and session.backlog == 0 and session.samples == 1000
+    lines = [line for batch in batches for line in batch]
+    assert lines == [RingRecordLine("events", p) for p in payloads]
+    assert all(type(line) is RingRecordLine for line in lines)
+    sample = SampleLine("__bpf_stdout__", "getppid", 7, 7, 1, 1_000_000_123, 1, b"hi\0", None)
+    mixed = [lines[0], sample, lines[1]]
+    for renderer, one in ((TextRenderer(14), lambda line: ring_record_text(line, 14)), (JsonRenderer(), ring_record_json)):
+        for _ in range(2):  # the second time from the renderer's cache
+            assert renderer.render(lines) == "".join(map(one, lines))
+        text = renderer.render(mixed)
+        assert text == one(lines[0]) + (sample_text(sample, 14) if isinstance(renderer, TextRenderer)
+                                        else sample_json(sample)) + one(lines[1])
+    assert json.loads(ring_record_json(lines[0])) == {"event": "events", "ringbuf": True,
+                                                      "raw_hex": payloads[0].hex(), "string": ""}
+    assert json.loads(ring_record_json(lines[1]))["string"] == "ring!"
+
+
+def test_the_renderers_forget_ring_records_when_full(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evspec.loader.output import script
+    from evspec.loader.output.script import JsonRenderer, RingRecordLine, TextRenderer
+
+    monkeypatch.setattr(script, "_CACHE_LIMIT", 2)
+    lines = [RingRecordLine("events", bytes([i]) * 9) for i in range(5)] * 2
+    for renderer in (TextRenderer(6), JsonRenderer()):
+        assert renderer.render(lines) == renderer.render(lines)
+        assert len(renderer._rings) <= 2
+    assert TextRenderer(6).render(lines) == "".join(script.ring_record_text(line, 6) for line in lines)
+
+
 # ------------------------------------------------------------------------------ for real
 
 

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import gc
 import json
+import json.encoder
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ from typing import NamedTuple
 from evspec.loader.output.tracefs_format import FieldValue
 
 BYTES_PER_LINE = 8
+_json_string = json.encoder.encode_basestring_ascii  # json.dumps(str), without its Python steps
 _LABEL_WIDTH = 17
 
 
@@ -79,12 +81,16 @@ def _space(byte: int) -> bool:
     return byte in b" \t\n\v\f\r"
 
 
+_STRING_BYTES = bytes(b for b in range(256) if _printable(b) or _space(b))
+_SHOWN = bytes(b if _printable(b) else ord(".") for b in range(256))  # a hexdump's character column
+
+
 def bpf_string(raw: bytes | None) -> str | None:
     """The payload as a string when perf calls it one: NUL-terminated, printable before the NUL."""
     if not raw or raw[-1] != 0:
         return None
     text = raw[: raw.index(0)]
-    if not all(_printable(b) or _space(b) for b in text):
+    if text.translate(None, _STRING_BYTES):  # a byte neither printable nor a space
         return None
     return text.decode("ascii")
 
@@ -95,9 +101,8 @@ def hexdump_lines(raw: bytes) -> list[str]:
     for offset in range(0, len(raw), BYTES_PER_LINE):
         chunk = raw[offset : offset + BYTES_PER_LINE]
         label = "BPF output:" if offset == 0 else ""
-        hexes = "".join(f" {b:02x}" for b in chunk) + "   " * (BYTES_PER_LINE - len(chunk))
-        chars = "".join(chr(b) if _printable(b) else "." for b in chunk)
-        chars += " " * (BYTES_PER_LINE - len(chunk))
+        hexes = " " + chunk.hex(" ") + "   " * (BYTES_PER_LINE - len(chunk))
+        chars = chunk.translate(_SHOWN).decode("ascii") + " " * (BYTES_PER_LINE - len(chunk))
         lines.append(f"{label:>{_LABEL_WIDTH}} {offset:04x}:{hexes}  {chars}")
     return lines
 
@@ -150,8 +155,11 @@ def ring_record_text(record: RingRecordLine, name_width: int) -> str:
 
 
 def ring_record_json(record: RingRecordLine) -> str:
-    return json.dumps({"event": record.event, "ringbuf": True, "raw_hex": record.raw.hex(),
-                       "string": bpf_string(record.raw)}) + "\n"
+    """``{"event": ..., "ringbuf": true, "raw_hex": ..., "string": ...}``, as ``json.dumps`` of that
+    dict prints it (its string escapes by json's own C encoder)."""
+    text = bpf_string(record.raw)
+    return (f'{{"event": {_json_string(record.event)}, "ringbuf": true, "raw_hex": "{record.raw.hex()}", '
+            f'"string": {"null" if text is None else _json_string(text)}}}\n')
 
 
 def lost_text(lost: LostLine) -> str:
@@ -191,6 +199,13 @@ class TextRenderer:
         self.name_width = name_width
         self._heads: dict[tuple[str, int, int], str] = {}
         self._tails: dict[tuple[int, str, bytes | None], str] = {}
+        self._rings: dict[RingRecordLine, str] = {}  # a ring buffer record's whole text
+
+    def _ring(self, record: RingRecordLine) -> str:
+        if len(self._rings) >= _CACHE_LIMIT:
+            self._rings.clear()
+        text = self._rings[record] = ring_record_text(record, self.name_width)
+        return text
 
     def _head(self, comm: str, tid: int, cpu: int) -> str:
         if len(self._heads) >= _CACHE_LIMIT:
@@ -214,11 +229,11 @@ class TextRenderer:
     def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
         out: list[str] = []
         append = out.append
-        heads, tails = self._heads, self._tails
+        heads, tails, rings = self._heads, self._tails, self._rings
         for line in lines:
             if type(line) is not SampleLine:
                 if type(line) is RingRecordLine:
-                    append(ring_record_text(line, self.name_width))  # type: ignore[arg-type]
+                    append(rings.get(line) or self._ring(line))  # type: ignore[arg-type]
                 else:
                     append(lost_text(line))  # type: ignore[arg-type]
                 continue
@@ -240,6 +255,13 @@ class JsonRenderer:
     def __init__(self) -> None:
         self._heads: dict[tuple[str, str, int, int, int], str] = {}
         self._tails: dict[bytes | None, str] = {}
+        self._rings: dict[RingRecordLine, str] = {}  # a ring buffer record's whole line
+
+    def _ring(self, record: RingRecordLine) -> str:
+        if len(self._rings) >= _CACHE_LIMIT:
+            self._rings.clear()
+        text = self._rings[record] = ring_record_json(record)
+        return text
 
     def _head(self, event: str, comm: str, pid: int, tid: int, cpu: int) -> str:
         if len(self._heads) >= _CACHE_LIMIT:
@@ -259,10 +281,13 @@ class JsonRenderer:
     def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
         out: list[str] = []
         append = out.append
-        heads, tails = self._heads, self._tails
+        heads, tails, rings = self._heads, self._tails, self._rings
         for line in lines:
             if type(line) is not SampleLine:
-                append(ring_record_json(line) if type(line) is RingRecordLine else lost_json(line))  # type: ignore[arg-type]
+                if type(line) is RingRecordLine:
+                    append(rings.get(line) or self._ring(line))  # type: ignore[arg-type]
+                else:
+                    append(lost_json(line))  # type: ignore[arg-type]
                 continue
             event, comm, pid, tid, cpu, time_ns, _period, raw, fields = line
             if fields is not None:

@@ -1,0 +1,227 @@
+"""BPF ring buffer (BPF_MAP_TYPE_RINGBUF) drain rate, and the ring buffer against the perf ring on
+the same producer, measured side by side in one run (needs root for (c)).
+
+(a) BpfRingReader.take() alone over a hand-made ring (the kernel's layout in ctypes memory, as the
+    tests' FakeRing): a 4 MiB ring full of 16-byte records, then a ring of mixed sizes (16, 24 and
+    40 bytes in turn, every fourth record discarded). records/s, best of 5.
+(b) live mode's code in this process over the same full ring: RecordSession.take() + decode()
+    (RingRecordLine objects), then + JsonRenderer / TextRenderer (the strings `record` writes,
+    built and joined, not written). records/s, best of 5. Target: decoded to JSON >= 1,000,000/s.
+(c) end to end: `evspec record --format json --dump-maps counters -e ./X.o -- ./getppid N` to a
+    pipe, for one producer (tests/data/ringbuf/same16.c: the same 16-byte record per getppid()
+    call) built three ways: bpf_perf_event_output to __bpf_stdout__ (perf ring, -m PAGES per CPU),
+    bpf_ringbuf_output and bpf_ringbuf_reserve + submit (a ring buffer map of as many bytes as the
+    perf rings of all CPUs together). Per run: records written (the program's count in its
+    `counters` map) and failed (full ring), records read (JSON lines printed), and records read
+    per second of wall time; then the medians and the ring buffer / perf ring ratio.
+The evspec command is the console script next to sys.executable.
+Usage: python bench/ringbuf_bench.py [--calls N] [--runs R] [--pages P] [--no-record]
+"""
+
+from __future__ import annotations
+
+import argparse
+import ctypes
+import json
+import os
+import shutil
+import statistics
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from _common import best_rate  # noqa: E402
+
+DATA = Path(__file__).resolve().parent.parent / "tests" / "data" / "ringbuf"
+PAGE = 4096
+DISCARD_BIT = 1 << 30
+
+
+class HandRing:
+    """A ring buffer map's memory as the kernel maps it: consumer page, producer page, the data
+    twice; filled once with records, read again and again by moving consumer_pos back."""
+
+    def __init__(self, size: int) -> None:
+        from evspec.loader.kernel import BpfRingMapping
+
+        self.size = size
+        self.consumer = ctypes.create_string_buffer(PAGE)
+        self.producer = ctypes.create_string_buffer(PAGE + 2 * size)
+        self.mapping = BpfRingMapping(-1, ctypes.addressof(self.consumer), ctypes.addressof(self.producer), size, PAGE)
+
+    def fill(self, payloads: list[tuple[bytes, int]]) -> int:
+        """Records (payload, header flags) from offset 0 while they fit; how many were written."""
+        parts, pos, count = [], 0, 0
+        for payload, flags in payloads:
+            total = (len(payload) + 8 + 7) & ~7
+            if pos + total > self.size:
+                break
+            parts.append(struct.pack("=II", len(payload) | flags, 0) + payload + b"\0" * (total - 8 - len(payload)))
+            pos += total
+            count += 1
+        data = b"".join(parts)
+        ctypes.memmove(ctypes.addressof(self.producer) + PAGE, data, len(data))
+        ctypes.memmove(ctypes.addressof(self.producer) + PAGE + self.size, data, len(data))
+        struct.pack_into("=Q", self.producer, 0, pos)
+        return count
+
+    def rewind(self) -> None:
+        struct.pack_into("=Q", self.consumer, 0, 0)
+
+
+def reader_rates() -> None:
+    from evspec.loader.output.bpf_ringbuf import BpfRingReader
+
+    size = 4 << 20
+    equal = HandRing(size)
+    n_equal = equal.fill([(struct.pack("=Q", 0x1234_0000_1234) + b"ring!\0\0\0", 0)] * (size // 24))
+    sizes = (16, 24, 40)
+    mixed = HandRing(size)
+    n_mixed = mixed.fill([(bytes([i & 0xFF]) * sizes[i % 3], DISCARD_BIT if i % 4 == 3 else 0)
+                          for i in range(size // 24)])
+    kept_mixed = sum(1 for i in range(n_mixed) if i % 4 != 3)
+    for what, ring, n, kept in (("16-byte records", equal, n_equal, n_equal),
+                                ("mixed sizes, 1/4 discarded", mixed, n_mixed, kept_mixed)):
+        reader = BpfRingReader("events", ring.mapping)
+
+        def once(reader: BpfRingReader = reader, ring: HandRing = ring, n: int = n, kept: int = kept) -> int:
+            ring.rewind()
+            got = len(reader.take())
+            if got != kept:
+                sys.exit(f"ringbuf_bench: the reader took {got} records, not {kept}")
+            return n
+        print(f"(a) BpfRingReader.take(), {what} ({n} a ring): {best_rate(once):,.0f} records/s")
+
+
+def pipeline_rates() -> None:
+    size = 4 << 20
+    for payloads in ("the same", "unique"):
+        ring = HandRing(size)
+        n = ring.fill([(struct.pack("=Q", 0x1234_0000_1234 if payloads == "the same" else i) + b"ring!\0\0\0", 0)
+                       for i in range(size // 24)])
+        _pipeline(ring, n, payloads)
+
+
+def _pipeline(ring: HandRing, n: int, payloads: str) -> None:
+    from evspec.loader.kernel import Kernel
+    from evspec.loader.kernel.fake import FakeKernel
+    from evspec.loader.output.bpf_ringbuf import BpfRingReader
+    from evspec.loader.output.script import JsonRenderer, TextRenderer, paused_gc
+    from evspec.loader.session import RecordSession
+
+    from evspec.cli.record import LIVE_BATCH
+
+    rates = {}
+    with paused_gc():
+        for what in ("take+decode", "+json", "+text"):
+            session = RecordSession(kernel=Kernel(FakeKernel()))
+            session.bpf_rings.append(BpfRingReader("events", ring.mapping))
+            renderer = JsonRenderer() if what == "+json" else TextRenderer(len("events"))
+
+            def once(session: RecordSession = session, renderer: JsonRenderer | TextRenderer = renderer,
+                     what: str = what) -> int:
+                ring.rewind()
+                session.take()
+                decoded = 0
+                while lines := session.decode(LIVE_BATCH):  # in batches, as record prints them
+                    decoded += len(lines)
+                    if what != "take+decode":
+                        renderer.render(lines)
+                if decoded != n:
+                    sys.exit(f"ringbuf_bench: decoded {decoded} of {n} records")
+                return n
+            rates[what] = best_rate(once)
+    print(f"(b) live mode's code over a full 4 MiB ring of 16-byte records, {payloads} payloads (records/s): "
+          + ", ".join(f"{what} {rate:,.0f}" for what, rate in rates.items()) + " (target: +json >= 1,000,000)")
+
+
+def build(folder: Path, pages: int) -> dict[str, str]:
+    shutil.copy(DATA / "same16.c", folder / "same16.c")
+    shutil.copy(DATA / "getppid.c", folder / "getppid.c")
+    subprocess.run(["cc", "-O2", "-o", "getppid", "getppid.c"], cwd=folder, check=True)
+    ring_bytes = pages * PAGE * (os.cpu_count() or 1)  # the perf rings of every CPU together
+    objects = {"perf ring (bpf_perf_event_output)": "perf", "ring buffer (bpf_ringbuf_output)": "output",
+               "ring buffer (reserve + submit)": "reserve"}
+    for name in objects.values():
+        subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
+                        f"-DVIA_{name.upper()}", f"-DRINGBUF_BYTES={ring_bytes}", "-c", "same16.c",
+                        "-o", f"{name}.o"], cwd=folder, check=True)
+    return objects
+
+
+def record_once(evspec: str, folder: Path, obj: str, calls: int, pages: int) -> tuple[float, int, int, int]:
+    """Wall time, records written, writes failed, records read of one `record --format json`."""
+    cmd = [evspec, "record", "-m", str(pages), "--format", "json", "--dump-maps", "counters",
+           "-e", f"./{obj}.o", "--", "./getppid", str(calls)]
+    with (folder / "out.json").open("wb") as out:  # a file: no reader of a pipe competing for the CPUs
+        start = time.perf_counter()
+        done = subprocess.run(cmd, cwd=folder, stdout=out, stderr=subprocess.PIPE, check=False)
+        elapsed = time.perf_counter() - start
+    if done.returncode != 0:
+        sys.exit(f"ringbuf_bench: {' '.join(cmd)!r} failed ({done.returncode}):\n{done.stderr.decode()}")
+    read, counters = 0, {}
+    for line in (folder / "out.json").read_bytes().splitlines():
+        if line.startswith(b'{"event": '):
+            read += 1
+        elif line.startswith(b'{"map": "counters"'):
+            entry = json.loads(line)
+            counters[entry["key"]] = entry["value"]
+    return elapsed, counters.get(0, 0), counters.get(1, 0), read
+
+
+def record_rates(calls: int, runs: int, pages: int) -> None:
+    evspec = str(Path(sys.executable).with_name("evspec"))
+    with tempfile.TemporaryDirectory(prefix="evspec-ringbuf-bench-") as tmp:
+        folder = Path(tmp)
+        objects = build(folder, pages)
+        print(f"(c) evspec record --format json, {calls:,} getppid calls, {runs} interleaved runs, perf rings "
+              f"{pages} pages per CPU, ring buffers {pages * PAGE * (os.cpu_count() or 1) >> 10} KiB")
+        print("    read/s: records read / wall time; net: / (wall - the median wall of the same command with 0 calls)")
+        print(f"    {'producer':<34} {'run':>3} {'written':>9} {'failed':>8} {'read':>9} {'wall s':>7} {'read/s':>11}")
+        walls: dict[str, list[float]] = {name: [] for name in objects}
+        idle: dict[str, list[float]] = {name: [] for name in objects}
+        reads: dict[str, list[int]] = {name: [] for name in objects}
+        for run in range(runs):
+            for name, obj in objects.items():
+                idle[name].append(record_once(evspec, folder, obj, 0, pages)[0])
+                wall, written, failed, read = record_once(evspec, folder, obj, calls, pages)
+                if read != written:
+                    print(f"    warning: {name}: {written} written, {read} read")
+                walls[name].append(wall)
+                reads[name].append(read)
+                print(f"    {name:<34} {run:3d} {written:9d} {failed:8d} {read:9d} {wall:7.3f} {read / wall:11,.0f}",
+                      flush=True)
+        med = {name: statistics.median(r / w for r, w in zip(reads[name], walls[name], strict=True)) for name in objects}
+        net = {name: statistics.median(r / max(w - statistics.median(idle[name]), 1e-3)
+                                       for r, w in zip(reads[name], walls[name], strict=True)) for name in objects}
+        perf = "perf ring (bpf_perf_event_output)"
+        for name in objects:
+            print(f"    median {name:<34} {med[name]:11,.0f} read/s ({med[name] / med[perf]:.2f}x the perf ring's), "
+                  f"net {net[name]:11,.0f} read/s ({net[name] / net[perf]:.2f}x), wall {statistics.median(walls[name]):.3f} s, "
+                  f"0 calls {statistics.median(idle[name]):.3f} s")
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--calls", type=int, default=1_000_000)
+    ap.add_argument("--runs", type=int, default=5)
+    ap.add_argument("--pages", type=int, default=128)
+    ap.add_argument("--no-record", action="store_true", help="(a) and (b) only: no root needed")
+    opts = ap.parse_args()
+    reader_rates()
+    pipeline_rates()
+    if opts.no_record:
+        return
+    if os.geteuid() != 0:
+        sys.exit("ringbuf_bench: (c) needs root (it loads BPF programs with evspec record)")
+    if shutil.which("clang") is None or shutil.which("cc") is None:
+        sys.exit("ringbuf_bench: (c) needs clang and cc on PATH")
+    record_rates(opts.calls, opts.runs, opts.pages)
+
+
+if __name__ == "__main__":
+    main()
