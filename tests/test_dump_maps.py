@@ -11,11 +11,10 @@ import argparse
 import io
 import json
 import os
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.object.map_dump import (
     MapDump,
@@ -41,17 +40,11 @@ EVENT = "./vars.o/var:targ_comm='varswork',var:delta='-5',var:mode=MODE_COUNT/"
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """tests/data/vars built: vars.o (its maps: calls_hist, stats, seen) and the varswork workload."""
-    for tool in ("clang", "cc"):
-        if shutil.which(tool) is None:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"{tool} is required in CI")
-            pytest.skip(f"{tool} not installed")
+    require_tools("clang", "cc")
     out = tmp_path_factory.mktemp("dump_maps")
-    for name in ("vars.c", "varswork.c"):
-        shutil.copy(DATA / "vars" / name, out / name)
-    subprocess.run(["cc", "-O1", "-o", "varswork", "varswork.c"], cwd=out, check=True)
-    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c", "vars.c",
-                    "-o", "vars.o"], cwd=out, check=True)
+    copy_sources(DATA / "vars", ("vars.c", "varswork.c"), out)
+    build_program(out, "varswork.c", "varswork")
+    build_bpf(out, "vars.c", "vars.o")
     return out
 
 

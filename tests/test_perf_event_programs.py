@@ -6,12 +6,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import CORPUS, DATA
 
 from evspec.check import CheckOptions, check_specs
@@ -23,18 +22,12 @@ from evspec.system import read_snapshot
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory, bpf_fixtures: Path) -> Path:
-    for tool in ("clang", "cc"):
-        if shutil.which(tool) is None:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"{tool} is required in CI")
-            pytest.skip(f"{tool} not installed")
+    require_tools("clang", "cc")
     out = tmp_path_factory.mktemp("perf_event")
     shutil.copy(bpf_fixtures / "maps.o", out / "maps.o")  # a tracepoint program, for the wrong-kind case
-    for name in ("sampler.c", "spin.c"):
-        shutil.copy(DATA / "perf_event" / name, out / name)
-    subprocess.run(["cc", "-O1", "-o", "spin", "spin.c"], cwd=out, check=True)
-    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c", "sampler.c",
-                    "-o", "sampler.o"], cwd=out, check=True)
+    copy_sources(DATA / "perf_event", ("sampler.c", "spin.c"), out)
+    build_program(out, "spin.c", "spin")
+    build_bpf(out, "sampler.c", "sampler.o")
     return out
 
 

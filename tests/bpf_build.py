@@ -1,0 +1,41 @@
+"""Building the tests' C fixtures: BPF objects with clang as perf built them, workloads with cc.
+
+A missing tool skips the test outside CI and fails it in CI (where scripts/test.sh installs them).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Iterable
+from pathlib import Path
+
+import pytest
+
+BPF_FLAGS = ("-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu")
+
+
+def require_tools(*tools: str) -> None:
+    for tool in tools:
+        if shutil.which(tool) is None:
+            if os.environ.get("CI") == "true":
+                pytest.fail(f"{tool} is required in CI")
+            pytest.skip(f"{tool} not installed")
+
+
+def copy_sources(folder: Path, names: Iterable[str], out: Path) -> None:
+    for name in names:
+        shutil.copy(folder / name, out / name)
+
+
+def build_bpf(out: Path, source: str, obj: str, *flags: str) -> Path:
+    """``clang -target bpf -O2 -g ... -c SOURCE -o OBJ`` in ``out``."""
+    subprocess.run(["clang", *BPF_FLAGS, *flags, "-c", source, "-o", obj], cwd=out, check=True)
+    return out / obj
+
+
+def build_program(out: Path, source: str, program: str) -> Path:
+    """A host workload: ``cc -O1 -o PROGRAM SOURCE`` in ``out``."""
+    subprocess.run(["cc", "-O1", "-o", program, source], cwd=out, check=True)
+    return out / program
