@@ -43,7 +43,8 @@ if TYPE_CHECKING:
 __all__ = ["check", "check_by_item", "check_event", "event_reference_names"]
 
 _TRACEPOINT_ONLY = "only " + ", ".join(lexicon.TRACEPOINT_TERMS)
-_MAP_HINT = "object terms are map:NAME.value[INDICES]=NUMBER or map:NAME.event[INDICES]=EVENT"
+_MAP_HINT = ("object terms are map:NAME.value[INDICES]=NUMBER, map:NAME.event[INDICES]=EVENT or "
+             "map:NAME.type=TYPE")
 
 
 def check(events: EventList, earlier_names: Sequence[str] = ()) -> list[Diagnostic]:
@@ -359,8 +360,17 @@ def _prog_term(term: ProgTerm, names: set[str]) -> Iterator[Diagnostic]:
             "program term without '.event'")
         yield error("ES048", what, where, help=(_PROG_HINT,))
         return
+    if term.option == "type" and term.indices is not None:
+        yield error("ES050", f"'{key}.type' takes no index list: it names the type of every record of the map",
+                    term.indices.span, help=(f"write {key}.type=TYPE",))
+        return
     if term.value is None:
         yield error("ES044", f"'{key}.event' has no value (missing '=')", term.key_span, help=(_PROG_HINT,))
+        return
+    if term.option == "type":
+        if not isinstance(term.value, Word):
+            yield error("ES045", f"'{key}.type' needs the name of a BTF type", term.value.span,
+                        help=(f"write {key}.type=NAME for a struct, union or typedef NAME of the object",))
         return
     if not isinstance(term.value, Word):
         yield error("ES045", f"'{key}.event' needs the name of an event", term.value.span, help=(_PROG_HINT,))
@@ -418,9 +428,13 @@ def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:
                             item.span, help=(f"write {item.last.text}...{item.first.text}",))
                 return
     if term.option not in lexicon.MAP_OPTIONS:
-        yield error("ES043", f"unknown map option '{term.option}' (expected value or event)",
+        yield error("ES043", f"unknown map option '{term.option}' (expected value, event or type)",
                     term.option_span, perf_message="Invalid object map config option",
                     help=(_MAP_HINT,))
+        return
+    if term.option == "type" and term.indices is not None:
+        yield error("ES050", f"'{key}.type' takes no index list: it names the type of every record of the map",
+                    term.indices.span, help=(f"write {key}.type=TYPE",))
         return
     if term.value is None:
         yield error("ES044", f"'{key}.{term.option}' has no value (missing '=')", term.key_span,
@@ -432,6 +446,11 @@ def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:
                         perf_message="Incorrect value type for map", help=(_MAP_HINT,))
         else:
             yield from _u64(term.value)
+        return
+    if term.option == "type":
+        if not isinstance(term.value, Word):
+            yield error("ES045", f"'{key}.type' needs the name of a BTF type", term.value.span,
+                        help=(f"write {key}.type=NAME for a struct, union or typedef NAME of the object",))
         return
     if not isinstance(term.value, Word):
         yield error("ES045", f"'{key}.event' needs the name of an event", term.value.span,

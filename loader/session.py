@@ -45,12 +45,13 @@ from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.object.spec import MapType, ObjectSpec
-from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates
+from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 from evspec.loader.output.tracefs_format import TracepointDecoders
+from evspec.loader.output.typed import RecordDecoder, TypedDecoders
 
 from evspec.ast import BpfEvent, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
@@ -328,6 +329,9 @@ class RecordSession:
         self._carriers: list[tuple[LoadedObject, ProgramAttach, ProbeEvent, OpenedEvent]] = []
         self.bpf_rings: list[BpfRingReader] = []  # every BPF_MAP_TYPE_RINGBUF map of the objects
         self._ring_records: deque[RingRecordLine] = deque()
+        self._typed_rings: dict[int, RecordDecoder] = {}  # id(reader) -> its map's map:NAME.type
+        self.typed_events = TypedDecoders()  # bpf-output event name -> its map's map:NAME.type
+        self._record_types: list[dict[str, str]] = []  # per object: map name -> TYPE
         self._ring_bytes = 0
 
     @property
@@ -396,6 +400,7 @@ class RecordSession:
                                    attach_btf_ids={a.program: a.attach_btf_id for a in attachments}, **pins)
                 on_events = tuple((t.prog_name, t.value.text) for t in ref.event.prog_terms if t.value is not None)
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
+                self._record_types.append(record_types(ref.event, spec))
             if system is not None and hasattr(system, "notes"):
                 self.notes.extend(system.notes)
             auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
@@ -408,6 +413,7 @@ class RecordSession:
             self._apply()
             self._map_rings()
             self._map_bpf_rings()
+            self._type_records()
         except BaseException:
             self.close()
             raise
@@ -558,6 +564,21 @@ class RecordSession:
                     mapping = self.kernel.mmap_bpf_ringbuf(lm.fd, lm.spec.max_entries)
                     self.bpf_rings.append(BpfRingReader(lm.name, mapping))
 
+    def _type_records(self) -> None:
+        """The decoders of the typed output maps (map:NAME.type=TYPE): a ring buffer's reader, or
+        the bpf-output events a perf event array holds (its updates' events, __bpf_stdout__'s
+        automatic one included)."""
+        readers = iter(self.bpf_rings)
+        for obj, types in zip(self.objects, self._record_types, strict=True):
+            rings = [lm for lm in obj.live.maps.values() if lm.spec.type == MapType.RINGBUF]
+            spec = obj.live.spec
+            for lm, reader in zip(rings, readers, strict=False):  # _map_bpf_rings' order
+                if lm.name in types:
+                    self._typed_rings[id(reader)] = RecordDecoder.named(spec.btf, types[lm.name])
+            for u in obj.updates:
+                if u.event is not None and u.map_name in types:
+                    self.typed_events.add(u.event, RecordDecoder.named(spec.btf, types[u.map_name]))
+
     def file_attrs(self) -> list[FileAttr]:
         """The events as a perf.data file lists them (name, attr, the ids of their fds)."""
         return [FileAttr.of(ev.name, ev.attr, ev.ids) for ev in self.events]
@@ -620,7 +641,12 @@ class RecordSession:
                 size = sum(map(len, records))
                 busy = busy or size * 16 > reader.mapping.data_size
                 # tuple.__new__ over zip: the lines made in C, no Python step per record
-                self._ring_records.extend(map(tuple.__new__, repeat(RingRecordLine), zip(repeat(reader.name), records)))
+                typed = self._typed_rings.get(id(reader))
+                if typed is not None:
+                    self._ring_records.extend(RingRecordLine(reader.name, raw, typed.decode(raw)) for raw in records)
+                else:
+                    self._ring_records.extend(map(tuple.__new__, repeat(RingRecordLine),
+                                                  zip(repeat(reader.name), records, repeat(None))))
                 self._ring_bytes += size
         for ev in self.events:
             if ev.tracking:
@@ -685,6 +711,8 @@ class RecordSession:
         ev, layout, chunk = pending.event, pending.layout, pending.chunk
         name, cpu = ev.name, pending.cpu
         decoders = self.decoders if ev.attr.type == PerfType.TRACEPOINT else None
+        if name in self.typed_events:  # a bpf-output event of a typed map: its samples decoded
+            decoders = self.typed_events  # type: ignore[assignment]
         comms = self._comms
         new_line = tuple.__new__
         header = _RECORD_HEADER.unpack_from

@@ -41,6 +41,10 @@ EVENT_CANNOT_CARRY_PROGRAM = "EB137"
 NO_SUCH_VARIABLE = "EB138"
 BAD_VARIABLE_VALUE = "EB139"
 VARIABLE_NOT_SETTABLE = "EB150"
+# map:NAME.type=TYPE terms (loader/object/terms/maps.py; COMPAT 1.14)
+TYPE_WITH_INDICES = "EB151"
+NO_SUCH_TYPE = "EB152"
+NO_BTF_FOR_TYPE = "EB153"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
@@ -63,6 +67,31 @@ _SECTION_FORMS = (
 )
 
 CODES: tuple[CodeInfo, ...] = (
+    CodeInfo(
+        TYPE_WITH_INDICES,
+        "map:NAME.type takes no index list",
+        "map:NAME.type=TYPE names the BTF type of every record of an output map; it selects no "
+        "keys, so an index list (or [all]) has no meaning.",
+        "./typed.bpf.o/map:events.type[0]=event/",
+        "Drop the index list: map:events.type=event.",
+    ),
+    CodeInfo(
+        NO_SUCH_TYPE,
+        "map:NAME.type names no type of the object's BTF",
+        "TYPE is looked up by name among the structs, unions and typedefs of the object's BTF "
+        "(`event` finds `struct event`; the keyword cannot be written in a term value). The message "
+        "lists the object's structs.",
+        "./typed.bpf.o/map:events.type=evnt/",
+        "Write the name of the struct the program writes into the map.",
+    ),
+    CodeInfo(
+        NO_BTF_FOR_TYPE,
+        "map:NAME.type on an object without BTF",
+        "Records are decoded with the object's BTF (its .BTF section); an object compiled without "
+        "-g has none, so no type can be found.",
+        "./nobtf.bpf.o/map:events.type=event/",
+        "Compile the object with clang -g.",
+    ),
     CodeInfo(
         SECTION_NOT_TP_OR_PROBE,
         "section name is neither SYS:EVENT nor EVENT=PROBE",
@@ -299,7 +328,8 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         WRONG_MAP_TYPE,
         "this map type does not take this option",
-        ".value needs a BPF_MAP_TYPE_ARRAY map and .event a BPF_MAP_TYPE_PERF_EVENT_ARRAY map. "
+        ".value needs a BPF_MAP_TYPE_ARRAY map, .event a BPF_MAP_TYPE_PERF_EVENT_ARRAY map and .type a "
+        "BPF_MAP_TYPE_RINGBUF or PERF_EVENT_ARRAY map. "
         "perf: `Can't use this config term with this map type`.",
         "./maps.o/map:hmap.value=1/",
         "Use the option the map type takes, or another map.",

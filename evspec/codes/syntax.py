@@ -1,4 +1,4 @@
-"""ES/WS codes: the grammar (ES001-ES013) and the system-independent rules (ES020-ES047)."""
+"""ES/WS codes: the grammar (ES001-ES013) and the system-independent rules (ES020-ES050)."""
 
 from __future__ import annotations
 
@@ -192,6 +192,13 @@ CODES: tuple[CodeInfo, ...] = (
         "string; the object's own check says whether the variable exists and takes the value.",
         "./vars.bpf.o/var:targ_pid/",
         "Write var:NAME=VALUE: './vars.bpf.o/var:targ_pid=42,var:targ_comm='bash'/'.",
+    ),
+    CodeInfo(
+        "ES050", "index list on a map:NAME.type term",
+        "map:NAME.type=TYPE (COMPAT 1.14) names the BTF type of every record an output map carries "
+        "(a ring buffer, or a perf event array through its bpf-output events): it selects no keys.",
+        "./typed.bpf.o/map:events.type[0]=event/",
+        "Drop the index list: './typed.bpf.o/map:events.type=event/'.",
     ),
     # ---- warnings --------------------------------------------------------------------------
     CodeInfo("WS001", "repeated cache part",

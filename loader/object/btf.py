@@ -672,3 +672,20 @@ class BtfExt:
     @property
     def sections(self) -> tuple[str, ...]:
         return tuple(dict.fromkeys([*self._func, *self._line, *self._core]))
+
+
+# where a bare type name of a term (map:NAME.type=event) is looked up, in order: event is struct event
+RECORD_TYPE_KINDS = (BtfKind.STRUCT, BtfKind.UNION, BtfKind.TYPEDEF)
+
+
+def find_record_type(btf: Btf, name: str) -> BtfType | None:
+    """The struct, union or typedef called ``name``, in that order of preference."""
+    for kind in RECORD_TYPE_KINDS:
+        found = btf.find(name, kind)
+        if found is not None:
+            return found
+    return None
+
+
+def struct_names(btf: Btf) -> list[str]:
+    return sorted({t.name for t in btf.types() if t.kind == BtfKind.STRUCT and t.name})

@@ -119,7 +119,7 @@ def _value(btf: Btf | None, m: MapSpec, raw: bytes, typed: bool, symbols: dict[s
             at = symbols.get(var.name, info.offset)
             out[var.name] = _decode(btf, var.type, raw[at:at + info.size])
         return out
-    return _decode_type(btf, t, raw)
+    return decode_type(btf, t, raw)
 
 
 def _hex(raw: bytes) -> str:
@@ -128,10 +128,11 @@ def _hex(raw: bytes) -> str:
 
 def _decode(btf: Btf | None, type_id: int | None, raw: bytes) -> Decoded:
     assert btf is not None and type_id is not None
-    return _decode_type(btf, btf.resolve(type_id), raw)
+    return decode_type(btf, btf.resolve(type_id), raw)
 
 
-def _decode_type(btf: Btf, t: BtfType, raw: bytes) -> Decoded:
+def decode_type(btf: Btf, t: BtfType, raw: bytes) -> Decoded:
+    """``raw`` decoded as ``t`` (resolved): the decoder of --dump-maps and of typed output maps."""
     if t.kind == BtfKind.INT:
         value = int.from_bytes(raw[:t.size], "little", signed=bool(t.int_encoding & INT_SIGNED))
         return bool(value) if t.int_encoding & INT_BOOL else value
@@ -147,7 +148,7 @@ def _decode_type(btf: Btf, t: BtfType, raw: bytes) -> Decoded:
         size = btf.size_of(t.array.type)
         if element.kind == BtfKind.INT and element.size == 1 and (element.int_encoding & INT_CHAR or "char" in element.name):
             return Text(raw[:t.array.nelems].split(b"\0", 1)[0].decode(errors="backslashreplace"))
-        return [_decode_type(btf, element, raw[i * size:(i + 1) * size]) for i in range(t.array.nelems)]
+        return [decode_type(btf, element, raw[i * size:(i + 1) * size]) for i in range(t.array.nelems)]
     if t.kind in (BtfKind.STRUCT, BtfKind.UNION):
         return {m.name or f"#{i}": _member(btf, m.type, m.bit_offset, m.bitfield_size, raw)
                 for i, m in enumerate(t.members)}

@@ -20,6 +20,9 @@ tracepoints (no period column, no empty line after it), with ``name=value`` for 
 
 Strings print as they are, numbers in decimal with their sign, pointers in hex, other arrays as
 ``[1, 2, 3]``; JSON lines carry ``"fields": {name: value}`` (strings, numbers, lists of numbers).
+The records of a typed output map (``map:NAME.type=TYPE``, ``loader.output.typed``) print the
+same way: a bpf-output sample's as a tracepoint's line, a ring buffer record's as
+``NAME: field=value ...``; their JSON adds ``"size"``, and ``"short"`` or ``"rest_hex"``.
 
 ``TextRenderer`` and ``JsonRenderer`` print many lines at once, byte for byte what ``sample_text``
 and ``sample_json`` print for each, with what repeats from sample to sample computed once: the
@@ -37,6 +40,7 @@ from dataclasses import dataclass
 from typing import NamedTuple
 
 from evspec.loader.output.tracefs_format import FieldValue
+from evspec.loader.output.typed import TypedFields, fields_json, fields_text
 
 BYTES_PER_LINE = 8
 _json_string = json.encoder.encode_basestring_ascii  # json.dumps(str), without its Python steps
@@ -64,6 +68,7 @@ class RingRecordLine(NamedTuple):
 
     event: str
     raw: bytes
+    fields: TypedFields | None = None  # the record decoded as its map's map:NAME.type=TYPE
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,7 +121,10 @@ def field_text(value: FieldValue) -> str:
 def tracepoint_text(sample: SampleLine, name_width: int) -> str:
     """A tracepoint sample on one line: the header without period, then ``name=value ...``."""
     seconds, nanos = divmod(sample.time_ns, 1_000_000_000)
-    fields = " ".join(f"{name}={field_text(value)}" for name, value in sample.fields or ())
+    if isinstance(sample.fields, TypedFields):  # a bpf-output sample of a typed map
+        fields = fields_text(sample.fields)
+    else:
+        fields = " ".join(f"{name}={field_text(value)}" for name, value in sample.fields or ())
     return (
         f"{sample.comm:>16} {sample.tid:5d} [{sample.cpu:03d}] {seconds:5d}.{nanos // 1000:06d}: "
         f"{sample.event:>{name_width}}: {fields}\n"
@@ -146,7 +154,10 @@ def sample_text(sample: SampleLine, name_width: int) -> str:
 
 
 def ring_record_text(record: RingRecordLine, name_width: int) -> str:
-    """A ring buffer record: the map and the size, then the payload as a bpf-output sample's."""
+    """A ring buffer record: the map and the size, then the payload as a bpf-output sample's; a
+    typed one (map:NAME.type=TYPE) is one line of ``name=value`` fields, as a tracepoint's."""
+    if record.fields is not None:
+        return f"{record.event:>{name_width}}: {fields_text(record.fields)}\n"
     lines = [f"{record.event:>{name_width}}: ring buffer record, {len(record.raw)} bytes", *hexdump_lines(record.raw)]
     text = bpf_string(record.raw)
     if text is not None:
@@ -156,8 +167,11 @@ def ring_record_text(record: RingRecordLine, name_width: int) -> str:
 
 def ring_record_json(record: RingRecordLine) -> str:
     """``{"event": ..., "ringbuf": true, "raw_hex": ..., "string": ...}``, as ``json.dumps`` of that
-    dict prints it (its string escapes by json's own C encoder)."""
+    dict prints it (its string escapes by json's own C encoder); a typed record adds its fields."""
     text = bpf_string(record.raw)
+    if record.fields is not None:
+        return json.dumps({"event": record.event, "ringbuf": True, "raw_hex": record.raw.hex(), "string": text,
+                           **fields_json(record.fields)}) + "\n"
     return (f'{{"event": {_json_string(record.event)}, "ringbuf": true, "raw_hex": "{record.raw.hex()}", '
             f'"string": {"null" if text is None else _json_string(text)}}}\n')
 
@@ -177,7 +191,9 @@ def sample_json(sample: SampleLine) -> str:
         "raw_hex": (sample.raw or b"").hex(),
         "string": bpf_string(sample.raw),
     }
-    if sample.fields is not None:
+    if isinstance(sample.fields, TypedFields):
+        record.update(fields_json(sample.fields))
+    elif sample.fields is not None:
         record["fields"] = {name: int(v) if isinstance(v, int) else v for name, v in sample.fields}
     return json.dumps(record) + "\n"
 

@@ -47,7 +47,7 @@ MSG_EVTINH = "Doesn't support inherit event (Hint: use -i to turn off inherit)"
 MSG_EVTTYPE = "Can only put raw, hardware and BPF output event into a BPF map"
 
 VALUE_SIZES = (1, 2, 4, 8)
-OPTIONS = ("value", "event")
+OPTIONS = ("value", "event", "type")
 
 
 class EventKind(str, Enum):
@@ -242,6 +242,15 @@ def _check_map_term(
                 help=_map_names_help(spec, term.map_name),
             )
         ]
+    if term.option == "type" and term.indices is not None:
+        return [
+            error(
+                codes.TYPE_WITH_INDICES,
+                f"map:{m.name}.type takes no index list: it names the type of every record of the map",
+                term.indices.span,
+                help=(f"write map:{m.name}.type=TYPE",),
+            )
+        ]
     if isinstance(term.indices, IndexList):
         for item in term.indices.items:
             last = (item.last or item.first).value
@@ -261,7 +270,7 @@ def _check_map_term(
         return [
             _map_error(
                 codes.BAD_MAP_OPTION,
-                f"unknown map option '{term.option}' (the options are 'value' and 'event')",
+                f"unknown map option '{term.option}' (the options are 'value', 'event' and 'type')",
                 term.option_span,
                 "Invalid object map config option",
                 help=_option_help(m, term.option),
@@ -274,9 +283,11 @@ def _check_map_term(
                 f"map term 'map:{m.name}.{term.option}' has no value (missing '=')",
                 term.key_span,
                 "Config value not set (missing '=')",
-                help=("write =NUMBER" if term.option == "value" else "write =EVENT-NAME",),
+                help=({"value": "write =NUMBER", "type": "write =TYPE"}.get(term.option, "write =EVENT-NAME"),),
             )
         ]
+    if term.option == "type":
+        return _check_type_option(term, m, term.value, spec)
     if term.option == "value":
         return _check_value_option(term, m, term.value, truncate_values)
     return _check_event_option(term, m, term.value, defined_events)
@@ -464,6 +475,66 @@ def _check_event_option(
     return out
 
 
+def _check_type_option(term: MapTerm, m: MapSpec, value: Number | Word, spec: ObjectSpec) -> list[Diagnostic]:
+    """map:NAME.type=TYPE (COMPAT 1.14): an output map, and a struct, union or typedef of the BTF."""
+    from evspec.loader.object.btf import Btf, find_record_type, struct_names
+
+    if not isinstance(value, Word):
+        return [
+            error(
+                codes.WRONG_VALUE_TYPE,
+                f"'{value.text}' is a number: map:NAME.type takes the name of a BTF type",
+                value.span,
+                help=("write the name of a struct, union or typedef of the object (event for struct event)",),
+            )
+        ]
+    if m.type not in (MapType.RINGBUF, MapType.PERF_EVENT_ARRAY):
+        return [
+            error(
+                codes.WRONG_MAP_TYPE,
+                f"map '{m.name}' is a{_an(_type_name(m))} {_type_name(m)} map, .type needs a RINGBUF "
+                "or a PERF_EVENT_ARRAY",
+                term.option_span,
+                help=("records of ring buffers and of bpf-output events are typed; other maps print "
+                      "with --dump-maps",),
+            )
+        ]
+    if not spec.btf:
+        return [
+            error(
+                codes.NO_BTF_FOR_TYPE,
+                f"the object has no BTF: map:{m.name}.type cannot find '{value.text}'",
+                value.span,
+                help=("compile the object with clang -g",),
+            )
+        ]
+    btf = Btf(spec.btf)
+    if find_record_type(btf, value.text) is None:
+        names = struct_names(btf)
+        close = difflib.get_close_matches(value.text, names, n=1)
+        help_lines = [f"did you mean '{close[0]}'?"] if close else []
+        help_lines.append("structs in the object: " + ", ".join(names) if names else "the object has no structs")
+        return [
+            error(
+                codes.NO_SUCH_TYPE,
+                f"no struct, union or typedef named '{value.text}' in the object's BTF",
+                value.span,
+                help=tuple(help_lines),
+            )
+        ]
+    return []
+
+
+def record_types(event: BpfEvent, spec: ObjectSpec) -> dict[str, str]:
+    """map name -> TYPE of the event's valid map:NAME.type=TYPE terms (the last one of a map)."""
+    out: dict[str, str] = {}
+    for term in event.terms.items if event.terms else ():
+        if isinstance(term, MapTerm) and term.option == "type" and isinstance(term.value, Word):
+            if not any(d.is_error for d in _check_term(term, spec, None, False)):
+                out[term.map_name] = term.value.text
+    return out
+
+
 def _event_names_help(name: str, defined: Mapping[str, EventFacts]) -> tuple[str, ...]:
     out = ["map:NAME.event= refers to an event defined earlier, by its name= or its text"]
     close = difflib.get_close_matches(name, list(defined), n=1)
@@ -508,8 +579,8 @@ def plan_map_updates(event: BpfEvent, spec: ObjectSpec, *, truncate_values: bool
         if found:
             errors.extend(found)
             continue
-        if not isinstance(term, MapTerm):
-            continue
+        if not isinstance(term, MapTerm) or term.option == "type":
+            continue  # .type makes no update: the records are decoded as they are read
         m = spec.map(term.map_name)
         assert m is not None and term.value is not None
         keys = _key_ranges(term, m)
