@@ -2,7 +2,7 @@
 
 ``tests/data/corpus`` (events.tsv, its README, the BPF fixture sources and their Makefile) and
 ``tests/data/seed`` are copies of the project's shared references, refreshed by
-``scripts/refresh_test_data.sh``; a clone without ``../shared`` runs every test from them.
+``scripts/refresh_test_data.sh``; a clone without the shared folder runs every test from them.
 """
 
 from __future__ import annotations
