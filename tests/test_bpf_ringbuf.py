@@ -365,3 +365,22 @@ def test_a_raw_tracepoint_program_is_attached_and_detached(
     assert all(int.from_bytes(bytes.fromhex(r["raw_hex"]), "little") == 110 for r in records)
     assert "evspec record: program 'on_sys_enter' attached to raw tracepoint sys_enter\n" in err
     assert subprocess.run(["bpftool", "link", "show"], capture_output=True, text=True, check=True).stdout == links_before
+
+
+def test_a_program_the_object_leaves_off_is_loaded_not_attached(
+    built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """libbpf's SEC("?...") convention: the program is loaded (the verifier checks it) but no
+    event carries it, so only the other program's records arrive."""
+    from evspec.loader.object.section import AttachKind, parse_section
+
+    name = "?tracepoint/syscalls/sys_enter_getppid"
+    section = parse_section(name)
+    assert (section.attach, section.autoload, section.program_type.name) == (AttachKind.NONE, False, "TRACEPOINT")
+    assert section.main_span.start == 1 and section.to_json()["autoload"] is False
+    shutil.copy(DATA / "ringbuf" / "autoload.c", built / "autoload.c")
+    monkeypatch.chdir(built)
+    status, out, err = _record("--format", "json", "-e", "./autoload.c", "--", "./getppid", "5")
+    assert status == 0, err
+    records = [json.loads(line) for line in out.splitlines()][:-1]
+    assert [int.from_bytes(bytes.fromhex(r["raw_hex"]), "little") for r in records] == [2] * 5

@@ -636,6 +636,8 @@ def _record_created_events(check: _ObjectCheck, programs: list[_Program]) -> Non
     inherit = facts_for_event(check.event).inherit
     for p in programs:
         target = p.section.target
+        if p.section.attach is AttachKind.NONE:
+            continue  # loaded only ('!SYS:EVENT', libbpf's '?' sections): no event
         if isinstance(target, TracepointTarget) and not target.load_only:
             check.created.setdefault(target.name, EventFacts(EventKind.TRACEPOINT, 2, inherit))
         elif isinstance(target, ProbeTarget) and target.probe_name is not None:

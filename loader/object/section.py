@@ -243,6 +243,9 @@ class SectionSpec:
     perf_reason: str | None = None  # why perf 6.1 cannot use it
     perf_message: str | None = None  # what perf 6.1 prints for it
     warnings: tuple[Diagnostic, ...] = ()
+    # libbpf's SEC("?...") autoload-off convention: the object leaves the program off; evspec
+    # loads it (so the verifier checks it) and attaches nothing (attach is NONE)
+    autoload: bool = True
 
     @property
     def creates_event(self) -> bool:
@@ -257,6 +260,8 @@ class SectionSpec:
             "attach": self.attach.value,
             "perf_compatible": self.perf_compatible,
         }
+        if not self.autoload:
+            out["autoload"] = False
         if self.perf_reason is not None:
             out["perf_reason"] = self.perf_reason
         if self.settings:
@@ -336,6 +341,9 @@ def parse_section(name: str) -> SectionSpec:
     warnings: list[Diagnostic] = []
     settings: list[Setting] = []
     main_text, main_start = pieces[-1]
+    autoload = not (main_text.startswith("?") and _libbpf_kind(main_text[1:]) is not None)
+    if not autoload:  # SEC("?tp/...") is the section tp/... with autoload off: spans stay in name
+        main_text, main_start = main_text[1:], main_start + 1
     main_span = Span(main_start, main_start + len(main_text))
     try:
         for text, start in pieces[:-1]:
@@ -348,6 +356,8 @@ def parse_section(name: str) -> SectionSpec:
         raise EvspecError((*exc.diagnostics, *warnings)) from None
     extra = _ineffective_settings(spec)
     all_warnings = (*warnings, *extra)
+    if not autoload:
+        spec = replace(spec, attach=AttachKind.NONE, autoload=False)
     return replace(spec, warnings=all_warnings) if all_warnings else spec
 
 
