@@ -360,17 +360,8 @@ def _prog_term(term: ProgTerm, names: set[str]) -> Iterator[Diagnostic]:
             "program term without '.event'")
         yield error("ES048", what, where, help=(_PROG_HINT,))
         return
-    if term.option == "type" and term.indices is not None:
-        yield error("ES050", f"'{key}.type' takes no index list: it names the type of every record of the map",
-                    term.indices.span, help=(f"write {key}.type=TYPE",))
-        return
     if term.value is None:
         yield error("ES044", f"'{key}.event' has no value (missing '=')", term.key_span, help=(_PROG_HINT,))
-        return
-    if term.option == "type":
-        if not isinstance(term.value, Word):
-            yield error("ES045", f"'{key}.type' needs the name of a BTF type", term.value.span,
-                        help=(f"write {key}.type=NAME for a struct, union or typedef NAME of the object",))
         return
     if not isinstance(term.value, Word):
         yield error("ES045", f"'{key}.event' needs the name of an event", term.value.span, help=(_PROG_HINT,))
