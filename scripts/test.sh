@@ -5,7 +5,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-packages=(clang llvm libbpf-dev make gcc libc6-dev linux-libc-dev linux-perf bpftool iproute2)
+packages=(clang llvm libbpf-dev make gcc libc6-dev linux-libc-dev linux-perf bpftool iproute2 libbpf-tools)
 missing=()
 for p in "${packages[@]}"; do
     dpkg -s "$p" >/dev/null 2>&1 || missing+=("$p")
