@@ -165,6 +165,9 @@ def test_kconfig_values_are_encoded_as_their_types_say(build) -> None:  # type: 
     assert struct.unpack_from("<IiiI", data, 0) == (kc.TRI_MODULE, 0, 1000, (5 << 16) + (10 << 8) + 255)
     assert data[16:18] == b"\x01\x01"  # CONFIG_BPF_SYSCALL=y, LINUX_HAS_BPF_COOKIE (true here)
     assert data[18:34] == b"-a-long-local-v\0"  # cut to 15 characters and its NUL, as libbpf cuts it
+    assert len(values.warnings) == 1  # ... and said, as libbpf warns
+    assert "'CONFIG_LOCALVERSION' (char[16])" in values.warnings[0]
+    assert '"-a-long-local-version", cut to 15 bytes and its NUL' in values.warnings[0]
     assert values.ksyms["__start_rodata"] == (0, RODATA & 0xFFFFFFFF, RODATA >> 32)
     assert values.ksyms["evspec_no_such_symbol"] == (0, 0, 0)  # weak, missing: 0
 

@@ -35,7 +35,8 @@ def built(tmp_path_factory: pytest.TempPathFactory, root_kernel: None) -> Path:
         if shutil.which(tool) is None:
             pytest.fail(f"{tool} is needed to compare evspec with libbpf")
     root = tmp_path_factory.mktemp("externs-live")
-    for name, define in (("values", None), ("kfuncs", None), ("typed", None), ("bad", "MISSING_KFUNC")):
+    for name, define in (("values", None), ("kfuncs", None), ("typed", None), ("bad", "MISSING_KFUNC"),
+                         ("longstr", None)):
         out = root / f"{name}.o"
         subprocess.run(["clang", "-target", "bpf", "-O2", "-g", f"-I{INCLUDE}", "-c", str(DATA / f"{name}.c"),
                         "-o", str(out), *([f"-D{define}"] if define else [])], check=True, capture_output=True)
@@ -125,3 +126,20 @@ def test_a_strong_missing_kfunc_is_refused_as_libbpf_refuses_it(kernel: Kernel, 
     with pytest.raises(ObjectError) as err:
         load(kernel, built, "bad", "bad")
     assert err.value.code == codes.EXTERN_UNRESOLVED and "'evspec_no_such_kfunc'" in err.value.message
+
+
+def test_a_kconfig_string_too_long_for_its_array_is_cut_as_libbpf_cuts_it_and_said(kernel: Kernel, built: Path
+                                                                                   ) -> None:
+    ref = libbpf(built, "longstr", "copy_text", "out")
+    assert ref["loaded"] and ref["retval"] == 1
+    assert "truncated" in ref["log"]  # libbpf warns of it too
+    with load(kernel, built, "longstr", "copy_text") as live:
+        assert kernel.run_program(live.program("copy_text").fd, ctx=bytes(8)) == 1
+        out = live.map("out")
+        value = kernel.lookup(out.fd, bytes(4), 4)
+        warnings = list(live.warnings)
+    assert value is not None and value.hex() == ref["value"] and value[3] == 0
+    config, source = kc.read_kconfig(os.uname().release)
+    assert value[:3] == config["CONFIG_CC_VERSION_TEXT"][1:4].encode()
+    assert warnings == [f"{built / 'longstr.o'}: extern 'CONFIG_CC_VERSION_TEXT' (char[4]): {source} sets it to "
+                        f"{config['CONFIG_CC_VERSION_TEXT']}, cut to 3 bytes and its NUL"]

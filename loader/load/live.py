@@ -780,10 +780,13 @@ def load_object(
         raise ObjectError(bpf_codes.UNSUPPORTED, reason, help=CORE_HELP)
     check_libbpf_rules(spec, deferred)
     kernel = kernel or Kernel()
+    extern_warnings: tuple[str, ...] = ()
     if spec.externs and not spec.externs_applied:  # __kconfig, __ksym, kfuncs: resolved on this system
-        spec = apply_externs(spec, resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel))))
+        values = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel)))
+        spec, extern_warnings = apply_externs(spec, values), values.warnings
     attach = expected_attach_types or {}
     live = LiveObject(kernel, spec)
+    live.warnings.extend(extern_warnings)
     try:
         if use_btf:
             _load_btf(kernel, spec, live)

@@ -182,6 +182,7 @@ class ExternValues:
     kconfig: bytes = b""
     ksyms: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
     kfuncs: Mapping[str, int | None] = field(default_factory=dict)
+    warnings: tuple[str, ...] = ()  # values changed to fit, as libbpf warns of them
 
 
 def resolve_externs(spec: ObjectSpec, sources: ExternSources) -> ExternValues:
@@ -189,8 +190,9 @@ def resolve_externs(spec: ObjectSpec, sources: ExternSources) -> ExternValues:
         return ExternValues()
     assert spec.btf is not None  # collect_externs refuses externs without BTF
     local = Btf(spec.btf)
-    return ExternValues(_kconfig_value(spec, local, sources), _ksyms(spec, local, sources),
-                        _kfuncs(spec, local, sources))
+    warnings: list[str] = []
+    return ExternValues(_kconfig_value(spec, local, sources, warnings), _ksyms(spec, local, sources),
+                        _kfuncs(spec, local, sources), tuple(warnings))
 
 
 def _unresolved(spec: ObjectSpec, ext: ExternSpec, why: str) -> ObjectError:
@@ -198,7 +200,7 @@ def _unresolved(spec: ObjectSpec, ext: ExternSpec, why: str) -> ObjectError:
                  f"cannot be resolved: {why}", codes.EXTERN_UNRESOLVED)
 
 
-def _kconfig_value(spec: ObjectSpec, local: Btf, sources: ExternSources) -> bytes:
+def _kconfig_value(spec: ObjectSpec, local: Btf, sources: ExternSources, warnings: list[str]) -> bytes:
     externs = [e for e in spec.externs if e.kind == "kconfig"]
     data = bytearray(kconfig_size(externs))
     config: Mapping[str, str] | None = None
@@ -220,6 +222,9 @@ def _kconfig_value(spec: ObjectSpec, local: Btf, sources: ExternSources) -> byte
                         raise _unresolved(spec, ext, f"{source} does not set it")
                     continue
                 raw = kc.encode_config(ext.name, ktype, ext.type_name, value)
+                if ktype.kind == "char_array" and len(value[1:-1].encode()) >= ktype.size:
+                    warnings.append(f"{spec.path}: extern {ext.name!r} ({ext.type_name}): {source} sets "
+                                    f"it to {value}, cut to {ktype.size - 1} bytes and its NUL")
             elif ext.name in VIRTUAL:
                 raw = kc.encode_number(ext.name, ktype, ext.type_name, _virtual(spec, ext, sources),
                                        virtual=True)
