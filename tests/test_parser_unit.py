@@ -455,3 +455,14 @@ def test_blanks_around_term_commas_and_empty_tool_term_lists(text: str, canonica
     result = analyze(text)
     assert result.ok and result.diagnostics == (), result.diagnostics
     assert print_events(result.events) == canonical
+
+
+@pytest.mark.parametrize(("text", "helped"), [
+    ("./x.o/var:delta=-5/", "a negative value of a var: term is written quoted: '-5'"),
+    ("./x.o/var:d=-0x10,var:e=1/", "a negative value of a var: term is written quoted: '-0x10'"),
+    ("./x.o/map:arr.value=-1/", "a value is a number (decimal or 0x-hex), a name, or a quoted '...' string"),
+])
+def test_a_negative_value_gets_a_help_that_fits_its_term(text: str, helped: str) -> None:
+    diags = [d for d in analyze(text).diagnostics if d.code == "ES010"]
+    assert len(diags) == 1 and diags[0].span.start == text.index("=-") + 1
+    assert diags[0].help == (helped,)

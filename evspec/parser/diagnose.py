@@ -193,6 +193,12 @@ def _index_item_span(text: str, pos: int) -> Span:
     return Span(pos, end)
 
 
+def _key_before_equals(stack: _Stack) -> str:
+    """The term key before the '=' that ends the stack ('' when it is no key token)."""
+    leaf = stack.leaves[-2] if len(stack.leaves) >= 2 else None
+    return str(leaf) if type(leaf) is Tok and leaf.type == "TERM_KEY" else ""
+
+
 def _numeric_type_colon(stack: _Stack) -> bool:
     event = stack.current_event()
     return len(event) == 2 and is_tok(event[0], "NUMBER")
@@ -260,6 +266,10 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
     if prev_type == "BP_SLASH":
         return err("ES010", "expected a breakpoint length after '/' (breakpoints take no terms)", span)
     if prev_type == "EQUALS":
+        if char == "-" and _key_before_equals(stack).startswith("var:"):
+            number = "-" + text[pos + 1:].split("/", 1)[0].split(",", 1)[0]
+            return err("ES010", "expected a value after '='", span,
+                       f"a negative value of a var: term is written quoted: '{number}'")
         return err("ES010", "expected a value after '='", span,
                    "a value is a number (decimal or 0x-hex), a name, or a quoted '...' string")
     if prev_type in ("TERM_COMMA",) or (prev_type == "SLASH" and top == "SLASH"):
