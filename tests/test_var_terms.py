@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import struct
 from pathlib import Path
 
 import pytest
@@ -31,9 +32,10 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """vars.o (the globals and maps) and varswork (calls getppid() N times), built once."""
     require_tools("clang", "cc")
     out = tmp_path_factory.mktemp("vars")
-    copy_sources(DATA / "vars", ("vars.c", "varswork.c"), out)
+    copy_sources(DATA / "vars", ("vars.c", "kinds.c", "varswork.c"), out)
     build_program(out, "varswork.c", "varswork")
     build_bpf(out, "vars.c", "vars.o")
+    build_bpf(out, "kinds.c", "kinds.o")
     return out
 
 
@@ -66,9 +68,9 @@ GLOBALS = "global variables of the object: calls, where, seed, targ_pid, delta, 
      ("EB139", 23, 41, "'0123456789abcdef' is 16 bytes: 'targ_comm' is a char[16] (at most 15 bytes and the NUL)")),
     ("./vars.o/var:targ_comm=7/", ("EB139", 23, 24, "'targ_comm' is a char[16]: it takes a string ('text')")),
     ("./vars.o/var:cfg=1/",
-     ("EB150", 13, 16, "variable 'cfg' is a struct cfg: var: sets integers, bools, enums and char arrays")),
+     ("EB150", 13, 16, "variable 'cfg' has type struct cfg: var: sets integers, bools, enums, floats and char arrays")),
     ("./vars.o/var:where=0/",
-     ("EB150", 13, 18, "variable 'where' is a pointer: var: sets integers, bools, enums and char arrays")),
+     ("EB150", 13, 18, "variable 'where' has type int *: var: sets integers, bools, enums, floats and char arrays")),
 ])
 def test_bad_values_are_errors_on_the_name_or_the_value(built: Path, string: str, expected: tuple) -> None:
     assert _check(built, string) == [expected]
@@ -165,3 +167,67 @@ def test_rodata_stays_frozen_after_the_write(built: Path, root_kernel: None) -> 
                 session.kernel.update_elem(rodata.fd, bytes(4), bytes(rodata.spec.value_size))
     finally:
         workload.close()
+
+
+# ------------------------------------------------------------------- kinds.c: the other kinds
+
+KINDS = ("./kinds.o/var:ratio='0.25',var:scale='-1.5',var:targ_tgid='-7',"
+         "var:offset_ns='-9223372036854775808',var:mask=0xffffffffffffffff,var:level=LEVEL_LOW/")
+KINDS_BYTES = {"ratio": struct.pack("<d", 0.25), "scale": struct.pack("<f", -1.5),
+               "targ_tgid": (-7).to_bytes(4, "little", signed=True),
+               "offset_ns": (-1 << 63).to_bytes(8, "little", signed=True), "mask": b"\xff" * 8,
+               "level": (-1).to_bytes(4, "little", signed=True)}
+
+
+def test_floats_64_bit_and_typedef_integers_and_signed_enums_are_set(built: Path) -> None:
+    assert _check(built, KINDS) == []
+    spec = apply_var_terms(parse(KINDS).events()[0], read_object(built / "kinds.o"))  # type: ignore[arg-type]
+    variables = global_variables(spec, Btf(spec.btf or b""))
+    rodata = spec.map("kinds.rodata")
+    assert rodata is not None and rodata.initial_value is not None
+    for name, raw in KINDS_BYTES.items():
+        var = variables[name]
+        assert rodata.initial_value[var.offset:var.offset + var.size] == raw, name
+    integer = apply_var_terms(parse("./kinds.o/var:ratio=3/").events()[0], read_object(built / "kinds.o"))  # type: ignore[arg-type]
+    data = integer.map("kinds.rodata")
+    assert data is not None and data.initial_value is not None
+    assert data.initial_value[variables["ratio"].offset:][:8] == struct.pack("<d", 3.0)  # an integer for a double
+
+
+@pytest.mark.parametrize(("string", "expected"), [
+    ("./kinds.o/var:ratio=half/",
+     ("EB139", 20, 24, "'ratio' is a double: it takes a number (quoted when it has a point, a sign or an "
+                       "exponent: '0.25', '-1e3')")),
+    ("./kinds.o/var:scale='1e39'/", ("EB139", 20, 26, "1e39 is out of range for 'scale' (a float)")),
+    ("./kinds.o/var:ratio='0.2.5'/",
+     ("EB139", 20, 27, "'ratio' is a double: it takes a number (quoted when it has a point, a sign or an "
+                       "exponent: '0.25', '-1e3')")),
+    ("./kinds.o/var:targ_tgid=2147483648/",
+     ("EB139", 24, 34, "2147483648 is out of range for 'targ_tgid' (a signed 32-bit integer: -2147483648 to "
+                       "2147483647)")),
+    ("./kinds.o/var:mask='-1'/",
+     ("EB139", 19, 23, "-1 is out of range for 'mask' (an unsigned 64-bit integer: 0 to 18446744073709551615)")),
+    ("./kinds.o/var:level=LEVEL_MID/",
+     ("EB139", 20, 29, "'level' is an enum level: it takes one of LEVEL_LOW, LEVEL_HIGH (did you mean "
+                       "'LEVEL_HIGH'?)")),
+    ("./kinds.o/var:cpus=1/",
+     ("EB150", 14, 18, "variable 'cpus' has type unsigned int[4]: var: sets integers, bools, enums, floats and char arrays")),
+    ("./kinds.o/var:either=1/",
+     ("EB150", 14, 20, "variable 'either' has type union either: var: sets integers, bools, enums, floats and "
+                       "char arrays")),
+])
+def test_the_other_kinds_bad_values_are_errors_with_exact_spans(built: Path, string: str, expected: tuple) -> None:
+    assert _check(built, string) == [expected]
+
+
+def test_the_program_sees_floats_and_64_bit_values(built: Path, root_kernel: None,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(built)
+    status, out, err = _record("--format", "json", "--dump-maps=seen", "-e", KINDS, "--", "./varswork", "3")
+    assert status == 0, err
+    seen = json.loads(out.splitlines()[0])
+    assert seen["map"] == "seen"
+    assert seen["value"] == {
+        "ratio_bits": int.from_bytes(KINDS_BYTES["ratio"], "little"),
+        "scale_bits": int.from_bytes(KINDS_BYTES["scale"], "little"), "targ_tgid": -7,
+        "offset_ns": -1 << 63, "mask": (1 << 64) - 1, "level": -1, "cpu0": 0}

@@ -5,22 +5,29 @@ A global variable is a BTF ``VAR`` listed by the ``DATASEC`` of its section (``.
 ``const volatile``, ``.data``, ``.bss``, and their ``.rodata.NAME``-style siblings); its offset is
 its ELF symbol's (clang leaves the DATASEC offsets 0, libbpf fixes them the same way). The syntax
 stage (evspec.rules) checks a term's shape; here: the variable exists, its type is one a term can
-set, and the value fits it. Spans point into the event string.
+set (integers, bools, enums, floats, char arrays; typedefs and qualifiers looked through), and the
+value fits it. Spans point into the event string.
 """
 
 from __future__ import annotations
 
 import difflib
+import math
+import struct
 from dataclasses import dataclass, replace
 
 from evspec.loader.object.btf import INT_BOOL, INT_SIGNED, Btf, BtfKind, BtfType
+from evspec.loader.object.externs import type_text
 from evspec.loader.object.spec import ObjectSpec
 
 from evspec.ast import BpfEvent, Number, VarTerm, Word
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error
 
-_HELP = "var:NAME=VALUE takes an integer, true/false, an enumerator's name or a quoted string"
+_HELP = ("var:NAME=VALUE takes an integer, true/false, an enumerator's name, a quoted string, or a "
+         "number for a float ('0.25' quoted)")
+_SETTABLE = "var: sets integers, bools, enums, floats and char arrays"
+_FLOAT_FORMATS = {2: ("e", "a half-precision float"), 4: ("f", "a float"), 8: ("d", "a double")}
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,9 +139,33 @@ def _encode(btf: Btf, var: GlobalVar, term: VarTerm) -> bytes | Diagnostic:
             return _bad(term, f"'{term.value.text}' is {len(raw)} bytes: '{var.name}' is a char[{text_size}] "
                               f"(at most {text_size - 1} bytes and the NUL)")
         return raw.ljust(var.size, b"\0")
-    what = f"{t.kind.name.lower()} {t.name}".strip() if t.kind != BtfKind.PTR else "pointer"
-    return error(codes.VARIABLE_NOT_SETTABLE, f"variable '{var.name}' is a {what}: var: sets integers, bools, "
-                 "enums and char arrays", term.name_span, help=("set it in the program's source instead",))
+    if t.kind == BtfKind.FLOAT and t.size in _FLOAT_FORMATS:
+        return _float(var, term, t.size)
+    return error(codes.VARIABLE_NOT_SETTABLE, f"variable '{var.name}' has type {type_text(btf, var.type_id)}: "
+                 f"{_SETTABLE}", term.name_span, help=("set it in the program's source instead",))
+
+
+def _float(var: GlobalVar, term: VarTerm, size: int) -> bytes | Diagnostic:
+    assert term.value is not None
+    code, label = _FLOAT_FORMATS[size]
+    value: float | None = None
+    if isinstance(term.value, Number):
+        value = float(term.value.value)
+    elif term.value.quoted:
+        try:
+            value = float(term.value.text)
+        except ValueError:
+            value = None
+    if value is None:
+        return _bad(term, f"'{var.name}' is {label}: it takes a number (quoted when it has a point, a sign or "
+                          "an exponent: '0.25', '-1e3')")
+    try:
+        raw = struct.pack(f"<{code}", value)
+    except OverflowError:
+        raw = b""
+    if not raw or (math.isinf(struct.unpack(f"<{code}", raw)[0]) and not math.isinf(value)):
+        return _bad(term, f"{term.value.text} is out of range for '{var.name}' ({label})")
+    return raw
 
 
 def _integer(var: GlobalVar, term: VarTerm, bits: int, signed: bool, label: str) -> bytes | Diagnostic:
