@@ -2,8 +2,8 @@
 here): each fixture is loaded by ``load_object`` and by a tiny runner linked against libbpf
 (tests/data/libbpf/runner.c), and both must end the same way: the same verdict, the same map
 attributes as BPF_OBJ_GET_INFO_BY_FD reports them (type, flags, map_extra, BTF key/value types),
-the same prog-array and map-in-map contents, the same pinned map. Where evspec refuses, its
-message names the feature and where it is.
+the same global data contents, the same prog-array and map-in-map contents, the same pinned map.
+Where evspec refuses, its message names the feature and where it is.
 
 Everything is made in the kernel by these tests is closed again; pins go to a bpffs mounted for
 the test on a temporary directory, unmounted afterwards.
@@ -31,6 +31,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.btf import Btf, BtfKind
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
@@ -78,20 +79,28 @@ def _tool(name: str) -> str:
     return found
 
 
-@pytest.fixture(scope="module")
-def builder(tmp_path_factory: pytest.TempPathFactory) -> Builder:
+def make_builder(tmp_path_factory: pytest.TempPathFactory) -> Builder:
     _tool("clang")
     return Builder(tmp_path_factory.mktemp("libbpf"))
 
 
 @pytest.fixture(scope="module")
-def runner(builder: Builder, root_kernel: None) -> Path:
+def builder(tmp_path_factory: pytest.TempPathFactory) -> Builder:
+    return make_builder(tmp_path_factory)
+
+
+def build_runner(builder: Builder) -> Path:
     out = builder.root / "runner"
     proc = subprocess.run([_tool("cc"), "-O1", "-o", str(out), str(DATA / "runner.c"), "-lbpf"],
                           capture_output=True, text=True)
     if proc.returncode != 0:
         pytest.fail(f"building the libbpf runner failed (libbpf-dev installed?):\n{proc.stderr}")
     return out
+
+
+@pytest.fixture(scope="module")
+def runner(builder: Builder, root_kernel: None) -> Path:
+    return build_runner(builder)
 
 
 @pytest.fixture
@@ -120,21 +129,27 @@ def kernel(root_kernel: None) -> Kernel:
 @dataclasses.dataclass
 class Outcome:
     ok: bool
-    maps: dict[str, dict[str, Any]]
+    maps: dict[str, dict[str, Any]]  # global data maps with their "value" (hex)
     progs: dict[str, dict[str, Any]]
     message: str  # libbpf's stderr, or evspec's error message
+    map_names: list[str] = dataclasses.field(default_factory=list)  # in order, repeated names kept
+    linkage: dict[str, int] = dataclasses.field(default_factory=dict)  # DATASEC VARs in the loaded BTF
 
 
-def libbpf_load(runner: Path, obj: Path, pin_root: Path | None = None) -> Outcome:
+def libbpf_load(runner: Path, obj: Path, pin_root: Path | None = None, map_extra: dict[str, int] | None = None
+                ) -> Outcome:
     args = [str(runner), str(obj)] + ([str(pin_root)] if pin_root is not None else [])
+    args += [f"{name}={value:#x}" for name, value in (map_extra or {}).items()]
     proc = subprocess.run(args, capture_output=True, text=True, check=True)
     lines = [json.loads(line) for line in proc.stdout.splitlines()]
+    names = [d["map"] for d in lines[1:] if "map" in d]
     maps = {d.pop("map"): d for d in lines[1:] if "map" in d}
     progs = {d.pop("prog"): d for d in lines[1:] if "prog" in d}
     for m in maps.values():
         if "slots" in m:
             m["slots"] = {slot: name for slot, name in m["slots"]}
-    return Outcome(lines[0]["ok"], maps, progs, proc.stderr)
+    linkage = {d["var"]: d["linkage"] for d in lines[1:] if "var" in d}
+    return Outcome(lines[0]["ok"], maps, progs, proc.stderr, names, linkage)
 
 
 def evspec_view(kernel: Kernel, live: LiveObject) -> Outcome:
@@ -164,8 +179,18 @@ def evspec_view(kernel: Kernel, live: LiveObject) -> Outcome:
                 if value is not None:
                     slots[slot] = names.get((held, int.from_bytes(value, "little")), "?")
             entry["slots"] = slots
+        if lm.spec.initial_value is not None:
+            data = kernel.lookup(lm.fd, bytes(4), d.value_size)
+            assert data is not None
+            entry["value"] = data.hex()
         maps[d.name] = entry
-    return Outcome(True, maps, progs, "")
+    linkage = {}
+    if live.btf is not None:
+        btf = Btf(live.btf.data)
+        linkage = {btf.type(v.type).name: btf.type(v.type).linkage
+                   for t in btf.types() if t.kind == BtfKind.DATASEC for v in t.secinfos
+                   if btf.type(v.type).kind == BtfKind.VAR}
+    return Outcome(True, maps, progs, "", [lm.name for lm in live.maps.values()], linkage)
 
 
 def evspec_load(kernel: Kernel, spec: ObjectSpec, pin_root: Path | None = None) -> LiveObject:

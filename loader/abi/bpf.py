@@ -294,6 +294,8 @@ LIBBPF_PIN_BY_NAME = 1
 # ``linkage`` of a BTF FUNC (enum btf_func_linkage).
 BTF_FUNC_STATIC = 0
 BTF_FUNC_GLOBAL = 1
+# ``linkage`` of a BTF VAR (its one extra word)
+BTF_VAR_STATIC = 0
 
 
 class LinkCreateAttr(ctypes.Structure):

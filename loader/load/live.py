@@ -571,16 +571,21 @@ def _load_btf(kernel: Kernel, spec: ObjectSpec, live: LiveObject) -> None:
 
 
 def _hidden_static(fixed: FixedBtf, spec: ObjectSpec) -> FixedBtf:
-    """The BTF with the FUNC of each ``__hidden`` global subprogram made static, as libbpf does
-    (STV_HIDDEN functions are verified with their caller's context, like static ones)."""
+    """The BTF with the FUNC of each ``__hidden`` global subprogram and the VAR of each
+    ``__hidden`` global variable made static, as libbpf does (STV_HIDDEN functions are verified
+    with their caller's context, like static ones)."""
     names = {f.name for f in spec.subprograms if f.hidden and f.section == ".text"}
-    if not names:
+    variables = {name for layout in spec.layouts for name in layout.hidden}
+    if not names and not variables:
         return fixed
     btf = Btf(fixed.data)
     types = [btf.raw_type(tid) for tid in range(1, len(btf))]
+    static_var = struct.pack(btf.byte_order + "I", abi.BTF_VAR_STATIC)
     for i, t in enumerate(types):
         if t.kind == BtfKind.FUNC and t.vlen == abi.BTF_FUNC_GLOBAL and btf.string(t.name_off) in names:
             types[i] = replace(t, info=type_info(BtfKind.FUNC, abi.BTF_FUNC_STATIC, t.kind_flag))
+        elif (t.kind == BtfKind.VAR and t.extra != static_var and btf.string(t.name_off) in variables):
+            types[i] = replace(t, extra=static_var)
     return replace(fixed, data=write_btf(types, btf.string_section(), btf.byte_order))
 
 
@@ -836,9 +841,9 @@ def _has_bpf_cookie(kernel: Kernel) -> bool:
 
 def check_libbpf_rules(spec: ObjectSpec, deferred: Collection[str] = ()) -> None:
     """Refuse, naming it, what libbpf 1.x refuses or what evspec would load differently from it:
-    static functions in program sections, calls into another program's section, legacy map
-    fields it does not implement, map-in-maps without an inner map, PROG_ARRAY values that name
-    a program loaded later."""
+    static functions in program sections, calls into another program's section and callbacks
+    (function addresses) there, legacy map fields it does not implement, map-in-maps without an
+    inner map, PROG_ARRAY values that name a program loaded later."""
     path = spec.path
     for fn in spec.subprograms:
         if fn.section != ".text":
@@ -850,8 +855,10 @@ def check_libbpf_rules(spec: ObjectSpec, deferred: Collection[str] = ()) -> None
             )
     for fn in (*spec.programs, *spec.subprograms):
         for rel in fn.relocations:
-            callee = _function(spec, rel.target) if rel.kind == "call" else None
-            if callee is not None and callee.section != ".text":
+            callee = _function(spec, rel.target) if rel.kind in ("call", "func") else None
+            if callee is None or callee.section == ".text":
+                continue
+            if rel.kind == "call":
                 raise ObjectError(
                     bpf_codes.BAD_RELOCATION,
                     f"{path}: function '{fn.name}' (section '{fn.section}') calls global function "
@@ -859,6 +866,14 @@ def check_libbpf_rules(spec: ObjectSpec, deferred: Collection[str] = ()) -> None
                     "(\"bad call relo\"): only functions in .text can be called",
                     help=("put the called function in .text (no SEC()), global or static",),
                 )
+            raise ObjectError(
+                bpf_codes.BAD_RELOCATION,
+                f"{path}: function '{fn.name}' (section '{fn.section}'), instruction "
+                f"{rel.insn_index}: takes the address of '{callee.name}', a function of program "
+                f"section '{callee.section}' (a callback, e.g. of bpf_loop); libbpf refuses it "
+                "(\"bad map relo\"): only functions in .text can be callbacks",
+                help=("put the callback in .text (no SEC()), global or static",),
+            )
     for m in spec.maps:
         unsupported = [(k, v) for k, v in m.legacy_extra if k != "id"]  # id only names it for inner_id
         if unsupported:

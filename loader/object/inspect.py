@@ -47,7 +47,8 @@ def _map_line(m: dict[str, Any]) -> str:
     if m.get("pinning"):
         line += f"  pinning {_PINNING.get(m['pinning'], m['pinning'])}"
     if m.get("map_extra"):
-        line += f"  map_extra {m['map_extra']}"
+        extra = m["map_extra"]
+        line += f"  map_extra {extra:#x}" if extra >> 32 else f"  map_extra {extra}"  # 64 bits: an address
     if m.get("numa_node"):
         line += f"  numa_node {m['numa_node']}"
     for k, v in (m.get("legacy_extra") or {}).items():

@@ -13,7 +13,12 @@ What becomes what:
   ``.`` (characters other than letters, digits, ``_`` and ``.`` replaced by ``_``), cut so that
   the whole fits the kernel's 15 characters with a suffix of at least 7, followed by the section
   name: ``maps.o`` -> ``maps.data``, ``nanosleep.o`` -> ``nanoslee.rodata``; a section name with a
-  second ``.`` (``.rodata.str1.1``) or of 16 characters or more is used alone, cut to 15.
+  second ``.`` (``.rodata.str1.1``) or of 16 characters or more is used alone, cut to 15. Two
+  sections cut to the same name are refused (libbpf creates both maps under that one name). A data
+  map is mmapable when its DATASEC has a global variable that is not ``__hidden`` (libbpf makes
+  hidden ones static); ``SectionLayout.hidden`` lists those for the loader.
+  ``map_extra`` is 64 bits: ``__uint(map_extra, N)`` (32) or ``__ulong(map_extra, N)``, an ENUM64
+  (an 8-byte ENUM, clang 14's cut version of it, is refused).
   A BTF map's ``__array(values, ..)`` gives a map-in-map its inner map (``OUTER.inner``) and, with
   the ``.rel.maps`` relocations, the ``.values = { [i] = &x }`` initial slots of map-in-maps and
   PROG_ARRAYs; a legacy definition longer than five words keeps its extra fields (iproute2's
@@ -21,8 +26,19 @@ What becomes what:
 * relocations of program code: ``ld_imm64`` of a map symbol -> "map"; of a global data section or
   variable -> "data" with addend = symbol value + the instruction's immediate; of a function
   (callbacks) -> "func"; a ``call`` with src_reg BPF_PSEUDO_CALL -> "call" with the called
-  function's name. Pseudo calls that leave their function without a relocation (a static function
-  of the same section) get a "call" relocation too, so every call target is named.
+  function's name. A pseudo call without a relocation (older LLVM's call of a function of the same
+  section) gets a "call" relocation too when it lands on the start of a function (its own: a
+  recursive call); one landing inside a function is refused (libbpf would call that function from
+  its start). So is any other instruction whose imm only a loader can give: a kfunc call
+  (src_reg BPF_PSEUDO_KFUNC_CALL) or an ld_imm64 with a non-zero src_reg without a relocation.
+* every byte of an executable section belongs to exactly one FUNC symbol; code outside them (which
+  libbpf drops without a word) and overlapping functions are refused.
+* relocations of data sections (``.rel.data``, ``.rel.rodata``: pointers in global data initialised
+  with an address) are refused: global data holds no addresses, and libbpf skips those sections,
+  leaving the bytes as the file has them. Relocations of other sections evspec does not load are
+  refused too; those of ``.BTF``, ``.BTF.ext`` and ``.debug_*`` are not needed to load.
+* a ``.BTF`` header longer than its 24 known bytes is read when the extra bytes are zero (as the
+  kernel does) and refused otherwise.
 * externs (undefined GLOBAL/WEAK NOTYPE symbols, ``externs.collect_externs``): ``ObjectSpec.externs``;
   with kconfig ones a ``.kconfig`` map (``OBJ.kconfig``: one read-only, mmapable ARRAY entry, zero
   until ``externs.apply_externs`` fills it) and their ld_imm64s "data" relocations into it at the
@@ -42,7 +58,16 @@ from functools import cached_property, lru_cache
 from pathlib import Path
 
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, BtfMember, BtfType, LineRecord
+from evspec.loader.object.btf import (
+    VAR_STATIC,
+    Btf,
+    BtfError,
+    BtfExt,
+    BtfKind,
+    BtfMember,
+    BtfType,
+    LineRecord,
+)
 from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
 from evspec.loader.object.externs import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
 from evspec.loader.object.spec import (
@@ -60,15 +85,30 @@ from evspec.loader.object.spec import (
 from evspec.codes import bpf as codes
 
 INSN_SIZE = 8
+BTF_HEADER_LEN = 24  # struct btf_header
 OP_LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW
 OP_CALL = 0x85  # BPF_JMP | BPF_CALL
 PSEUDO_CALL = 1
 PSEUDO_KFUNC_CALL = 2
 R_BPF_64_64 = 1
 R_BPF_64_32 = 10
+# relocations of data: a pointer's 8 or 4 bytes
+_DATA_RELOCATION_SIZES = {2: 8, 3: 4}  # R_BPF_64_ABS64, R_BPF_64_ABS32
+# relocation sections of sections that need none to load
+_UNNEEDED_RELOCATIONS = (".BTF", ".BTF.ext")
+# what the kernel takes an ld_imm64's imm for, by src_reg (include/uapi/linux/bpf.h)
+_LD_IMM64_SRC = {
+    1: ("BPF_PSEUDO_MAP_FD", "a map file descriptor of the loading process"),
+    2: ("BPF_PSEUDO_MAP_VALUE", "a map file descriptor of the loading process"),
+    3: ("BPF_PSEUDO_BTF_ID", "a BTF id of the running kernel"),
+    4: ("BPF_PSEUDO_FUNC", "the distance to a function of the loaded program"),
+    5: ("BPF_PSEUDO_MAP_IDX", "an index into the load's array of map descriptors"),
+    6: ("BPF_PSEUDO_MAP_IDX_VALUE", "an index into the load's array of map descriptors"),
+}
 LEGACY_MAPS_SECTION = "maps"
 BTF_MAPS_SECTION = ".maps"
 OBJ_NAME_LEN = 16  # BPF_OBJ_NAME_LEN, NUL included
+_U32, _U64 = (1 << 32) - 1, (1 << 64) - 1
 LEGACY_DEF_MIN = 16  # type, key_size, value_size, max_entries
 _INT_FIELDS = ("type", "key_size", "value_size", "max_entries", "map_flags", "numa_node",
                "pinning", "map_extra")
@@ -78,10 +118,22 @@ _MAP_IN_MAP = (MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS)
 _STV_INTERNAL, _STV_HIDDEN = 1, 2
 _LEGACY_EXTRA = ("id", "pinning", "inner_id", "inner_idx")
 _NATIVE = "<" if sys.byteorder == "little" else ">"
-# A call opcode followed by a register byte whose src_reg nibble is BPF_PSEUDO_CALL; the nibble
-# order of that byte follows the byte order (objects always have the host's, see object/elf.py).
-_SRC_REG_BYTES = bytes(b for b in range(256) if (b >> 4 if _NATIVE == "<" else b & 0xF) == PSEUDO_CALL)
-_PSEUDO_CALL_RE = re.compile(b"\\x85[" + re.escape(_SRC_REG_BYTES) + b"]", re.DOTALL)
+
+
+def _src_reg(regs: int) -> int:
+    """The src_reg nibble of an instruction's register byte, whose nibble order follows the byte
+    order (objects always have the host's, see object/elf.py)."""
+    return regs >> 4 if _NATIVE == "<" else regs & 0xF
+
+
+def _regs_with_src(wanted: range) -> bytes:
+    return re.escape(bytes(b for b in range(256) if _src_reg(b) in wanted))
+
+
+# Instructions whose imm only a loader can give: pseudo and kfunc calls, ld_imm64 with a src_reg.
+# A lookahead, so that a match at an odd byte cannot hide one at the next instruction.
+_LOADER_IMM_RE = re.compile(b"(?=\\x85[" + _regs_with_src(range(1, 3)) + b"]|\\x18["
+                            + _regs_with_src(range(1, 16)) + b"])", re.DOTALL)
 
 # What unpacking, slicing and decoding corrupt input can raise.
 _PARSE_ERRORS: tuple[type[BaseException], ...] = (
@@ -178,10 +230,10 @@ class _Reader:
 
     # -- errors ------------------------------------------------------------------------------
 
-    def fail(self, code: str, message: str, perf_reason: str | None = "BPF object format invalid"
-             ) -> ObjectError:
+    def fail(self, code: str, message: str, perf_reason: str | None = "BPF object format invalid",
+             help: tuple[str, ...] = ()) -> ObjectError:
         perf = f"Failed to load {self.path}: {perf_reason}" if perf_reason else None
-        return ObjectError(code, f"{self.path}: {message}", perf_message=perf)
+        return ObjectError(code, f"{self.path}: {message}", perf_message=perf, help=help)
 
     def bad_relocation(self, where: str, message: str) -> ObjectError:
         return self.fail(codes.BAD_RELOCATION, f"bad relocation {where}: {message}", "Relocation failed")
@@ -200,7 +252,31 @@ class _Reader:
 
     @cached_property
     def btf(self) -> Btf | None:
-        return None if self.btf_bytes is None else Btf(self.btf_bytes)
+        if self.btf_bytes is None:
+            return None
+        return Btf(self.btf_bytes)
+
+    def check_btf_header(self) -> None:
+        """A header longer than the 24 bytes of ``struct btf_header`` is read as the kernel reads
+        it: the bytes past them must be zero, as fields nobody set. (Checked even when no map
+        needs the BTF; BTF that cannot be read fails where it is needed, as before.)"""
+        data = self.btf_bytes
+        try:
+            btf = self.btf
+        except BtfError:
+            return
+        if data is None or btf is None:
+            return
+        (hdr_len,) = struct.unpack_from(btf.byte_order + "I", data, 4)  # checked by Btf()
+        extra = data[BTF_HEADER_LEN:hdr_len]
+        if not extra.strip(b"\0"):
+            return
+        first = BTF_HEADER_LEN + next(i for i, b in enumerate(extra) if b)
+        raise self.fail(codes.UNSUPPORTED, f"the .BTF header is {hdr_len} bytes, and its bytes "
+                        f"{BTF_HEADER_LEN}..{hdr_len} after the {BTF_HEADER_LEN} of struct btf_header "
+                        f"hold fields evspec does not know (byte {first} is {data[first]:#04x}); the "
+                        "kernel refuses such BTF (\"Unsupported btf_header\") and libbpf then loads the "
+                        "object without BTF: not supported", None)
 
     @cached_property
     def btf_ext(self) -> BtfExt | None:
@@ -234,12 +310,13 @@ class _Reader:
                         initial_value=bytes(size), readonly=True, mmapable=True)]
 
     def read(self) -> ObjectSpec:
+        self.check_btf_header()
         maps = [*self.legacy_maps(), *self.btf_maps(), *self.data_maps(), *self.kconfig_map()]
-        seen: set[str] = set()
+        seen: dict[str, MapSpec] = {}
         for m in maps:
-            if m.name in seen:
-                raise self.fail(codes.BAD_MAP, f"two maps are named {m.name!r}")
-            seen.add(m.name)
+            first = seen.setdefault(m.name, m)
+            if first is not m:
+                raise self.same_name(first, m)
         functions = self.functions()
         relocations = self.relocations(functions, maps)
         programs, subprograms = [], []
@@ -257,6 +334,18 @@ class _Reader:
             btf=self.btf_bytes, btf_ext=self.btf_ext_bytes, layouts=self.layouts(),
             externs=self.externs)
 
+    def same_name(self, first: MapSpec, second: MapSpec) -> ObjectError:
+        if first.initial_value is None or second.initial_value is None:
+            return self.fail(codes.BAD_MAP, f"two maps are named {first.name!r}")
+        return self.fail(
+            codes.BAD_MAP,
+            f"data sections {first.section!r} and {second.section!r} both make a map named "
+            f"{first.name!r} (a section's name, cut to {OBJ_NAME_LEN - 1} characters as libbpf cuts "
+            "it); libbpf creates both maps under that one kernel name and tells them apart by "
+            "section name in its own lookups only, while evspec names a map by its kernel name "
+            "(map: terms, --dump-maps, pins): not supported",
+            help=(f"rename the sections so that their first {OBJ_NAME_LEN - 1} characters differ",))
+
     def layouts(self) -> tuple[SectionLayout, ...]:
         """Sizes and object symbols of the allocated data sections, which the BTF fix-up needs."""
         if self.btf_bytes is None:
@@ -267,8 +356,15 @@ class _Reader:
                 continue
             symbols = tuple((sym.name, sym.value) for sym in self.elf.symbols_in(s)
                             if sym.name and sym.type in ("STT_OBJECT", "STT_NOTYPE"))
-            out.append(SectionLayout(s.name, s.size, symbols))
+            out.append(SectionLayout(s.name, s.size, symbols, self.hidden_variables(s)))
         return tuple(out)
+
+    def hidden_variables(self, s: Section) -> tuple[str, ...]:
+        """The ``__hidden`` (STV_HIDDEN or STV_INTERNAL) global variables of a data section:
+        libbpf makes their BTF VARs static."""
+        return tuple(sym.name for sym in self.elf.symbols_in(s)
+                     if sym.name and sym.type == "STT_OBJECT" and sym.bind in ("STB_GLOBAL", "STB_WEAK")
+                     and self.is_hidden(sym))
 
     def license(self) -> str:
         s = self.elf.section("license")
@@ -366,7 +462,9 @@ class _Reader:
         key_size = value_size = None
         values: BtfMember | None = None
         for i, m in enumerate(definition.members):
-            if m.name in _INT_FIELDS:
+            if m.name == "map_extra":
+                ints[m.name] = self.long_field(btf, name, m.name, m.type)
+            elif m.name in _INT_FIELDS:
                 ints[m.name] = self.int_field(btf, name, m.name, m.type)
             elif m.name in ("key", "value"):
                 ptr = btf.resolve(m.type)
@@ -490,6 +588,25 @@ class _Reader:
                             f"__uint() (a pointer to an array), it is a {ptr.kind.name}")
         return array.array.nelems
 
+    def long_field(self, btf: Btf, map_name: str, field: str, type_id: int) -> int:
+        """A 64-bit field: ``__uint(field, N)``, or ``__ulong(field, N)``, an enum of one
+        enumerator N (libbpf 1.4 and later; 1.1 reads __uint only)."""
+        t = btf.resolve(type_id)
+        if t.kind not in (BtfKind.ENUM, BtfKind.ENUM64):
+            return self.int_field(btf, map_name, field, type_id)
+        if len(t.enumerators) != 1:
+            raise self.fail(codes.BAD_MAP, f"map {map_name!r}: field {field!r} is an enum of "
+                            f"{len(t.enumerators)} enumerators; __ulong({field}, N) makes one")
+        value = t.enumerators[0].value
+        if t.kind == BtfKind.ENUM and t.size > 4:
+            raise self.fail(codes.BAD_MAP, f"map {map_name!r}: field {field!r} is an {t.size}-byte "
+                            f"enum (__ulong) whose BTF ENUM record holds 32 bits of its value only "
+                            f"({value & _U32:#x}); the compiler cut the value (clang before 15 does; "
+                            "later ones write an ENUM64), so the map would get the wrong one",
+                            help=("build with clang 15 or later, or use __uint() for a value below "
+                                  "2**32",))
+        return value & _U64
+
     def data_maps(self) -> list[MapSpec]:
         out = []
         for s in self.elf.sections:
@@ -501,15 +618,19 @@ class _Reader:
                 value_size=s.size, max_entries=1, section=s.name,
                 value_type_id=None if datasec is None else datasec.id,
                 initial_value=self.elf.contents(s), readonly=s.name.startswith(".rodata"),
-                mmapable=datasec is not None and self.has_global_var(datasec)))
+                mmapable=datasec is not None and self.has_global_var(datasec, s)))
         return out
 
-    def has_global_var(self, datasec: BtfType) -> bool:
+    def has_global_var(self, datasec: BtfType, section: Section) -> bool:
         """libbpf makes a data section's map BPF_F_MMAPABLE when its DATASEC lists a non-static
-        variable."""
+        variable, ``__hidden`` ones counting as static."""
         assert self.btf is not None
-        return any(self.btf.type(i.type).kind == BtfKind.VAR and self.btf.type(i.type).linkage != 0
-                   for i in datasec.secinfos)
+        hidden = set(self.hidden_variables(section))
+        for i in datasec.secinfos:
+            var = self.btf.type(i.type)
+            if var.kind == BtfKind.VAR and var.linkage != VAR_STATIC and var.name not in hidden:
+                return True
+        return False
 
     # -- functions ---------------------------------------------------------------------------
 
@@ -545,10 +666,36 @@ class _Reader:
                     raise self.fail(codes.BAD_PROGRAM, f"function {sym.name!r} ({sym.size} bytes at "
                                     f"offset {sym.value}) extends past the end of section {sec.name!r}")
                 is_global = sym.bind in ("STB_GLOBAL", "STB_WEAK")
-                hidden = is_global and self.visibility.get(sym.index, 0) in (_STV_INTERNAL, _STV_HIDDEN)
+                hidden = is_global and self.is_hidden(sym)
                 out.append(_Function(sym.name, sec, sym.value, sym.size, not text and is_global,
                                      is_global, hidden))
+            self.check_coverage(sec, funcs)
         return out
+
+    def is_hidden(self, sym: Symbol) -> bool:
+        return self.visibility.get(sym.index, 0) in (_STV_INTERNAL, _STV_HIDDEN)
+
+    def check_coverage(self, sec: Section, funcs: list[Symbol]) -> None:
+        """Every byte of an executable section in exactly one function (``funcs``: its FUNC
+        symbols by offset). libbpf loads each FUNC symbol's bytes and drops code outside them
+        without a word; two functions over the same bytes would share them."""
+        end, last = 0, None
+        for sym in funcs:
+            if sym.value < end:
+                assert last is not None
+                raise self.fail(codes.BAD_PROGRAM, f"section {sec.name!r}: functions {last.name!r} "
+                                f"(offset {last.value}, {last.size} bytes) and {sym.name!r} (offset "
+                                f"{sym.value}, {sym.size} bytes) overlap: not supported")
+            if sym.value > end:
+                raise self.uncovered(sec, end, sym.value)
+            end, last = sym.value + sym.size, sym
+        if end < sec.size:
+            raise self.uncovered(sec, end, sec.size)
+
+    def uncovered(self, sec: Section, start: int, end: int) -> ObjectError:
+        return self.fail(codes.BAD_PROGRAM, f"section {sec.name!r}: bytes {start}..{end} "
+                         f"({(end - start) / INSN_SIZE:g} instruction(s)) are code of no function (no "
+                         "FUNC symbol covers them); libbpf drops such code without a word: not supported")
 
     def line_info(self, f: _Function) -> tuple[LineInfo, ...]:
         records, offsets = self.section_lines(f.section.name)
@@ -610,7 +757,8 @@ class _Reader:
         relocated: set[tuple[int, int]] = set()
         for rel_sec, target in self.elf.relocation_sections():
             if not target.executable:
-                continue  # .rel.BTF, .rel.debug_*, map-in-map initialisers: not needed to load
+                self.unapplied_relocations(rel_sec, target)
+                continue
             funcs = by_section.get(target.index) or _Functions(target, [])
             code = self.elf.contents(target)
             for rel in self.elf.relocations(rel_sec):
@@ -618,7 +766,7 @@ class _Reader:
                 out.setdefault((target.index, f.offset), []).append(r)
                 relocated.add((target.index, rel.offset))
         for funcs in by_section.values():
-            self.unrelocated_calls(funcs, relocated, out)
+            self.unrelocated_instructions(funcs, relocated, out)
         for relocs in out.values():
             relocs.sort(key=lambda r: r.insn_index)
         return out
@@ -710,27 +858,109 @@ class _Reader:
                                       f"{sec.name!r}")
         return f
 
-    def unrelocated_calls(self, funcs: _Functions, relocated: set[tuple[int, int]],
-                          out: dict[tuple[int, int], list[Relocation]]) -> None:
-        """Pseudo calls without a relocation that jump to another function of the same section."""
+    def unrelocated_instructions(self, funcs: _Functions, relocated: set[tuple[int, int]],
+                                 out: dict[tuple[int, int], list[Relocation]]) -> None:
+        """The instructions without a relocation whose imm only a loader can give. A pseudo call
+        landing on the start of a function of the same section (older LLVM's call of a static
+        function) gets a "call" relocation; any other is refused."""
         sec = funcs.section
         code = self.elf.contents(sec)
         for f in funcs.items:
-            for match in _PSEUDO_CALL_RE.finditer(code, f.offset, f.end):
+            for match in _LOADER_IMM_RE.finditer(code, f.offset, f.end):
                 pos = match.start()
                 if (pos - f.offset) % INSN_SIZE or (sec.index, pos) in relocated:
                     continue
-                (imm,) = struct.unpack_from(_NATIVE + "i", code, pos + 4)
+                opcode, regs, _off, imm = struct.unpack_from(_NATIVE + "BBhi", code, pos)
+                src_reg = _src_reg(regs)
+                where = (f"section {sec.name!r}, function {f.name!r}, instruction "
+                         f"{(pos - f.offset) // INSN_SIZE} (offset {pos})")
+                if opcode == OP_LD_IMM64:
+                    if pos + 2 * INSN_SIZE > f.end:
+                        continue  # the second half of an ld_imm64 of the function's last slots
+                    name, meaning = _LD_IMM64_SRC.get(src_reg, (f"src_reg {src_reg}", "something unknown"))
+                    raise self.fail(codes.UNSUPPORTED, f"{where}: an ld_imm64 with src_reg {src_reg} "
+                                    f"({name}) and no relocation: the kernel would take its imm {imm} "
+                                    f"as {meaning}, which only the loader can know; libbpf passes it "
+                                    "on unchanged: not supported", "Relocation failed")
+                if src_reg == PSEUDO_KFUNC_CALL:
+                    raise self.fail(codes.UNSUPPORTED, f"{where}: a kfunc call (src_reg "
+                                    f"BPF_PSEUDO_KFUNC_CALL) without a relocation: the kernel would "
+                                    f"take its imm {imm} as the BTF id of a function of whichever "
+                                    "kernel runs it; libbpf passes it on unchanged: not supported",
+                                    "Relocation failed",
+                                    help=("declare the kfunc (extern ... __ksym) and call it by name, "
+                                          "so that the loader finds it in the running kernel",))
                 target = pos + (imm + 1) * INSN_SIZE
-                if f.offset <= target < f.end:
-                    continue
-                callee = funcs.starting(target)
+                callee = funcs.starting(target)  # its own start: a recursive call
                 if callee is None:
+                    inside = funcs.containing(target)
+                    if inside is None:
+                        what = f"offset {target}, where no function of the section is"
+                    else:
+                        what = (f"offset {target}, inside function {inside.name!r} (which starts at "
+                                f"offset {inside.offset}); libbpf would call {inside.name!r} from its "
+                                "start instead")
                     raise self.bad_relocation(f"at offset {pos} of section {sec.name!r}",
-                                              f"the call jumps to offset {target}, where no "
-                                              "function starts")
+                                              f"function {f.name!r} has a bpf-to-bpf call without a "
+                                              f"relocation that jumps to {what}")
                 out.setdefault((sec.index, f.offset), []).append(
                     Relocation((pos - f.offset) // INSN_SIZE, "call", sec.name, callee.name))
+
+    def unapplied_relocations(self, rel_sec: Section, target: Section) -> None:
+        """Relocations of a section that holds no code: those of ``.BTF``, ``.BTF.ext`` and
+        ``.debug_*`` are not needed to load, those of ``.maps`` are its ``.values`` initialisers
+        (``map_slots``); any other is refused, naming the first one."""
+        if target.name in (*_UNNEEDED_RELOCATIONS, BTF_MAPS_SECTION) or target.name.startswith(".debug_"):
+            return
+        rels = self.elf.relocations(rel_sec)
+        if not rels:
+            return
+        first = rels[0]
+        more = f" (and {len(rels) - 1} more relocation(s) in {rel_sec.name!r})" if len(rels) > 1 else ""
+        symbols = self.elf.symbols
+        if not 0 < first.symbol < len(symbols):
+            raise self.bad_relocation(f"at offset {first.offset} of section {target.name!r}",
+                                      f"symbol index {first.symbol} is out of range")
+        sym = symbols[first.symbol]
+        size = _DATA_RELOCATION_SIZES.get(first.type, 0)
+        data = self.elf.contents(target)
+        if not _is_data_section(target) or size == 0 or first.offset + size > len(data):
+            raise self.fail(codes.UNSUPPORTED, f"section {rel_sec.name!r} relocates section "
+                            f"{target.name!r} (relocation type {first.type} against {sym.name!r} at "
+                            f"offset {first.offset}){more}; evspec applies relocations to code and "
+                            "to .maps only (those of BTF and DWARF are not needed): not supported",
+                            "Relocation failed")
+        (in_file,) = struct.unpack_from(_NATIVE + ("Q" if size == 8 else "I"), data, first.offset)
+        holder = next((v for v in self.elf.symbols_in(target) if v.name and v.type == "STT_OBJECT"
+                       and v.value <= first.offset < v.value + max(v.size, 1)), None)
+        where = f"offset {first.offset} of data section {target.name!r}"
+        if holder is not None:
+            inside = first.offset - holder.value
+            where += f" (variable {holder.name!r}" + (f", its byte {inside})" if inside else ")")
+        raise self.fail(
+            codes.UNSUPPORTED,
+            f"section {rel_sec.name!r}: the {size}-byte pointer at {where} is initialised with the "
+            f"address of {self.pointee(sym, in_file)}{more}; global data cannot hold addresses (the "
+            f"kernel gives a program none to put there), and libbpf skips {rel_sec.name!r}, leaving "
+            f"the bytes as the file holds them ({in_file:#x}): not supported", "Relocation failed",
+            help=("keep an index or an offset in global data instead of a pointer, and take the "
+                  "address in the program's code",))
+
+    def pointee(self, sym: Symbol, addend: int) -> str:
+        """What a data relocation's symbol is, for messages."""
+        if sym.section_index is None:
+            return f"{sym.name!r} (undefined here)"
+        home = self.elf.section_at(sym.section_index)
+        if sym.type == "STT_SECTION" or not sym.name:
+            return f"offset {sym.value + addend} of section {home.name!r}"
+        if home.name in (LEGACY_MAPS_SECTION, BTF_MAPS_SECTION):
+            what = "map"
+        elif home.executable:
+            what = "function"
+        else:
+            what = "variable"
+        plus = f" + {addend}" if addend else ""
+        return f"{what} {sym.name!r} (section {home.name!r}){plus}"
 
 
 class _Functions:

@@ -50,6 +50,7 @@ class MapType(IntEnum):
     BLOOM_FILTER = 30
     USER_RINGBUF = 31
     CGRP_STORAGE = 32
+    ARENA = 33
 
 
 class ProgType(IntEnum):
@@ -84,7 +85,8 @@ class MapSpec:
     initial_value: bytes | None = None  # global data maps (.data/.rodata/.bss): their contents
     readonly: bool = False  # .rodata: frozen after the initial value is written
     numa_node: int = 0  # __uint(numa_node, N): used with BPF_F_NUMA_NODE in flags
-    map_extra: int = 0  # __uint(map_extra, N): the bloom filter's number of hashes
+    map_extra: int = 0  # u64: __uint(map_extra, N) or __ulong(): a bloom filter's number of
+    # hashes, an arena's user address
     inner: MapSpec | None = None  # map-in-map: the inner map template (__array(values, struct ..))
     # ``.values = { [i] = &x }``: (slot, program or map name), from the .rel.maps relocations
     initial_slots: tuple[tuple[int, str], ...] = ()
@@ -190,6 +192,7 @@ class SectionLayout:
     name: str
     size: int
     symbols: tuple[tuple[str, int], ...] = ()  # (symbol name, offset) of each named object symbol
+    hidden: tuple[str, ...] = ()  # its __hidden (STV_HIDDEN/STV_INTERNAL) global variables
 
 
 @dataclass(frozen=True, slots=True)
