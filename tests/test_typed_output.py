@@ -47,10 +47,13 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
             pytest.skip(f"{tool} not installed")
     out = tmp_path_factory.mktemp("typed")
     shutil.copy(DATA / "typed" / "typed.c", out / "typed.c")
+    shutil.copy(DATA / "typed" / "bytes.c", out / "bytes.c")
     shutil.copy(DATA / "ringbuf" / "getppid.c", out / "getppid.c")
     subprocess.run(["cc", "-O2", "-o", "getppid", "getppid.c"], cwd=out, check=True)
     subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
                     "-c", "typed.c", "-o", "typed.o"], cwd=out, check=True)
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
+                    "-c", "bytes.c", "-o", "bytes.o"], cwd=out, check=True)
     return out
 
 
@@ -152,6 +155,15 @@ def test_a_whole_record_a_short_one_and_a_long_one(built: Path) -> None:
     assert render([RingRecordLine("events", EVENT + b"\xde\xad", long)]).endswith("k=KIND_EXIT rest=de ad\n")
     assert json.loads(ring_record_json(RingRecordLine("events", EVENT[:20], short)))["short"] is True
     assert json.loads(ring_record_json(RingRecordLine("events", EVENT + b"\xde\xad", long)))["rest_hex"] == "dead"
+
+
+def test_only_char_arrays_are_text(built: Path) -> None:
+    btf = Btf(_spec(built, "bytes.o").btf or b"")
+    found = find_record_type(btf, "bytes")
+    assert found is not None
+    raw = b"ab\0\xff" + bytes([0x61, 0x62, 0, 0xFF]) + bytes([0xFF, 1]) + bytes([0x61, 0x62])
+    assert list(RecordDecoder(btf, found).decode(raw)) == [
+        ("name", "ab"), ("raw", [0x61, 0x62, 0, 0xFF]), ("deltas", [-1, 1]), ("mac", [0x61, 0x62])]
 
 
 def test_a_typed_sample_prints_as_a_tracepoint_line(built: Path) -> None:

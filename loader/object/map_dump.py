@@ -146,7 +146,7 @@ def decode_type(btf: Btf, t: BtfType, raw: bytes) -> Decoded:
     if t.kind == BtfKind.ARRAY and t.array is not None:
         element = btf.resolve(t.array.type)
         size = btf.size_of(t.array.type)
-        if element.kind == BtfKind.INT and element.size == 1 and (element.int_encoding & INT_CHAR or "char" in element.name):
+        if element.kind == BtfKind.INT and element.size == 1 and (element.int_encoding & INT_CHAR or element.name == "char"):
             return Text(raw[:t.array.nelems].split(b"\0", 1)[0].decode(errors="backslashreplace"))
         return [decode_type(btf, element, raw[i * size:(i + 1) * size]) for i in range(t.array.nelems)]
     if t.kind in (BtfKind.STRUCT, BtfKind.UNION):
