@@ -13,8 +13,9 @@ import struct
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from enum import IntEnum
+
+from evspec.span import Record, set_field
 
 BTF_MAGIC = 0xEB9F
 _HEADER_LEN = 24  # magic, version, flags, hdr_len, type_off, type_len, str_off, str_len
@@ -95,63 +96,113 @@ FUNC_STATIC, FUNC_GLOBAL = 0, 1  # a FUNC's linkage, kept in its vlen
 POINTER_SIZE = 8  # BPF is a 64-bit target
 
 
-@dataclass(frozen=True, slots=True)
-class BtfMember:
+class BtfMember(Record):
     """A member of a STRUCT or UNION."""
 
+    __slots__ = ("name", "type", "bit_offset", "bitfield_size")
     name: str
     type: int
     bit_offset: int
-    bitfield_size: int = 0  # non-zero only for bitfields of a kind_flag struct
+    bitfield_size: int  # non-zero only for bitfields of a kind_flag struct
+
+    def __init__(self, name: str, type: int, bit_offset: int, bitfield_size: int = 0) -> None:
+        set_field(self, "name", name)
+        set_field(self, "type", type)
+        set_field(self, "bit_offset", bit_offset)
+        set_field(self, "bitfield_size", bitfield_size)
 
 
-@dataclass(frozen=True, slots=True)
-class BtfParam:
+class BtfParam(Record):
+    __slots__ = ("name", "type")
     name: str
     type: int
 
+    def __init__(self, name: str, type: int) -> None:
+        set_field(self, "name", name)
+        set_field(self, "type", type)
 
-@dataclass(frozen=True, slots=True)
-class BtfEnumerator:
+
+class BtfEnumerator(Record):
+    __slots__ = ("name", "value")
     name: str
     value: int
 
+    def __init__(self, name: str, value: int) -> None:
+        set_field(self, "name", name)
+        set_field(self, "value", value)
 
-@dataclass(frozen=True, slots=True)
-class BtfArray:
+
+class BtfArray(Record):
+    __slots__ = ("type", "index_type", "nelems")
     type: int  # element type
     index_type: int
     nelems: int
 
+    def __init__(self, type: int, index_type: int, nelems: int) -> None:
+        set_field(self, "type", type)
+        set_field(self, "index_type", index_type)
+        set_field(self, "nelems", nelems)
 
-@dataclass(frozen=True, slots=True)
-class BtfVarSecinfo:
+
+class BtfVarSecinfo(Record):
     """One variable of a DATASEC: its VAR type id, offset and size inside the section."""
 
+    __slots__ = ("type", "offset", "size")
     type: int
     offset: int
     size: int
 
+    def __init__(self, type: int, offset: int, size: int) -> None:
+        set_field(self, "type", type)
+        set_field(self, "offset", offset)
+        set_field(self, "size", size)
 
-@dataclass(frozen=True, slots=True)
-class BtfType:
+
+class BtfType(Record):
+    __slots__ = ("id", "kind", "name", "vlen", "kind_flag", "size", "type", "int_encoding", "int_offset",
+                 "int_bits", "array", "members", "params", "enumerators", "secinfos", "linkage", "component_idx")
     id: int
     kind: BtfKind
     name: str
     vlen: int
     kind_flag: bool
-    size: int = 0  # INT STRUCT UNION ENUM ENUM64 FLOAT DATASEC
-    type: int = 0  # referenced type id: PTR TYPEDEF qualifiers FUNC FUNC_PROTO(return) VAR DECL_TAG
-    int_encoding: int = 0  # INT: INT_SIGNED | INT_CHAR | INT_BOOL
-    int_offset: int = 0
-    int_bits: int = 0
-    array: BtfArray | None = None
-    members: tuple[BtfMember, ...] = ()
-    params: tuple[BtfParam, ...] = ()
-    enumerators: tuple[BtfEnumerator, ...] = ()
-    secinfos: tuple[BtfVarSecinfo, ...] = ()
-    linkage: int = 0  # VAR: VAR_*; FUNC: static/global/extern (from vlen)
-    component_idx: int = -1  # DECL_TAG: member/parameter index, -1 for the whole declaration
+    size: int  # INT STRUCT UNION ENUM ENUM64 FLOAT DATASEC
+    type: int  # referenced type id: PTR TYPEDEF qualifiers FUNC FUNC_PROTO(return) VAR DECL_TAG
+    int_encoding: int  # INT: INT_SIGNED | INT_CHAR | INT_BOOL
+    int_offset: int
+    int_bits: int
+    array: BtfArray | None
+    members: tuple[BtfMember, ...]
+    params: tuple[BtfParam, ...]
+    enumerators: tuple[BtfEnumerator, ...]
+    secinfos: tuple[BtfVarSecinfo, ...]
+    linkage: int  # VAR: VAR_*; FUNC: static/global/extern (from vlen)
+    component_idx: int  # DECL_TAG: member/parameter index, -1 for the whole declaration
+
+    def __init__(
+        self, id: int, kind: BtfKind, name: str, vlen: int, kind_flag: bool, size: int = 0, type: int = 0,
+        int_encoding: int = 0, int_offset: int = 0, int_bits: int = 0, array: BtfArray | None = None,
+        members: tuple[BtfMember, ...] = (), params: tuple[BtfParam, ...] = (),
+        enumerators: tuple[BtfEnumerator, ...] = (), secinfos: tuple[BtfVarSecinfo, ...] = (),
+        linkage: int = 0, component_idx: int = -1,
+    ) -> None:
+        set_field(self, "id", id)
+        set_field(self, "kind", kind)
+        set_field(self, "name", name)
+        set_field(self, "vlen", vlen)
+        set_field(self, "kind_flag", kind_flag)
+        set_field(self, "size", size)
+        set_field(self, "type", type)
+        set_field(self, "int_encoding", int_encoding)
+        set_field(self, "int_offset", int_offset)
+        set_field(self, "int_bits", int_bits)
+        set_field(self, "array", array)
+        set_field(self, "members", members)
+        set_field(self, "params", params)
+        set_field(self, "enumerators", enumerators)
+        set_field(self, "secinfos", secinfos)
+        set_field(self, "linkage", linkage)
+        set_field(self, "component_idx", component_idx)
 
 
 VOID = BtfType(id=0, kind=BtfKind.UNKN, name="void", vlen=0, kind_flag=False)
@@ -197,7 +248,9 @@ class Btf:
     __slots__ = ("_data", "_order", "_types_at", "_str_at", "_str_len", "_offsets", "_cache",
                  "_names", "_common", "_strings", "_type_end", "_name_offs", "_ids_by_name_off")
 
-    def __init__(self, data: bytes) -> None:
+    def __init__(self, data: bytes, starts: Sequence[int] | None = None) -> None:
+        """``starts``: where each type record starts, as ``starts`` of a ``Btf`` of the same data
+        gave them (a stored index, see ``name_index``); checked against the data, not trusted."""
         self._data = bytes(data)
         self._order, hdr_len, (type_off, type_len, str_off, str_len) = _header(
             self._data, "BTF", _HEADER_LEN, ("type section", "string section"))
@@ -214,7 +267,7 @@ class Btf:
         self._common = struct.Struct(self._order + "III")
         self._name_offs: bytes | None = None  # every type's name offset, 4 bytes each, by id
         self._ids_by_name_off: dict[int, list[int]] | None = None  # the same, inverted (built on demand)
-        self._offsets = self._index(type_len)
+        self._offsets = self._index(type_len) if starts is None else self._given_index(starts, type_len)
         self._cache: dict[int, BtfType] = {}
         self._names: dict[str, list[int]] | None = None
         self._strings: dict[int, str] = {}
@@ -274,6 +327,53 @@ class Btf:
         if pos != end:
             raise BtfError(f"the last BTF type (id {len(offsets) - 1}) runs past the type section")
         return tuple(offsets)
+
+    def _given_index(self, starts: Sequence[int], type_len: int) -> Sequence[int]:
+        """``starts`` if it fits this blob: void's placeholder, the first record at 0, increasing
+        ends (the last record ending where the type section does); ``BtfError`` otherwise."""
+        words = type_len // 4
+        if type_len % 4 or not starts or starts[0] != 0 or (len(starts) > 1 and starts[1] != 0):
+            raise BtfError("the given index of the BTF type records does not fit the type section")
+        if len(starts) > 1:
+            last = starts[-1]
+            if last >= words:
+                raise BtfError("the given index of the BTF type records runs past the type section")
+            info = self._common.unpack_from(self._data, self._types_at + 4 * last)[1]
+            kind = (info >> 24) & 0x1F
+            fixed = _WORDS_FIXED[kind]
+            if fixed is None or last + fixed + _WORDS_PER_ITEM[kind] * (info & 0xFFFF) != words:
+                raise BtfError("the given index of the BTF type records does not end with the type section")
+        elif words:
+            raise BtfError("the given index of the BTF type records holds no type")
+        return starts
+
+    @property
+    def starts(self) -> Sequence[int]:
+        """Where each type record starts, in 32-bit words from the start of the type section
+        (index 0 stands for void), for ``Btf(data, starts=...)``."""
+        return self._offsets
+
+    def name_offsets(self) -> Sequence[int]:
+        """Every type's name offset, by id (0 for void and anonymous types)."""
+        if self._name_offs is None:
+            unpack = self._common.unpack_from
+            names = [unpack(self._data, self._at(tid))[0] for tid in range(1, len(self._offsets))]
+            self._name_offs = array("I", [0, *names]).tobytes()
+        return memoryview(self._name_offs).cast("I")
+
+    def name_offset(self, type_id: int) -> int:
+        """The name offset of type ``type_id`` (no decoding)."""
+        if not 0 < type_id < len(self._offsets):
+            raise BtfError(f"BTF type id {type_id} is out of range (1..{len(self._offsets) - 1})")
+        return self._common.unpack_from(self._data, self._at(type_id))[0]  # type: ignore[no-any-return]
+
+    def raw_string(self, offset: int) -> bytes:
+        """The bytes of the string at ``offset``, undecoded."""
+        if offset >= self._str_len:
+            raise BtfError(f"BTF string offset {offset} is outside the string section "
+                           f"({self._str_len} bytes)")
+        start = self._str_at + offset
+        return self._data[start:self._data.index(b"\0", start, self._str_at + self._str_len)]
 
     # -- strings -----------------------------------------------------------------------------
 
@@ -417,10 +517,8 @@ class Btf:
     def ids_named_at(self, name_offsets: Iterable[int]) -> list[int]:
         """The ids of the types whose name is the string at one of ``name_offsets``, in id order;
         searched in a table of the types' name offsets, so that no type is decoded."""
-        if self._name_offs is None:
-            unpack = self._common.unpack_from
-            names = [unpack(self._data, self._at(tid))[0] for tid in range(1, len(self._offsets))]
-            self._name_offs = array("I", [0, *names]).tobytes()
+        self.name_offsets()
+        assert self._name_offs is not None
         table = self._name_offs
         wanted = set(name_offsets)
         wanted.discard(0)
@@ -480,14 +578,20 @@ def type_info(kind: int, vlen: int = 0, kind_flag: bool = False) -> int:
     return (int(kind_flag) << 31) | ((kind & 0x1F) << 24) | (vlen & 0xFFFF)
 
 
-@dataclass(frozen=True, slots=True)
-class RawType:
+class RawType(Record):
     """One type record as stored: the common 12 bytes and the kind-specific bytes after them."""
 
+    __slots__ = ("name_off", "info", "word", "extra")
     name_off: int
     info: int
     word: int  # size_or_type: a size for sized kinds, a type id for referring ones
-    extra: bytes = b""
+    extra: bytes
+
+    def __init__(self, name_off: int, info: int, word: int, extra: bytes = b"") -> None:
+        set_field(self, "name_off", name_off)
+        set_field(self, "info", info)
+        set_field(self, "word", word)
+        set_field(self, "extra", extra)
 
     @property
     def kind(self) -> int:
@@ -536,21 +640,37 @@ def _enum64(lo: int, hi: int, signed: bool) -> int:
 # -- .BTF.ext ------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class FuncInfo:
+class FuncInfo(Record):
+    __slots__ = ("insn_off", "type_id")
     insn_off: int  # byte offset of the function inside its ELF section
     type_id: int  # its BTF FUNC type
 
+    def __init__(self, insn_off: int, type_id: int) -> None:
+        set_field(self, "insn_off", insn_off)
+        set_field(self, "type_id", type_id)
 
-@dataclass(frozen=True, slots=True)
-class LineRecord:
+
+class LineRecord(Record):
+    __slots__ = ("insn_off", "file", "source_line", "line", "column", "file_name_off", "line_off")
     insn_off: int  # byte offset inside the ELF section
     file: str
     source_line: str
     line: int
     column: int
-    file_name_off: int = 0  # the raw string offsets, for passing the record on to the kernel
-    line_off: int = 0
+    file_name_off: int  # the raw string offsets, for passing the record on to the kernel
+    line_off: int
+
+    def __init__(
+        self, insn_off: int, file: str, source_line: str, line: int, column: int, file_name_off: int = 0,
+        line_off: int = 0,
+    ) -> None:
+        set_field(self, "insn_off", insn_off)
+        set_field(self, "file", file)
+        set_field(self, "source_line", source_line)
+        set_field(self, "line", line)
+        set_field(self, "column", column)
+        set_field(self, "file_name_off", file_name_off)
+        set_field(self, "line_off", line_off)
 
 
 #: enum bpf_core_relo_kind (include/uapi/linux/bpf.h), by number
@@ -561,16 +681,23 @@ CORE_RELO_KINDS: dict[int, str] = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class CoreRelo:
+class CoreRelo(Record):
     """One ``struct bpf_core_relo``: the instruction (byte offset in its ELF section), the local
     type, the access string (``0:1:2``) and the kind (CORE_RELO_KINDS; unknown numbers kept)."""
 
+    __slots__ = ("insn_off", "type_id", "access", "kind", "access_off")
     insn_off: int
     type_id: int
     access: str
     kind: int
-    access_off: int = 0  # the access string's offset in the .BTF strings, for passing the record on
+    access_off: int  # the access string's offset in the .BTF strings, for passing the record on
+
+    def __init__(self, insn_off: int, type_id: int, access: str, kind: int, access_off: int = 0) -> None:
+        set_field(self, "insn_off", insn_off)
+        set_field(self, "type_id", type_id)
+        set_field(self, "access", access)
+        set_field(self, "kind", kind)
+        set_field(self, "access_off", access_off)
 
     @property
     def kind_name(self) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import Btf, BtfError
@@ -20,6 +20,7 @@ from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes
+from evspec.span import Record, set_field
 
 POISON_HELPER = 0xBAD2310  # 195896080, "bad relo"
 _INSN = struct.Struct("<BBhi")  # code, dst_reg | src_reg << 4, off, imm (little-endian BPF)
@@ -30,22 +31,32 @@ _SIZE_BYTES = {0x18: 8, 0x00: 4, 0x08: 2, 0x10: 1}  # BPF_DW, BPF_W, BPF_H, BPF_
 _BYTES_SIZE = {v: k for k, v in _SIZE_BYTES.items()}
 
 
-@dataclass(frozen=True, slots=True)
-class CorePatch:
+class CorePatch(Record):
     """One relocation to apply: instruction index, what it is, and its result."""
 
+    __slots__ = ("insn", "relocation", "result")
     insn: int
     relocation: str  # "field_byte_offset of struct task_struct___mine (access 0:1)"
     result: CoreResult
 
+    def __init__(self, insn: int, relocation: str, result: CoreResult) -> None:
+        set_field(self, "insn", insn)
+        set_field(self, "relocation", relocation)
+        set_field(self, "result", result)
 
-@dataclass(frozen=True, slots=True)
-class CoreFinding:
+
+class CoreFinding(Record):
     """A relocation that could not be satisfied: its instruction was poisoned."""
 
+    __slots__ = ("function", "insn", "message")
     function: str
     insn: int
     message: str
+
+    def __init__(self, function: str, insn: int, message: str) -> None:
+        set_field(self, "function", function)
+        set_field(self, "insn", insn)
+        set_field(self, "message", message)
 
     def __str__(self) -> str:
         return (f"function '{self.function}', instruction {self.insn}: {self.message}; the instruction "

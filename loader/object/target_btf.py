@@ -1,16 +1,18 @@
 """The BTF that CO-RE relocations are resolved against: the running kernel's
 (``/sys/kernel/btf/vmlinux``), one saved with a system snapshot, or a ``--btf FILE``.
 
-A kernel's BTF holds some 126k types; a CO-RE load needs a handful of them. Opening one walks the
-type section once to learn where each record starts (``Btf``); candidates are then found by name
-in the string section and their records located by their name offset, so only the types a
-relocation reaches are ever decoded.
+A kernel's BTF holds some 126k types; a CO-RE load needs a handful of them. Opening one needs to
+know where each record starts (the records have variable length) and which types bear a name;
+that index (``name_index``) is made by one walk over the types and, for a blob as large as a
+kernel's, kept in the user's cache for the next run. Candidates are then found by name in the
+index, so only the types a relocation reaches are ever decoded.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+from evspec.loader.object import name_index
 from evspec.loader.object.btf import Btf, BtfError, BtfKind
 
 KERNEL_BTF = Path("/sys/kernel/btf/vmlinux")
@@ -26,14 +28,31 @@ def essential_name(name: str) -> str:
 
 
 class TargetBtf:
-    """A target BTF (``name`` says which in diagnostics: ``vmlinux``, a module, a file)."""
+    """A target BTF (``name`` says which in diagnostics: ``vmlinux``, a module, a file).
 
-    __slots__ = ("btf", "name", "_strings", "_named")
+    ``cache``: keep the index of a large blob in the user's cache and use it next time (see
+    ``name_index``); without it, or for a small blob, the index is made in memory."""
 
-    def __init__(self, data: bytes, name: str = "vmlinux") -> None:
-        self.btf = Btf(data)
+    __slots__ = ("btf", "name", "_index", "_named")
+
+    def __init__(self, data: bytes, name: str = "vmlinux", cache: bool = True) -> None:
+        key = name_index.data_key(data) if cache and len(data) >= name_index.MIN_CACHED_BYTES else None
+        index = name_index.load(data, key) if key is not None else None
+        btf = None
+        if index is not None:
+            try:
+                btf = Btf(data, starts=index.starts)
+            except BtfError:  # an index that does not fit after all: made again below
+                index = None
+        if btf is None:
+            btf = Btf(data)
+        if index is None:
+            index = name_index.NameIndex.build(btf)
+            if key is not None:
+                name_index.store(index, key)
+        self.btf = btf
         self.name = name
-        self._strings = self.btf.string_section()
+        self._index = index
         self._named: dict[str, tuple[int, ...]] = {}
 
     @classmethod
@@ -54,25 +73,19 @@ class TargetBtf:
         id order."""
         cached = self._named.get(essential)
         if cached is None:
-            cached = tuple(self.btf.ids_named_at(self._name_offsets(essential))) if essential else ()
+            cached = self._lookup(essential) if essential else ()
             self._named[essential] = cached
         return cached
 
-    def _name_offsets(self, essential: str) -> list[int]:
-        """Offsets of the strings that are ``essential`` or a flavour of it. A match may start
-        inside a longer string: its tail is a string of its own, which a type may name.
-        (``bytes.find`` loops: a regex scan of the 3 MB of vmlinux strings costs ten times more.)"""
-        strings, word = self._strings, essential.encode()
+    def _lookup(self, essential: str) -> tuple[int, ...]:
+        want = essential.encode()
+        btf = self.btf
         out = []
-        for tail in (b"\0", b"___"):
-            needle = word + tail
-            at = strings.find(needle)
-            while at >= 0:
-                end = strings.index(b"\0", at)
-                if tail == b"\0" or essential_name(strings[at:end].decode(errors="replace")) == essential:
-                    out.append(at)
-                at = strings.find(needle, at + 1)
-        return sorted(out)
+        for tid in self._index.candidates(want):
+            raw = btf.raw_string(btf.name_offset(tid))
+            if (name_index.essential_bytes(raw) if b"___" in raw else raw) == want:
+                out.append(tid)
+        return tuple(out)
 
 
 def btf_trace_type_id(target: TargetBtf, event: str) -> int | None:
