@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
+from bpf_build import BPF_FLAGS, require_tools
 
 from evspec.check import CheckedSpec, CheckOptions
 from evspec.diagnostics import Diagnostic, Label, Severity, Source
@@ -118,6 +119,41 @@ def test_parse_and_fmt_do_not_import_lark(tmp_path: Path) -> None:
         status, modules = _modules_after(argv, tmp_path)
         assert status == 0
         assert not _loaded(modules, "lark") and not _loaded(modules, "evspec.loader"), argv
+
+
+CORE_SOURCE = r"""
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+struct task_struct___t { int pid; int tgid; } __attribute__((preserve_access_index));
+SEC("tracepoint/raw_syscalls/sys_enter")
+int on_enter(void *ctx)
+{
+	struct task_struct___t *t = (void *)bpf_get_current_task();
+	return (BPF_CORE_READ(t, pid) + BPF_CORE_READ(t, tgid)) & 1;
+}
+char _license[] SEC("license") = "GPL";
+"""
+# Never on the path of `evspec verify OBJ.o`: what each would cost it.
+VERIFY_AVOIDS = {
+    "lark": "section names are parsed over the committed tables (section_lalr): 40-80 ms",
+    "elftools": "objects are read by evspec's own ELF reader",
+    "pyroute2": "verify attaches nothing (300 ms)",
+    "importlib.resources": "package data is read through the package's loader (20 ms of imports)",
+}
+
+
+def test_verify_of_a_core_object_stays_light(root_kernel: None, tmp_path: Path) -> None:
+    """A libbpf-style section and CO-RE relocations against the kernel: the parts of verify
+    that once imported Lark (the section grammar) or walked all of vmlinux's BTF."""
+    require_tools("clang")
+    (tmp_path / "core.c").write_text(CORE_SOURCE)
+    subprocess.run(["clang", *BPF_FLAGS, "-c", "core.c", "-o", "core.o"], cwd=tmp_path, check=True)
+    status, modules = _modules_after(["verify", "core.o"], tmp_path)
+    assert status == 0
+    assert "evspec.loader.object.section_lalr" in modules, "the import log did not cover the section parser"
+    for top, why in VERIFY_AVOIDS.items():
+        assert not _loaded(modules, top), f"{top} imported by 'evspec verify core.o': {why}"
 
 
 def test_help_still_lists_every_command(tmp_path: Path) -> None:

@@ -4,9 +4,13 @@ applied and poisoned) or why not (the verifier's summary: failing instruction an
 
 Like ``bpftool prog loadall``, but one verdict per program: the object's BTF and maps are created
 once, then each program is linked and loaded on its own, so that one the verifier refuses does not
-hide the others. Program types come from the section names (``parse_section``) as ``record``
-decides them; no probe, tracepoint event or link is created. Maps pinned by name are pinned under
-a private bpffs directory that is removed again.
+hide the others. A section name of libbpf 1.1's table is loaded as libbpf loads it (program type,
+expected attach type, BPF_F_SLEEPABLE / BPF_F_XDP_HAS_FRAGS, the attach_btf_id of an ``fentry/``,
+``lsm/``, ``iter/`` or ``tp_btf/`` target in the running kernel's BTF), whatever its target says,
+since only attaching reads it; the other names of evspec's language (perf's ``SYS:EVENT`` and
+``EVENT=PROBE``, ``tc/egress``) get the program type ``record`` gives them. No probe, tracepoint
+event or link is created. Maps pinned by name are pinned under a private bpffs directory that is
+removed again.
 """
 
 from __future__ import annotations
@@ -19,14 +23,17 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TextIO
 
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
+    from typing import Any, TextIO
+
     from evspec.loader.kernel import Kernel
     from evspec.loader.object.spec import ObjectSpec, ProgramSpec
     from evspec.loader.object.target_btf import TargetBtf
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
+ENOTSUPP = 524  # the kernel's own errno (struct_ops, ...), which userspace has no name for
 
 
 def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private subparsers action
@@ -45,15 +52,17 @@ class ProgramResult:
     section: str
     loaded: bool = False
     insns: int = 0
+    xlated: int | None = None  # instructions as the kernel reports them once loaded
     verifier: str | None = None  # the verifier's summary, when it refused the program
     error: str | None = None  # any other reason it was not loaded
+    errno: str | None = None  # the kernel's errno (its name), when the kernel refused the load
     relocations: int = 0  # CO-RE relocations applied to the program and the functions it calls
     poisoned: list[dict[str, object]] = field(default_factory=list)
 
     def to_json(self) -> dict[str, object]:
         return {"object": self.object, "name": self.name, "section": self.section, "loaded": self.loaded,
-                "insns": self.insns, "verifier": self.verifier, "error": self.error,
-                "relocations": self.relocations, "poisoned": self.poisoned}
+                "insns": self.insns, "xlated": self.xlated, "verifier": self.verifier, "error": self.error,
+                "errno": self.errno, "relocations": self.relocations, "poisoned": self.poisoned}
 
 
 @dataclass
@@ -93,29 +102,48 @@ def _map_type_name(t: int) -> str:
         return str(t)
 
 
-def _program_type(section: str) -> int:
-    """The program type ``record`` gives the section (``EvspecError`` when it cannot read it)."""
+@dataclass(frozen=True, slots=True)
+class ProgramLoad:
+    """What BPF_PROG_LOAD gets for a program besides its instructions."""
+
+    prog_type: int
+    expected_attach_type: int = 0
+    attach_btf_id: int = 0
+    prog_flags: int = 0
+
+
+class KernelBtf:
+    """The running kernel's BTF, read once when a program's attach_btf_id needs it (the kernel
+    takes ids of its own BTF, whatever ``--btf`` gives CO-RE)."""
+
+    def __init__(self) -> None:
+        self._btf: TargetBtf | None = None
+
+    def get(self) -> TargetBtf:
+        if self._btf is None:
+            from evspec.loader.object.core_patch import load_target
+
+            self._btf = load_target(None)
+        return self._btf
+
+
+def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
+    """How a program of ``section`` is loaded: as libbpf 1.1 loads it for a name of its table,
+    else with the program type ``record`` gives the section. ``EvspecError`` (a section evspec
+    cannot read) or ``ObjectError`` (one libbpf cannot load from its name, a target the kernel
+    lacks)."""
+    from evspec.loader.object.libbpf_sections import load_params
     from evspec.loader.object.section import parse_section
 
-    return int(parse_section(section).program_type)
-
-
-def _tracing_attach(section: str, kernel_btf: TargetBtf | None) -> tuple[int, int]:
-    """(expected attach type, attach BTF id) a tp_btf program is loaded with; (0, 0) for others."""
-    from evspec.codes.kernel import NO_TRACEPOINT
-    from evspec.loader.abi.bpf import BPF_TRACE_RAW_TP
-    from evspec.loader.errors import ObjectError
-    from evspec.loader.object.core_patch import load_target
-    from evspec.loader.object.section import AttachKind, RawTracepointTarget, parse_section
-    from evspec.loader.object.target_btf import btf_trace_type_id
-
-    parsed = parse_section(section)
-    if parsed.attach is not AttachKind.BTF_TRACEPOINT or not isinstance(parsed.target, RawTracepointTarget):
-        return 0, 0
-    found = btf_trace_type_id(load_target(kernel_btf), parsed.target.event)
-    if found is None:
-        raise ObjectError(NO_TRACEPOINT, f"the kernel has no BTF tracepoint '{parsed.target.event}'")
-    return BPF_TRACE_RAW_TP, found
+    params = load_params(section)
+    if params is None:  # settings in front of a libbpf name (dev=eth0;xdp), or evspec's own names
+        parsed = parse_section(section)
+        main = parsed.main_span.text(section)
+        params = load_params(main) if main != section else None
+        if params is None:
+            return ProgramLoad(int(parsed.program_type))
+    btf_id = params.attach_btf_id(kernel_btf.get()) if params.btf_name else 0
+    return ProgramLoad(params.prog_type, params.expected_attach_type, btf_id, params.prog_flags)
 
 
 def _functions_of(spec: ObjectSpec, prog: ProgramSpec) -> list[ProgramSpec]:
@@ -189,18 +217,21 @@ def _is_bpffs(path: str) -> bool:
 # ------------------------------------------------------------------------------------------ verify
 
 
-def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None) -> ObjectResult:
-    """Load ``spec``'s maps and programs (``spec`` read, not yet relocated) and close them again."""
+def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None,
+                  kernel_btf: KernelBtf | None = None) -> ObjectResult:
+    """Load ``spec``'s maps and programs (``spec`` read, not yet relocated) and close them again;
+    CO-RE relocations against ``target`` (None: the running kernel's BTF, ``kernel_btf``)."""
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
-    from evspec.loader.object.core_patch import load_target, relocate_object
+    from evspec.loader.object.core_patch import relocate_object
 
+    kernel_btf = kernel_btf or KernelBtf()
     result = ObjectResult(spec.path)
     result.maps = [MapResult(spec.path, m.name, _map_type_name(m.type)) for m in spec.maps]
     result.programs = [ProgramResult(spec.path, p.name, p.section) for p in spec.programs]
     if any(not r.applied for _, r in spec.core_relocations()):
         try:
-            spec, _ = relocate_object(spec, load_target(target))
+            spec, _ = relocate_object(spec, target or kernel_btf.get())
         except ObjectError as exc:
             result.error = exc.message
             for p in result.programs:
@@ -208,39 +239,37 @@ def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None) ->
             for m in result.maps:
                 m.error = "not created: the object's CO-RE relocations cannot be applied"
             return result
-    types: dict[str, int] = {}
-    tracing: dict[str, tuple[int, int]] = {}
+    loads: dict[str, ProgramLoad] = {}
     by_name = {p.name: p for p in result.programs}
     for prog in spec.programs:
         _count_core(_functions_of(spec, prog), by_name[prog.name])
         try:
-            types[prog.name] = _program_type(prog.section)
-            tracing[prog.name] = _tracing_attach(prog.section, target)
+            loads[prog.name] = program_load(prog.section, kernel_btf)
         except EvspecError as exc:
-            by_name[prog.name].error = f"section '{prog.section}': {exc.diagnostics[0].message}"
-            types.pop(prog.name, None)
+            by_name[prog.name].error = (f"section '{prog.section}': {exc.diagnostics[0].message} (nor is it a "
+                                        "section name of libbpf 1.1)")
         except ObjectError as exc:
             by_name[prog.name].error = f"section '{prog.section}': {exc.message}"
-            types.pop(prog.name, None)
-    loadable = replace(spec, programs=tuple(p for p in spec.programs if p.name in types))
+    loadable = replace(spec, programs=tuple(p for p in spec.programs if p.name in loads))
     with _pin_root(spec) as pin_root:
-        _load_programs(loadable, types, kernel, result, pin_root, tracing)
+        _load_programs(loadable, loads, kernel, result, pin_root)
     return result
 
 
-def _load_programs(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, result: ObjectResult,
-                   pin_root: str, tracing: dict[str, tuple[int, int]]) -> None:
+def _load_programs(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Kernel, result: ObjectResult,
+                   pin_root: str) -> None:
     """Maps and BTF once (every program deferred), then each program on its own; where the object
     cannot be loaded that way (libbpf's rules about deferred programs), one load per program."""
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.live import LiveProgram, link_program, load_linked, load_object
 
     names = [p.name for p in spec.programs]
+    types = {name: load.prog_type for name, load in loads.items()}
     try:
         live = load_object(spec, types, kernel=kernel, deferred=names, pin_root=pin_root)
     except ObjectError as exc:
         if any(m.initial_slots for m in spec.maps) and names:
-            _load_one_by_one(spec, types, kernel, result, pin_root, tracing)
+            _load_one_by_one(spec, loads, kernel, result, pin_root)
         else:
             _maps_failed(spec, kernel, result, pin_root, exc)
         return
@@ -251,21 +280,31 @@ def _load_programs(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, resu
             maps[name].created = True
         fds = {name: m.fd for name, m in live.maps.items()}
         for prog in live.spec.programs:  # relocated: CO-RE applied, externs resolved
-            out = progs[prog.name]
+            out, load = progs[prog.name], loads[prog.name]
             try:
                 linked = link_program(prog, live.spec, fds)
                 out.insns = len(linked.insns) // 8
-                attach_type, attach_btf_id = tracing.get(prog.name, (0, 0))
-                fd = load_linked(live, prog, linked, types[prog.name], attach_type, attach_btf_id=attach_btf_id)
+                fd = load_linked(live, prog, linked, load.prog_type, load.expected_attach_type,
+                                 attach_btf_id=load.attach_btf_id, prog_flags=load.prog_flags)
             except ObjectError as exc:
                 _failed(out, exc)
                 continue
-            live.programs[prog.name] = LiveProgram(prog, fd, types[prog.name], linked.insns)  # closed with live
+            live.programs[prog.name] = LiveProgram(prog, fd, load.prog_type, linked.insns)  # closed with live
             out.loaded = True
+            out.xlated = _xlated(kernel, fd)
 
 
-def _load_one_by_one(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, result: ObjectResult,
-                     pin_root: str, tracing: dict[str, tuple[int, int]]) -> None:
+def _xlated(kernel: Kernel, fd: int) -> int | None:
+    from evspec.loader.kernel import KernelError
+
+    try:
+        return kernel.program_info(fd).xlated_len // 8
+    except KernelError:
+        return None
+
+
+def _load_one_by_one(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Kernel, result: ObjectResult,
+                     pin_root: str) -> None:
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.live import load_object
 
@@ -274,14 +313,16 @@ def _load_one_by_one(spec: ObjectSpec, types: dict[str, int], kernel: Kernel, re
     first_map_error: ObjectError | None = None
     for prog in spec.programs:
         one = replace(spec, programs=(prog,))
-        try:
-            attach_type, attach_btf_id = tracing.get(prog.name, (0, 0))
-            with load_object(one, {prog.name: types[prog.name]}, kernel=kernel, pin_root=pin_root,
-                             expected_attach_types={prog.name: attach_type},
-                             attach_btf_ids={prog.name: attach_btf_id}) as live:
+        load = loads[prog.name]
+        try:  # the program's flags are the section's (load_linked), as ``program_load`` has them
+            with load_object(one, {prog.name: load.prog_type}, kernel=kernel, pin_root=pin_root,
+                             expected_attach_types={prog.name: load.expected_attach_type},
+                             attach_btf_ids={prog.name: load.attach_btf_id}) as live:
                 created.update(live.maps)
                 progs[prog.name].loaded = True
-                progs[prog.name].insns = len(live.program(prog.name).insns) // 8
+                loaded = live.program(prog.name)
+                progs[prog.name].insns = len(loaded.insns) // 8
+                progs[prog.name].xlated = _xlated(kernel, loaded.fd)
         except ObjectError as exc:
             _failed(progs[prog.name], exc)
             if first_map_error is None and getattr(exc, "operation", None) == "BPF_MAP_CREATE":
@@ -308,16 +349,22 @@ def _maps_failed(spec: ObjectSpec, kernel: Kernel, result: ObjectResult, pin_roo
             m.error = one.message
     for p in result.programs:
         if p.error is None:
+            _failed(p, exc)
             p.error = f"not loaded: the object's maps could not be created: {why}"
 
 
 def _failed(out: ProgramResult, exc: Exception) -> None:
+    import errno
+
     from evspec.loader.kernel import VerifierError
 
     if isinstance(exc, VerifierError):
         out.verifier = exc.summary.render()
     else:
         out.error = getattr(exc, "message", str(exc))
+    number = getattr(exc, "errno", None)
+    if number:
+        out.errno = errno.errorcode.get(number, "ENOTSUPP" if number == ENOTSUPP else str(number))
 
 
 # ------------------------------------------------------------------------------------------ CLI
@@ -388,7 +435,8 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
             print(f"evspec verify: error[{exc.code}]: {exc.message}", file=stderr)
             return EXIT_USAGE
     kernel = Kernel()
-    results = [verify_object(spec, kernel, target) for spec in specs]
+    kernel_btf = KernelBtf()
+    results = [verify_object(spec, kernel, target, kernel_btf) for spec in specs]
     if args.format == "json":
         doc = {"programs": [p.to_json() for r in results for p in r.programs],
                "maps": [m.to_json() for r in results for m in r.maps]}

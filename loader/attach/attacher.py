@@ -3,11 +3,13 @@
 A program is attached through zero or more perf events (``ProbeEvent``: a name as perf shows the
 evsel and the perf_event_attr fields to open it with); the recording session opens them per CPU
 or task and sets the program on them with PERF_EVENT_IOC_SET_BPF. Programs that attach some other
-way (network hooks) do it in ``attach_hooks``.
+way (network hooks, raw tracepoints, trampolines) do it in ``attach_hooks``.
 
 ``Attacher`` dispatches on the section's attach kind. Tracepoint programs (perf's ``SYS:EVENT``
 sections and libbpf's ``tracepoint/SYS/EVENT``) are handled here: one PERF_TYPE_TRACEPOINT event
-named ``SYS:EVENT`` like perf's evsels; ``!SYS:EVENT`` programs are loaded and not attached. Other
+named ``SYS:EVENT`` like perf's evsels; ``!SYS:EVENT`` programs, libbpf's ``SEC("?...")`` ones and
+those of a libbpf section with no target (``SEC("kprobe")``, ``SEC("usdt")``, which libbpf attaches
+only by hand) are loaded and not attached (the last with a note for ``-v``). Other
 kinds are handled by the class named in ``KIND_ATTACHERS`` (imported only when an object has such a
 program); a kind with no entry is refused with an ObjectError naming what is missing.
 """
@@ -109,6 +111,7 @@ KIND_ATTACHERS: dict[AttachKind, str | KindFactory] = {
     AttachKind.KPROBE: "evspec.loader.attach.probes:KprobeAttacher",
     AttachKind.RAW_TRACEPOINT: "evspec.loader.attach.raw_tracepoint:RawTracepointAttacher",
     AttachKind.BTF_TRACEPOINT: "evspec.loader.attach.raw_tracepoint:RawTracepointAttacher",
+    AttachKind.TRAMPOLINE: "evspec.loader.attach.raw_tracepoint:TrampolineAttacher",
     AttachKind.PERF_EVENT: "evspec.loader.attach.perf_event:PerfEventProgramAttacher",
     AttachKind.XDP: "evspec.loader.attach.net:NetAttacher",
     AttachKind.TC: "evspec.loader.attach.net:NetAttacher",
@@ -164,6 +167,7 @@ class Attacher:
         self.kernel = kernel
         self.options = options if isinstance(options, AttachOptions) else AttachOptions(options)
         self._by_kind: dict[AttachKind, KindAttacher] = {}
+        self._notes: list[str] = []
 
     def _kind(self, kind: AttachKind) -> KindAttacher | None:
         if kind not in self._by_kind:
@@ -183,6 +187,8 @@ class Attacher:
             section = _section(spec, prog)
             if section.attach is AttachKind.NONE:
                 out.append(ProgramAttach(prog.name, int(section.program_type)))
+                if section.note is not None:
+                    self._notes.append(f"{spec.path}: program '{prog.name}' (section '{prog.section}'): {section.note}")
             elif section.attach is AttachKind.TRACEPOINT and isinstance(section.target, TracepointTarget):
                 out.append(_plan_tracepoint(spec, prog, section, self.options.tracepoint_id))
             elif (handler := self._kind(section.attach)) is not None:
@@ -206,7 +212,7 @@ class Attacher:
 
     @property
     def notes(self) -> list[str]:
-        return [line for handler in self._by_kind.values() for line in handler.notes]
+        return self._notes + [line for handler in self._by_kind.values() for line in handler.notes]
 
     @property
     def warnings(self) -> list[str]:

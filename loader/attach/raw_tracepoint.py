@@ -5,23 +5,38 @@ No perf event carries it: closing the descriptor the kernel returned detaches it
 
 ``tp_btf/NAME`` programs are the same, typed by the kernel's BTF: loaded as BPF_PROG_TYPE_TRACING
 with the expected attach type BPF_TRACE_RAW_TP and the id of the kernel's ``btf_trace_NAME``
-typedef, then attached with no name (the kernel knows the tracepoint from that id)."""
+typedef, then attached with no name (the kernel knows the tracepoint from that id).
+
+Trampoline programs (``fentry/FUNC``, ``fexit/``, ``fmod_ret/``, their sleepable ``.s`` forms,
+``lsm/HOOK``, ``lsm.s/``) are attached the same way, with no name: loaded for the kernel BTF id of
+the function (``bpf_lsm_HOOK`` for an LSM hook) as libbpf loads them, they run through a BPF
+trampoline on that function. Before anything of the object is loaded, ``plan`` asks the kernel
+whether it can: a minimal program of the same kind is loaded for the same target and attached,
+then closed; what the kernel says when it cannot is the refusal's reason."""
 
 from __future__ import annotations
 
 import errno
+import os
+from dataclasses import dataclass
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.load.live import LiveObject
 from evspec.loader.object.btf import BtfError
-from evspec.loader.object.section import AttachKind, RawTracepointTarget, SectionSpec
+from evspec.loader.object.libbpf_sections import LoadParams, load_params
+from evspec.loader.object.section import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 from evspec.loader.object.target_btf import TargetBtf, btf_trace_type_id
 
 from evspec.codes import kernel as codes
+
+TRAMPOLINES = "BPF trampolines (fentry/fexit/fmod_ret/lsm)"
+# what a kernel without trampolines answers: EPERM (refused before the verifier runs), ENOTSUPP
+# (524, the kernel's own), EOPNOTSUPP
+_NO_TRAMPOLINE_ERRNOS = (errno.EPERM, 524, errno.EOPNOTSUPP)
 
 
 class RawTracepointAttacher:
@@ -32,6 +47,15 @@ class RawTracepointAttacher:
         self.warnings: list[str] = []
         self._fds: list[tuple[str, int]] = []
         self._kernel_btf: TargetBtf | None = None
+
+    def _running_kernel_btf(self, spec: ObjectSpec, prog: ProgramSpec, kind: str) -> TargetBtf:
+        if self._kernel_btf is None:
+            try:
+                self._kernel_btf = TargetBtf.running_kernel()
+            except BtfError as exc:
+                raise ObjectError(codes.ATTACH_UNSUPPORTED, f"{spec.path}: program '{prog.name}': a {kind} program "
+                                  f"needs the kernel's BTF: {exc}") from None
+        return self._kernel_btf
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ProgramAttach:
         target = section.target
@@ -44,13 +68,7 @@ class RawTracepointAttacher:
 
     def _btf_trace_id(self, spec: ObjectSpec, prog: ProgramSpec, event: str) -> int:
         """The kernel BTF's ``btf_trace_EVENT`` typedef, which a tp_btf program is loaded for."""
-        if self._kernel_btf is None:
-            try:
-                self._kernel_btf = TargetBtf.running_kernel()
-            except BtfError as exc:
-                raise ObjectError(codes.ATTACH_UNSUPPORTED, f"{spec.path}: program '{prog.name}': a tp_btf program "
-                                  f"needs the kernel's BTF: {exc}") from None
-        found = btf_trace_type_id(self._kernel_btf, event)
+        found = btf_trace_type_id(self._running_kernel_btf(spec, prog, "tp_btf"), event)
         if found is None:
             raise ObjectError(codes.NO_TRACEPOINT, f"{spec.path}: program '{prog.name}': the kernel has no BTF "
                               f"tracepoint '{event}' (no btf_trace_{event} in its BTF)",
@@ -85,3 +103,83 @@ class RawTracepointAttacher:
                 first = first or exc
         if first is not None:
             raise first
+
+
+@dataclass(frozen=True, slots=True)
+class _Probe:
+    """The kernel's answer for one kind of trampoline program on one target (None: it can)."""
+
+    refusal: str | None
+
+
+class TrampolineAttacher(RawTracepointAttacher):
+    """fentry/fexit/fmod_ret/lsm programs: planned only where the kernel attaches a minimal
+    program of the same kind to the same target, then attached with BPF_RAW_TRACEPOINT_OPEN."""
+
+    def __init__(self, kernel: Kernel, options: AttachOptions) -> None:
+        super().__init__(kernel, options)
+        self._probed: dict[tuple[int, int, int, int], _Probe] = {}
+
+    def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ProgramAttach:
+        target = section.target
+        assert isinstance(target, BtfTarget)
+        params = load_params(section.main_span.text(section.name))
+        assert params is not None and params.lookup is not None  # parse_section read a trampoline kind
+        where = f"{spec.path}: program '{prog.name}' (section '{prog.section}')"
+        try:
+            btf_id = params.attach_btf_id(self._running_kernel_btf(spec, prog, target.kind))
+        except ObjectError as exc:
+            raise ObjectError(exc.code, f"{where}: {exc.message}") from None
+        refusal = self._probe(target.kind, params, btf_id).refusal
+        if refusal is not None:
+            raise ObjectError(codes.ATTACH_UNSUPPORTED, f"{where}: {refusal}",
+                              help=("`evspec verify` tries the program's load all the same (it attaches nothing)",))
+        return ProgramAttach(prog.name, params.prog_type, (), kind=section.attach, detail=target.name,
+                             expected_attach_type=params.expected_attach_type, attach_btf_id=btf_id)
+
+    def _probe(self, kind: str, params: LoadParams, btf_id: int) -> _Probe:
+        key = (params.prog_type, params.expected_attach_type, btf_id, params.prog_flags)
+        if key not in self._probed:
+            self._probed[key] = self._ask_kernel(kind, params, btf_id)
+        return self._probed[key]
+
+    def _ask_kernel(self, kind: str, params: LoadParams, btf_id: int) -> _Probe:
+        """Load ``r0 = 0; exit`` as a ``kind`` program of ``params`` for ``btf_id``, attach it and
+        close both."""
+        insns = abi.encode_insn(0xB7) + abi.encode_insn(abi.OP_EXIT)  # BPF_ALU64|BPF_MOV|BPF_K r0, 0
+        what = f"a minimal {kind} program for '{params.target}'"
+        try:
+            fd = self.kernel.load_program(params.prog_type, insns, "GPL", name="evspec_probe",
+                                          expected_attach_type=params.expected_attach_type,
+                                          prog_flags=params.prog_flags, attach_btf_id=btf_id)
+        except VerifierError as exc:
+            return _Probe(f"the kernel refuses {what}: {exc.summary.render()}")
+        except KernelError as exc:
+            return _Probe(_refusal(what, "loading", exc))
+        try:
+            link = self.kernel.raw_tracepoint_open(None, fd)
+        except KernelError as exc:
+            return _Probe(_refusal(what, "attaching", exc))
+        finally:
+            self.kernel.close(fd)
+        self.kernel.close(link)
+        return _Probe(None)
+
+    def attach_hooks(self, live: LiveObject, attach: ProgramAttach) -> None:
+        name = str(attach.detail)
+        try:
+            fd = self.kernel.raw_tracepoint_open(None, live.program(attach.program).fd)
+        except KernelError as exc:
+            raise ObjectError(codes.ATTACH_UNSUPPORTED, f"{live.spec.path}: program '{attach.program}': cannot "
+                              f"attach it to '{name}' through a BPF trampoline: {exc.message}") from None
+        self._fds.append((name, fd))
+        self.notes.append(f"program '{attach.program}' attached to {name} through a BPF trampoline")
+
+
+def _refusal(what: str, stage: str, exc: KernelError) -> str:
+    said = f"{errno.errorcode.get(exc.errno or 0, 'ENOTSUPP' if exc.errno == 524 else str(exc.errno))}"
+    reason = os.strerror(exc.errno) if exc.errno and exc.errno != 524 else "not supported"
+    if exc.errno in _NO_TRAMPOLINE_ERRNOS:
+        return (f"{TRAMPOLINES} are not available on this kernel: {stage} {what} failed with {said} "
+                f"({reason}){', with no verifier log' if stage == 'loading' else ''}")
+    return f"the kernel refuses {what}: {stage} it failed with {said} ({reason})"

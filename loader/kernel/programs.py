@@ -24,6 +24,10 @@ LINE_INFO = struct.Struct("=IIII")  # struct bpf_line_info: insn_off, file_name_
 CORE_RELO = struct.Struct("=IIII")  # struct bpf_core_relo: insn_off, type_id, access_str_off, kind
 # Failures that a repeated load with a log cannot explain better.
 _FINAL_CODES = (codes.PERMISSION, codes.MEMLOCK, codes.ATTR_TOO_BIG)
+# expected attach types of programs that run through a BPF trampoline: fentry, fexit, fmod_ret, lsm
+# (enum bpf_attach_type: BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, BPF_MODIFY_RETURN, BPF_LSM_MAC, BPF_LSM_CGROUP)
+_TRAMPOLINE_ATTACH_TYPES = {24: "fentry", 25: "fexit", 26: "fmod_ret", 27: "lsm", 43: "lsm_cgroup"}
+_TRAMPOLINE_PROG_TYPES = (26, 29)  # BPF_PROG_TYPE_TRACING, BPF_PROG_TYPE_LSM
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +73,24 @@ def _with_growing_log(
             size = min(MAX_LOG_SIZE, wanted)
             continue
         return None, result.error, buf.value.decode("utf-8", "replace")
+
+
+def _trampoline_refusal(error: KernelError, what: str, prog_type: int, attach_type: int) -> KernelError:
+    """An EPERM without a verifier log for a trampoline program of a process that has the
+    capabilities: the kernel refused the program before verifying it, and the generic reading of
+    EPERM (a locked-memory limit) does not apply."""
+    kind = _TRAMPOLINE_ATTACH_TYPES.get(attach_type)
+    if error.errno != E.EPERM or kind is None or prog_type not in _TRAMPOLINE_PROG_TYPES:
+        return error
+    if error.code != codes.MEMLOCK and "although the process has the needed capabilities" not in error.message:
+        return error  # a missing capability: that reading stands
+    return KernelError(
+        codes.PERMISSION,
+        f"BPF_PROG_LOAD for {what or 'a program'}: Operation not permitted (EPERM) before the verifier ran (no "
+        f"log): the kernel refused a {kind} program, which needs a BPF trampoline",
+        errno=error.errno,
+        operation=error.operation,
+    )
 
 
 class ProgramOperations(KernelCore):
@@ -150,13 +172,14 @@ class ProgramOperations(KernelCore):
                 return first.fd
             assert first.error is not None
             if first.error.errno != E.E2BIG and first.error.code in _FINAL_CODES:
-                raise first.error  # E2BIG goes on: the log may say the program is too large
+                # E2BIG goes on: the log may say the program is too large
+                raise _trampoline_refusal(first.error, what, prog_type, expected_attach_type)
         fd, error, log = _with_growing_log(lambda buf: attempt(log_level or abi.BPF_LOG_LEVEL1, buf))
         if fd is not None:
             return fd
         assert error is not None
         if not log.strip():
-            raise error
+            raise _trampoline_refusal(error, what, prog_type, expected_attach_type)
         raise VerifierError(name, error.errno or 0, log, summarize(log, line_info))
 
     def run_program(self, fd: int, *, ctx: bytes = b"", what: str = "") -> int:

@@ -45,6 +45,7 @@ from evspec.loader.object.btf_fixup import (
 from evspec.loader.object.compile import possible_cpus  # also the size of a default perf event array
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
+from evspec.loader.object.libbpf_sections import section_prog_flags
 from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType
 from evspec.loader.object.target_btf import TargetBtf
 
@@ -665,9 +666,11 @@ def load_linked(
     log_level: int = 0,
     prologue: int = 0,
     attach_btf_id: int = 0,
+    prog_flags: int | None = None,
 ) -> int:
     """Load a linked program of ``live`` with its BTF func/line info (when the object's BTF is
-    loaded), ``prologue`` instructions having been put in front of ``linked.insns``.
+    loaded), ``prologue`` instructions having been put in front of ``linked.insns``; ``prog_flags``
+    (None: what libbpf gives the section, BPF_F_SLEEPABLE for ``uprobe.s/``, ``lsm.s/``, ...).
 
     If the kernel refuses the program with EINVAL while func/line info was given, the program is
     loaded again without it (the reason goes to ``live.program_notes`` and ``live.warnings``); if
@@ -676,6 +679,7 @@ def load_linked(
     is a ``FUNC_INFO_NEEDED`` error with the kernel's reason.
     """
     kernel, spec = live.kernel, live.spec
+    flags = section_prog_flags(prog.section) if prog_flags is None else prog_flags
     info = _program_btf(live, prog, linked)
     if info is not None:
         info = info.shifted(prologue)
@@ -689,6 +693,7 @@ def load_linked(
             kern_version=spec.kernel_version or 0,
             expected_attach_type=expected_attach_type,
             attach_btf_id=attach_btf_id,
+            prog_flags=flags,
             log_level=log_level,
             line_info=linked.line_info,
             btf_fd=live.btf_fd if with_btf is not None else None,

@@ -18,10 +18,12 @@ from typing import TYPE_CHECKING
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
+from evspec.loader.object.libbpf_sections import load_params
 from evspec.loader.object.section import (
     ADD_V_HELP,
     RECORD_ATTACH_KINDS,
     AttachKind,
+    BtfTarget,
     ProbeTarget,
     RawTracepointTarget,
     SectionSpec,
@@ -37,6 +39,7 @@ from evspec.loader.object.terms.variables import check_var_terms
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf
 from evspec.codes import bpfconfig as codes
+from evspec.codes import kernel as codes_kernel
 from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
 from evspec.span import Span
 
@@ -426,6 +429,7 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
     for p in programs:
         _check_tracepoint(check, p)
         _check_raw_tracepoint(check, p)
+        _check_trampoline_target(check, p)
     for p in programs:
         if p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False:
             check.fail(
@@ -554,6 +558,40 @@ def _check_raw_tracepoint(check: _ObjectCheck, p: _Program) -> None:
             notes=_section_note(p.program, target.span),
             help=("a raw tracepoint is named by its event alone (raw_tp/sched_switch); see: evspec list tracepoint",),
         )
+
+
+def _check_trampoline_target(check: _ObjectCheck, p: _Program) -> None:
+    """The kernel function or LSM hook of a trampoline program (fentry/, lsm/, ...) must be in the
+    system's kernel BTF, which record looks it up in; whether the kernel has trampolines at all only
+    record can ask (it loads and attaches a probe program)."""
+    target = p.section.target
+    if p.section.attach is not AttachKind.TRAMPOLINE or not isinstance(target, BtfTarget):
+        return
+    params = load_params(p.section.main_span.text(p.section.name))
+    btf = check.env.core_target
+    why = "the system snapshot holds no kernel BTF" if btf is None else None
+    if btf is not None and params is not None:
+        try:
+            params.attach_btf_id(btf())
+            return
+        except ObjectError as exc:
+            if exc.code == codes_kernel.BAD_SECTION:
+                check.fail(
+                    codes.SECTION_NOT_RUNNABLE,
+                    f"section '{p.section.name}': {exc.message}",
+                    notes=_section_note(p.program, target.span),
+                    help=("name a function of the kernel's BTF (bpftool btf dump file /sys/kernel/btf/vmlinux)",),
+                )
+                return
+            why = exc.message
+    check.diagnostics.append(
+        warning(
+            codes.TRACEPOINT_UNCHECKED,
+            f"section '{p.section.name}': {target.kind} target '{target.name}' not checked: {why}",
+            check.event.path_span,
+            notes=_section_note(p.program, target.span),
+        )
+    )
 
 
 def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from evspec.loader.object.section import (
     PERF_BPF_PROBE_GROUP,
     AttachKind,
+    BtfTarget,
     NetHookTarget,
     ProbeTarget,
     RawTracepointTarget,
@@ -59,6 +60,9 @@ def program_events(spec: ObjectSpec) -> tuple[ProgramEvent, ...]:
             kind = "BTF tracepoint" if section.attach is AttachKind.BTF_TRACEPOINT else "raw tracepoint"
             out.append(ProgramEvent(prog.name, prog.section, None, False,
                                     f"on the {kind} {target.event}, system-wide (no perf event)"))
+        elif isinstance(target, BtfTarget) and section.attach is AttachKind.TRAMPOLINE:
+            out.append(ProgramEvent(prog.name, prog.section, None, False,
+                                    f"through a BPF trampoline on {target.name}, system-wide (no perf event)"))
         elif isinstance(target, NetHookTarget):
             dev = target.dev or "the --dev interface"
             out.append(ProgramEvent(prog.name, prog.section, None, False, f"{target.hook} on {dev}, by netlink"))

@@ -7,8 +7,12 @@ Two dialects are understood:
   creating an event) or a perf-probe definition ``[GROUP:]EVENT=POINT [ARG...]`` (a kprobe, or a
   uprobe with ``exec=``);
 * libbpf's (an evspec extension): ``tracepoint/SYS/EVENT``, ``tp/...``, ``raw_tp/EVENT``,
-  ``kprobe/FUNC[+OFF]``, ``uprobe/PATH:FUNC[+OFF]``, ``xdp``, ``tc``, ... — perf 6.1 cannot use
-  them, which ``SectionSpec.perf_compatible`` records together with the reason.
+  ``kprobe/FUNC[+OFF]``, ``uprobe/PATH:FUNC[+OFF]``, ``xdp``, ``tc``, ``fentry/FUNC``,
+  ``lsm/HOOK``, ``iter/NAME``, ``cgroup/connect4``, ... (every name of libbpf 1.1's table,
+  ``libbpf_sections``) — perf 6.1 cannot use them, which ``SectionSpec.perf_compatible`` records
+  together with the reason. The probe and tracepoint kinds may name no target (``SEC("kprobe")``,
+  ``SEC("usdt")``): libbpf loads such a program and attaches it only by hand, so evspec loads it
+  and attaches nothing (``SectionSpec.note`` says so).
 
 Network hooks (evspec's own settings, perf never had them): ``xdp``, ``tc`` (= ``tc/ingress``),
 ``tc/egress`` and ``classifier`` (= ``tc``) take perf-style settings in front of the name:
@@ -27,20 +31,21 @@ from __future__ import annotations
 
 import os
 import re
-import stat
 from dataclasses import dataclass, replace
 from enum import Enum
 from functools import lru_cache
-from typing import TYPE_CHECKING
 
+from evspec.loader.object.libbpf_sections import BpfProgType, find_section_def
+from evspec.loader.object.section_lalr import SectionSyntaxError, Token, Tree, load_parser
 from evspec.loader.object.spec import ProgType
 
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
 from evspec.span import Span
 
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
-    from lark import Lark, Token, Tree
+    from lark import Lark
 
 PERF_BPF_PROBE_GROUP = "perf_bpf_probe"
 # perf-probe writes event names into a 64-byte buffer (MAX_EVENT_NAME_LEN) with their NUL, so at
@@ -88,7 +93,23 @@ class AttachKind(str, Enum):
     TC = "tc"
     SOCKET = "socket"
     PERF_EVENT = "perf_event"
-    NONE = "none"  # loaded but not attached (perf's '!SYS:EVENT')
+    TRAMPOLINE = "trampoline"  # fentry/fexit/fmod_ret/lsm: a BPF trampoline on a kernel function or LSM hook
+    ITERATOR = "iterator"  # iter/NAME: run by reading a BPF iterator
+    USDT = "usdt"
+    KSYSCALL = "ksyscall"
+    KPROBE_MULTI = "kprobe_multi"
+    CGROUP = "cgroup"  # cgroup_skb/, cgroup/, sockops, lsm_cgroup/: attached to a cgroup
+    SOCKMAP = "sockmap"  # sk_skb, sk_msg: run for the sockets of a sockmap or sockhash
+    NETNS = "netns"  # sk_lookup, flow_dissector: attached to a network namespace
+    SK_REUSEPORT = "sk_reuseport"
+    LWT = "lwt"  # lwt_*: set on a route
+    LIRC = "lirc"
+    TC_ACTION = "tc_action"
+    XDP_MAP = "xdp_map"  # xdp/devmap, xdp/cpumap: run for the entries of a devmap or cpumap
+    SYSCALL = "syscall"  # run with BPF_PROG_TEST_RUN
+    STRUCT_OPS = "struct_ops"
+    FREPLACE = "freplace"
+    NONE = "none"  # loaded but not attached (perf's '!SYS:EVENT', libbpf's '?' and target-less sections)
 
 
 NET_HOOKS = frozenset({AttachKind.XDP, AttachKind.TC})
@@ -96,7 +117,7 @@ NET_HOOKS = frozenset({AttachKind.XDP, AttachKind.TC})
 #: `evspec check` refuses programs of the other kinds, since record would
 RECORD_ATTACH_KINDS = frozenset(
     {AttachKind.TRACEPOINT, AttachKind.NONE, AttachKind.KPROBE, AttachKind.UPROBE, AttachKind.RAW_TRACEPOINT,
-     AttachKind.BTF_TRACEPOINT, AttachKind.PERF_EVENT, *NET_HOOKS}
+     AttachKind.BTF_TRACEPOINT, AttachKind.TRAMPOLINE, AttachKind.PERF_EVENT, *NET_HOOKS}
 )
 
 
@@ -225,14 +246,24 @@ class NetHookTarget:
         return "xdp" if self.direction is None else f"tc {self.direction.value}"
 
 
-Target = TracepointTarget | RawTracepointTarget | ProbeTarget | NetHookTarget
+@dataclass(frozen=True, slots=True)
+class BtfTarget:
+    """What a BTF-typed section names (``fentry/FUNC``, ``lsm/HOOK``, ``iter/NAME``): a kernel
+    function, LSM hook or iterator, looked up in the kernel's BTF when the program is loaded."""
+
+    kind: str  # the section's kind: fentry, fexit.s, lsm, iter, ...
+    name: str
+    span: Span
+
+
+Target = TracepointTarget | RawTracepointTarget | ProbeTarget | NetHookTarget | BtfTarget
 
 
 @dataclass(frozen=True, slots=True)
 class SectionSpec:
     name: str  # the whole section string
     style: SectionStyle
-    program_type: ProgType
+    program_type: ProgType | BpfProgType
     attach: AttachKind
     target: Target | None  # None for socket, perf_event
     main_span: Span
@@ -246,6 +277,8 @@ class SectionSpec:
     # libbpf's SEC("?...") autoload-off convention: the object leaves the program off; evspec
     # loads it (so the verifier checks it) and attaches nothing (attach is NONE)
     autoload: bool = True
+    # why a program is loaded and not attached, when the section names no target (SEC("kprobe"))
+    note: str | None = None
 
     @property
     def creates_event(self) -> bool:
@@ -262,6 +295,8 @@ class SectionSpec:
         }
         if not self.autoload:
             out["autoload"] = False
+        if self.note is not None:
+            out["note"] = self.note
         if self.perf_reason is not None:
             out["perf_reason"] = self.perf_reason
         if self.settings:
@@ -274,6 +309,8 @@ class SectionSpec:
             out["tracepoint"] = {"system": target.system, "event": target.event, "load_only": target.load_only}
         elif isinstance(target, RawTracepointTarget):
             out["raw_tracepoint"] = target.event
+        elif isinstance(target, BtfTarget):
+            out["btf_target"] = {"kind": target.kind, "name": target.name}
         elif isinstance(target, NetHookTarget):
             net: dict[str, object] = {"hook": target.hook}
             if target.dev is not None:
@@ -583,28 +620,81 @@ def _no_effect(setting: Setting, why: str) -> Diagnostic:
 # the main part
 
 
-# libbpf section prefixes this module understands: name -> (program type, attach kind)
-LIBBPF_KINDS: dict[str, tuple[ProgType, AttachKind]] = {
-    "tracepoint": (ProgType.TRACEPOINT, AttachKind.TRACEPOINT),
-    "tp": (ProgType.TRACEPOINT, AttachKind.TRACEPOINT),
-    "raw_tracepoint": (ProgType.RAW_TRACEPOINT, AttachKind.RAW_TRACEPOINT),
-    "raw_tp": (ProgType.RAW_TRACEPOINT, AttachKind.RAW_TRACEPOINT),
-    "tp_btf": (ProgType.TRACING, AttachKind.BTF_TRACEPOINT),
-    "kprobe": (ProgType.KPROBE, AttachKind.KPROBE),
-    "kretprobe": (ProgType.KPROBE, AttachKind.KPROBE),
-    "uprobe": (ProgType.KPROBE, AttachKind.UPROBE),
-    "uretprobe": (ProgType.KPROBE, AttachKind.UPROBE),
-    "xdp": (ProgType.XDP, AttachKind.XDP),
-    "tc": (ProgType.SCHED_CLS, AttachKind.TC),
-    "classifier": (ProgType.SCHED_CLS, AttachKind.TC),
-    "socket": (ProgType.SOCKET_FILTER, AttachKind.SOCKET),
-    "perf_event": (ProgType.PERF_EVENT, AttachKind.PERF_EVENT),
+# libbpf's section names (the kinds of section.lark's libbpf rule, and libbpf's exact names) -> how
+# record attaches a program of that kind; program types come from libbpf's table (libbpf_sections)
+LIBBPF_KINDS: dict[str, AttachKind] = {
+    "tracepoint": AttachKind.TRACEPOINT,
+    "tp": AttachKind.TRACEPOINT,
+    "raw_tracepoint": AttachKind.RAW_TRACEPOINT,
+    "raw_tp": AttachKind.RAW_TRACEPOINT,
+    "raw_tracepoint.w": AttachKind.RAW_TRACEPOINT,
+    "raw_tp.w": AttachKind.RAW_TRACEPOINT,
+    "tp_btf": AttachKind.BTF_TRACEPOINT,
+    "kprobe": AttachKind.KPROBE,
+    "kretprobe": AttachKind.KPROBE,
+    "uprobe": AttachKind.UPROBE,
+    "uretprobe": AttachKind.UPROBE,
+    "uprobe.s": AttachKind.UPROBE,
+    "uretprobe.s": AttachKind.UPROBE,
+    "usdt": AttachKind.USDT,
+    "ksyscall": AttachKind.KSYSCALL,
+    "kretsyscall": AttachKind.KSYSCALL,
+    "kprobe.multi": AttachKind.KPROBE_MULTI,
+    "kretprobe.multi": AttachKind.KPROBE_MULTI,
+    **dict.fromkeys(("fentry", "fexit", "fmod_ret", "fentry.s", "fexit.s", "fmod_ret.s", "lsm", "lsm.s"),
+                    AttachKind.TRAMPOLINE),
+    "lsm_cgroup": AttachKind.CGROUP,
+    "iter": AttachKind.ITERATOR,
+    "iter.s": AttachKind.ITERATOR,
+    "freplace": AttachKind.FREPLACE,
+    "struct_ops": AttachKind.STRUCT_OPS,
+    "xdp": AttachKind.XDP,
+    "xdp.frags": AttachKind.XDP,
+    **dict.fromkeys(("xdp/devmap", "xdp/cpumap", "xdp.frags/devmap", "xdp.frags/cpumap"), AttachKind.XDP_MAP),
+    "tc": AttachKind.TC,
+    "classifier": AttachKind.TC,
+    "action": AttachKind.TC_ACTION,
+    "socket": AttachKind.SOCKET,
+    "sk_reuseport": AttachKind.SK_REUSEPORT,
+    "sk_reuseport/migrate": AttachKind.SK_REUSEPORT,
+    **dict.fromkeys(("sk_skb", "sk_skb/stream_parser", "sk_skb/stream_verdict", "sk_msg"), AttachKind.SOCKMAP),
+    "sk_lookup": AttachKind.NETNS,
+    "flow_dissector": AttachKind.NETNS,
+    "lirc_mode2": AttachKind.LIRC,
+    **dict.fromkeys(("lwt_in", "lwt_out", "lwt_xmit", "lwt_seg6local"), AttachKind.LWT),
+    "sockops": AttachKind.CGROUP,
+    **dict.fromkeys(
+        ("cgroup_skb/ingress", "cgroup_skb/egress", "cgroup/skb", "cgroup/sock_create", "cgroup/sock_release",
+         "cgroup/sock", "cgroup/post_bind4", "cgroup/post_bind6", "cgroup/bind4", "cgroup/bind6",
+         "cgroup/connect4", "cgroup/connect6", "cgroup/sendmsg4", "cgroup/sendmsg6", "cgroup/recvmsg4",
+         "cgroup/recvmsg6", "cgroup/getpeername4", "cgroup/getpeername6", "cgroup/getsockname4",
+         "cgroup/getsockname6", "cgroup/sysctl", "cgroup/getsockopt", "cgroup/setsockopt", "cgroup/dev"),
+        AttachKind.CGROUP),
+    "syscall": AttachKind.SYSCALL,
+    "perf_event": AttachKind.PERF_EVENT,
 }
+# the heads of libbpf's exact names with a '/': 'cgroup/nosuch' is a malformed libbpf section
+_LIBBPF_HEADS = frozenset(name.split("/", 1)[0] for name in LIBBPF_KINDS if "/" in name)
+# kinds whose target names a kernel BTF type: libbpf cannot load them without one
+_BTF_KINDS = frozenset({"tp_btf", "fentry", "fexit", "fmod_ret", "fentry.s", "fexit.s", "fmod_ret.s", "lsm",
+                        "lsm.s", "lsm_cgroup", "iter", "iter.s", "freplace"})
+_BTF_WHAT = {"lsm": "LSM hook", "lsm.s": "LSM hook", "lsm_cgroup": "LSM hook", "iter": "iterator",
+             "iter.s": "iterator", "tp_btf": "BTF tracepoint", "freplace": "function"}
 
 
 def _libbpf_kind(main: str) -> str | None:
+    if main in LIBBPF_KINDS:
+        return main
     head = main.split("/", 1)[0]
-    return head if head in LIBBPF_KINDS else None
+    return head if head in LIBBPF_KINDS or head in _LIBBPF_HEADS else None
+
+
+def _libbpf_program_type(main: str) -> ProgType | BpfProgType:
+    """libbpf's program type for ``main`` (``tc/ingress``, ``tc/egress``: evspec's, SCHED_CLS),
+    as the ``ProgType`` member where spec.py has one."""
+    found = find_section_def(main)
+    value = found.prog_type if found is not None else BpfProgType.SCHED_CLS
+    return ProgType(value) if value in ProgType._value2member_map_ else value
 
 
 def _parse_main(
@@ -637,32 +727,24 @@ def _parse_main(
 
 
 def grammar_cache_file() -> str | None:
-    """Where Lark may keep the section grammar's built tables between runs: a file in the user's
-    own evspec cache (``~/.cache/evspec/grammar``, 0700, checked like the compile cache, since Lark
-    unpickles it); None when no safe place exists. Lark itself rebuilds a cache whose grammar,
-    options or Lark version differ."""
-    from evspec.loader.object.compile import cache_refusal, default_cache_dir
+    """Where Lark may keep the section grammar's built tables between runs, for ``_parser`` (the
+    tests' oracle; section names are parsed without Lark): a file in the user's own evspec cache
+    (``~/.cache/evspec/grammar``, 0700, checked like the compile cache, since Lark unpickles it);
+    None when no safe place exists. Lark itself rebuilds a cache whose grammar, options or Lark
+    version differ."""
+    from evspec.loader.object import user_cache
 
-    directory = default_cache_dir().parent / "grammar"
-    try:
-        directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-    except OSError:
+    directory = user_cache.private_dir("grammar")
+    if directory is None:
         return None
-    if cache_refusal(directory) is not None:
-        return None
-    path = directory / "section.lark-cache"
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return str(path)
-    except OSError:
-        return None
-    safe = stat.S_ISREG(st.st_mode) and st.st_uid == os.geteuid() and not st.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
-    return str(path) if safe else None
+    path = os.path.join(directory, "section.lark-cache")
+    return path if not os.path.lexists(path) or user_cache.usable_file(path) else None
 
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
+    """The grammar under Lark itself, configured as ``section_tablegen`` dumps it: the oracle the
+    table-driven parser (``section_lalr``) is tested against."""
     from importlib.resources import files
 
     from lark import Lark
@@ -684,20 +766,18 @@ def _parser() -> Lark:
 
 
 def _parse_tree(main: str, start_rule: str, offset: int, code: str, what: str, perf: str | None) -> Tree:
-    from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken
-
+    """The parse tree of ``main`` (over the committed tables, ``section_lalr``), or the error."""
     try:
-        return _parser().parse(main, start=start_rule)
-    except UnexpectedInput as exc:
-        if isinstance(exc, UnexpectedToken) and exc.token.type != "$END":
+        return load_parser().parse(main, start_rule)
+    except SectionSyntaxError as exc:
+        if exc.token is not None:
             tok = exc.token
-            span = Span(tok.start_pos, tok.end_pos if tok.end_pos is not None else tok.start_pos + 1)
+            span = Span(tok.start_pos, tok.end_pos)
             found = f"unexpected '{tok.value}'"
-        elif isinstance(exc, UnexpectedCharacters):
-            span = Span(exc.pos_in_stream, exc.pos_in_stream + 1)
-            found = f"unexpected character '{main[exc.pos_in_stream]}'"
+        elif not exc.at_end:
+            span = Span(exc.pos, exc.pos + 1)
+            found = f"unexpected character '{main[exc.pos]}'"
         else:
-            assert isinstance(exc, UnexpectedToken | UnexpectedEOF)
             span = Span(max(len(main) - 1, 0), len(main))
             found = "unexpected end"
         raise EvspecError(
@@ -749,21 +829,20 @@ def _parse_tracepoint(
 def _parse_libbpf(
     name: str, main: str, start: int, main_span: Span, settings: tuple[Setting, ...], kind: str
 ) -> SectionSpec:
-    tree = _parse_tree(
-        main,
-        "libbpf",
-        start,
-        codes.BAD_LIBBPF_SECTION,
-        "libbpf-style section",
-        None if ":" in main else "Invalid config string",
-    )
-    from lark import Tree
-
-    prog_type, attach = LIBBPF_KINDS[kind]
-    rule = tree.data
+    perf = None if ":" in main else "Invalid config string"
+    _refuse_unusable_names(main, start, main_span, kind, perf)
+    tree = _parse_tree(main, "libbpf", start, codes.BAD_LIBBPF_SECTION, "libbpf-style section", perf)
     kids = tree.children
-    target: Target | None
-    if rule == "lb_tracepoint":
+    word = str(kids[0])
+    attach = LIBBPF_KINDS[word]
+    rule = tree.data
+    target: Target | None = None
+    note: str | None = None
+    if len(kids) == 1 and rule not in ("lb_bare", "lb_tc", "lb_struct_ops"):
+        note = (f"libbpf attaches a SEC(\"{word}\") program only by hand (the section names no target): "
+                "it is loaded and not attached")
+        attach = AttachKind.NONE
+    elif rule == "lb_tracepoint":
         sys_tok, ev_tok = kids[1], kids[2]
         target = TracepointTarget(
             str(sys_tok),
@@ -787,15 +866,15 @@ def _parse_libbpf(
             file=None,
             line=None,
             offset=offset,
-            retprobe=kind in ("kretprobe", "uretprobe"),
+            retprobe=word.startswith(("kret", "uret")),
             address=None,
             span=Span(_tok_span(func_tok, start).start, main_span.end),  # type: ignore[arg-type]
         )
         target = ProbeTarget(None, None, point, (), binary, None, main_span)
+    elif rule == "lb_btf":
+        target = BtfTarget(word, str(kids[1]), _tok_span(kids[1], start))  # type: ignore[arg-type]
     elif attach in NET_HOOKS:
         target = _net_target(attach, kids, main_span, settings)
-    else:
-        target = None
     if ":" in main:
         sys_name, ev_name = main.split(":", 1)
         reason = (
@@ -809,7 +888,7 @@ def _parse_libbpf(
     return SectionSpec(
         name=name,
         style=SectionStyle.LIBBPF,
-        program_type=prog_type,
+        program_type=_libbpf_program_type(main),
         attach=attach,
         target=target,
         main_span=main_span,
@@ -818,7 +897,53 @@ def _parse_libbpf(
         perf_compatible=False,
         perf_reason=reason,
         perf_message=perf_message,
+        note=note,
     )
+
+
+def _refuse_unusable_names(main: str, start: int, main_span: Span, kind: str, perf: str | None) -> None:
+    """Three libbpf names that the grammar alone would call merely malformed: one libbpf does not
+    have (``cgroup/nosuch``), a BTF kind with no target (libbpf cannot load it) and a uprobe with a
+    binary but no function."""
+    if kind not in LIBBPF_KINDS:
+        known = sorted(n for n in LIBBPF_KINDS if n.startswith(kind + "/"))
+        raise EvspecError(
+            error(
+                codes.BAD_LIBBPF_SECTION,
+                f"libbpf has no section named '{main}' (libbpf cannot load it either: its program type "
+                "is unknown)",
+                main_span,
+                help=(f"the {kind}/ sections are: {', '.join(known)}",),
+                perf_message=perf,
+                perf_help=ADD_V_HELP if perf else None,
+            )
+        )
+    if kind in _BTF_KINDS and main == kind:
+        what = _BTF_WHAT.get(kind, "kernel function")
+        raise EvspecError(
+            error(
+                codes.BAD_LIBBPF_SECTION,
+                f"'{main}' names no {what} (write {kind}/NAME): libbpf cannot load it either ('no BTF-based "
+                "attach target is specified')",
+                main_span,
+                help=(f"name the {what}: SEC(\"{kind}/NAME\")",),
+                perf_message=perf,
+                perf_help=ADD_V_HELP if perf else None,
+            )
+        )
+    if kind.startswith(("uprobe", "uretprobe")) and "/" in main and ":" not in main:
+        raise EvspecError(
+            error(
+                codes.BAD_LIBBPF_SECTION,
+                f"malformed libbpf-style section '{main}': a uprobe names the binary and its function, "
+                f"'{main.split('/', 1)[0]}/PATH:FUNC[+OFFSET]'",
+                Span(start + max(len(main) - 1, 0), start + len(main)),
+                help=("libbpf loads such a program and attaches it only by hand (as a tool does with "
+                      "bpf_program__attach_uprobe); evspec verify loads it too",),
+                perf_message=perf,
+                perf_help=ADD_V_HELP if perf else None,
+            )
+        )
 
 
 def _net_target(attach: AttachKind, kids: list[object], main_span: Span, settings: tuple[Setting, ...]) -> NetHookTarget:
@@ -843,8 +968,6 @@ def _net_target(attach: AttachKind, kids: list[object], main_span: Span, setting
 def _parse_probe(
     name: str, main: str, start: int, main_span: Span, settings: tuple[Setting, ...]
 ) -> SectionSpec:
-    from lark import Tree
-
     tree = _parse_tree(main, "probe", start, codes.BAD_PROBE_DEFINITION, "probe definition", "Invalid config string")
     group: str | None = None
     event: str | None = None
@@ -960,8 +1083,6 @@ def _parse_probe(
 
 
 def _probe_point(tree: Tree, offset: int) -> ProbePoint:
-    from lark import Tree
-
     span = _tree_span(tree, offset)
     first = tree.children[0]
     if tree.data == "address_point":
@@ -987,8 +1108,6 @@ def _probe_point(tree: Tree, offset: int) -> ProbePoint:
 
 
 def _probe_arg(tree: Tree, main: str, offset: int) -> ProbeArg:
-    from lark import Tree
-
     span = _tree_span(tree, offset)
     name: str | None = None
     kids = list(tree.children)

@@ -1,0 +1,355 @@
+"""libbpf 1.1's section names as data: the program type, expected attach type and load flags
+libbpf gives a program from its ``SEC()`` name, and which kernel BTF type the name's target is.
+
+The facts come from libbpf 1.1's ``section_defs`` table; the table here is evspec's own writing of
+them. Matching is libbpf's: a definition with ``plus`` takes its name alone (``kprobe``) or followed
+by ``/`` and anything (``kprobe/do_unlinkat``); one without takes its exact name only (``xdp``,
+``cgroup/connect4``); the first definition that matches wins, so ``xdp.frags/devmap`` comes before
+``xdp.frags``. A leading ``?`` (libbpf's autoload-off mark) is not part of the name.
+
+``load_params`` is what a program of the section is loaded with, as libbpf loads it; what libbpf
+cannot load from the name alone (``fentry`` without a function, ``freplace``, which needs a target
+program, ``struct_ops``, which needs its struct_ops map) is an ``ObjectError`` naming it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import IntEnum
+from typing import TYPE_CHECKING
+
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.btf import BtfKind
+
+from evspec.codes import kernel as codes
+
+if TYPE_CHECKING:
+    from evspec.loader.object.target_btf import TargetBtf
+
+BPF_F_SLEEPABLE = 1 << 4
+BPF_F_XDP_HAS_FRAGS = 1 << 5
+# libbpf builds the looked-up name in a 128-byte buffer; a longer one is ENAMETOOLONG
+BTF_MAX_NAME_SIZE = 128
+
+
+class BpfProgType(IntEnum):
+    """``enum bpf_prog_type``, all of it."""
+
+    UNSPEC = 0
+    SOCKET_FILTER = 1
+    KPROBE = 2
+    SCHED_CLS = 3
+    SCHED_ACT = 4
+    TRACEPOINT = 5
+    XDP = 6
+    PERF_EVENT = 7
+    CGROUP_SKB = 8
+    CGROUP_SOCK = 9
+    LWT_IN = 10
+    LWT_OUT = 11
+    LWT_XMIT = 12
+    SOCK_OPS = 13
+    SK_SKB = 14
+    CGROUP_DEVICE = 15
+    SK_MSG = 16
+    RAW_TRACEPOINT = 17
+    CGROUP_SOCK_ADDR = 18
+    LWT_SEG6LOCAL = 19
+    LIRC_MODE2 = 20
+    SK_REUSEPORT = 21
+    FLOW_DISSECTOR = 22
+    CGROUP_SYSCTL = 23
+    RAW_TRACEPOINT_WRITABLE = 24
+    CGROUP_SOCKOPT = 25
+    TRACING = 26
+    STRUCT_OPS = 27
+    EXT = 28
+    LSM = 29
+    SK_LOOKUP = 30
+    SYSCALL = 31
+
+
+class BpfAttachType(IntEnum):
+    """``enum bpf_attach_type`` up to what libbpf 1.1 names in its table."""
+
+    CGROUP_INET_INGRESS = 0
+    CGROUP_INET_EGRESS = 1
+    CGROUP_INET_SOCK_CREATE = 2
+    CGROUP_SOCK_OPS = 3
+    SK_SKB_STREAM_PARSER = 4
+    SK_SKB_STREAM_VERDICT = 5
+    CGROUP_DEVICE = 6
+    SK_MSG_VERDICT = 7
+    CGROUP_INET4_BIND = 8
+    CGROUP_INET6_BIND = 9
+    CGROUP_INET4_CONNECT = 10
+    CGROUP_INET6_CONNECT = 11
+    CGROUP_INET4_POST_BIND = 12
+    CGROUP_INET6_POST_BIND = 13
+    CGROUP_UDP4_SENDMSG = 14
+    CGROUP_UDP6_SENDMSG = 15
+    LIRC_MODE2 = 16
+    FLOW_DISSECTOR = 17
+    CGROUP_SYSCTL = 18
+    CGROUP_UDP4_RECVMSG = 19
+    CGROUP_UDP6_RECVMSG = 20
+    CGROUP_GETSOCKOPT = 21
+    CGROUP_SETSOCKOPT = 22
+    TRACE_RAW_TP = 23
+    TRACE_FENTRY = 24
+    TRACE_FEXIT = 25
+    MODIFY_RETURN = 26
+    LSM_MAC = 27
+    TRACE_ITER = 28
+    CGROUP_INET4_GETPEERNAME = 29
+    CGROUP_INET6_GETPEERNAME = 30
+    CGROUP_INET4_GETSOCKNAME = 31
+    CGROUP_INET6_GETSOCKNAME = 32
+    XDP_DEVMAP = 33
+    CGROUP_INET_SOCK_RELEASE = 34
+    XDP_CPUMAP = 35
+    SK_LOOKUP = 36
+    XDP = 37
+    SK_SKB_VERDICT = 38
+    SK_REUSEPORT_SELECT = 39
+    SK_REUSEPORT_SELECT_OR_MIGRATE = 40
+    PERF_EVENT = 41
+    TRACE_KPROBE_MULTI = 42
+    LSM_CGROUP = 43
+
+
+@dataclass(frozen=True, slots=True)
+class BtfLookup:
+    """How libbpf finds the kernel BTF type a section's target names: ``prefix`` + target, of
+    ``kind`` (``btf_trace_NAME`` typedefs for tp_btf, ``bpf_lsm_NAME`` functions for lsm,
+    ``bpf_iter_NAME`` functions for iter, the function itself for fentry/fexit/fmod_ret)."""
+
+    prefix: str
+    kind: BtfKind
+    what: str  # what the target is, in words
+
+
+_BTF_LOOKUPS: dict[int, BtfLookup] = {
+    BpfAttachType.TRACE_RAW_TP: BtfLookup("btf_trace_", BtfKind.TYPEDEF, "BTF tracepoint"),
+    BpfAttachType.LSM_MAC: BtfLookup("bpf_lsm_", BtfKind.FUNC, "LSM hook"),
+    BpfAttachType.LSM_CGROUP: BtfLookup("bpf_lsm_", BtfKind.FUNC, "LSM hook"),
+    BpfAttachType.TRACE_ITER: BtfLookup("bpf_iter_", BtfKind.FUNC, "iterator"),
+}
+
+
+@dataclass(frozen=True, slots=True)
+class SectionDef:
+    """One entry of libbpf's table."""
+
+    name: str
+    prog_type: BpfProgType
+    attach_type: int = 0  # the expected attach type libbpf loads the program with
+    plus: bool = False  # the name alone or NAME/ANYTHING (libbpf writes it 'NAME+')
+    sleepable: bool = False  # loaded with BPF_F_SLEEPABLE
+    xdp_frags: bool = False  # loaded with BPF_F_XDP_HAS_FRAGS
+    attach_btf: bool = False  # the target is a kernel BTF type (attach_btf_id)
+
+    def matches(self, section: str) -> bool:
+        if not self.plus:
+            return section == self.name
+        return section.startswith(self.name) and section[len(self.name):len(self.name) + 1] in ("", "/")
+
+    @property
+    def prog_flags(self) -> int:
+        return (BPF_F_SLEEPABLE if self.sleepable else 0) | (BPF_F_XDP_HAS_FRAGS if self.xdp_frags else 0)
+
+    @property
+    def btf_lookup(self) -> BtfLookup | None:
+        if not self.attach_btf or self.prog_type == BpfProgType.EXT:
+            return None
+        return _BTF_LOOKUPS.get(self.attach_type, BtfLookup("", BtfKind.FUNC, "function"))
+
+
+def _plus(name: str, prog_type: BpfProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
+    return SectionDef(name, prog_type, attach_type, plus=True, **flags)
+
+
+def _exact(name: str, prog_type: BpfProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
+    return SectionDef(name, prog_type, attach_type, **flags)
+
+
+P, A = BpfProgType, BpfAttachType
+_BTF = {"attach_btf": True}
+_SLEEP_BTF = {"attach_btf": True, "sleepable": True}
+
+#: libbpf 1.1's table, in its order (the first match wins)
+SECTION_DEFS: tuple[SectionDef, ...] = (
+    _exact("socket", P.SOCKET_FILTER),
+    _exact("sk_reuseport/migrate", P.SK_REUSEPORT, A.SK_REUSEPORT_SELECT_OR_MIGRATE),
+    _exact("sk_reuseport", P.SK_REUSEPORT, A.SK_REUSEPORT_SELECT),
+    _plus("kprobe", P.KPROBE),
+    _plus("uprobe", P.KPROBE),
+    _plus("uprobe.s", P.KPROBE, sleepable=True),
+    _plus("kretprobe", P.KPROBE),
+    _plus("uretprobe", P.KPROBE),
+    _plus("uretprobe.s", P.KPROBE, sleepable=True),
+    _plus("kprobe.multi", P.KPROBE, A.TRACE_KPROBE_MULTI),
+    _plus("kretprobe.multi", P.KPROBE, A.TRACE_KPROBE_MULTI),
+    _plus("ksyscall", P.KPROBE),
+    _plus("kretsyscall", P.KPROBE),
+    _plus("usdt", P.KPROBE),
+    _exact("tc", P.SCHED_CLS),
+    _exact("classifier", P.SCHED_CLS),
+    _exact("action", P.SCHED_ACT),
+    _plus("tracepoint", P.TRACEPOINT),
+    _plus("tp", P.TRACEPOINT),
+    _plus("raw_tracepoint", P.RAW_TRACEPOINT),
+    _plus("raw_tp", P.RAW_TRACEPOINT),
+    _plus("raw_tracepoint.w", P.RAW_TRACEPOINT_WRITABLE),
+    _plus("raw_tp.w", P.RAW_TRACEPOINT_WRITABLE),
+    _plus("tp_btf", P.TRACING, A.TRACE_RAW_TP, **_BTF),
+    _plus("fentry", P.TRACING, A.TRACE_FENTRY, **_BTF),
+    _plus("fmod_ret", P.TRACING, A.MODIFY_RETURN, **_BTF),
+    _plus("fexit", P.TRACING, A.TRACE_FEXIT, **_BTF),
+    _plus("fentry.s", P.TRACING, A.TRACE_FENTRY, **_SLEEP_BTF),
+    _plus("fmod_ret.s", P.TRACING, A.MODIFY_RETURN, **_SLEEP_BTF),
+    _plus("fexit.s", P.TRACING, A.TRACE_FEXIT, **_SLEEP_BTF),
+    _plus("freplace", P.EXT, **_BTF),
+    _plus("lsm", P.LSM, A.LSM_MAC, **_BTF),
+    _plus("lsm.s", P.LSM, A.LSM_MAC, **_SLEEP_BTF),
+    _plus("lsm_cgroup", P.LSM, A.LSM_CGROUP, **_BTF),
+    _plus("iter", P.TRACING, A.TRACE_ITER, **_BTF),
+    _plus("iter.s", P.TRACING, A.TRACE_ITER, **_SLEEP_BTF),
+    _exact("syscall", P.SYSCALL, sleepable=True),
+    _exact("xdp.frags/devmap", P.XDP, A.XDP_DEVMAP, xdp_frags=True),
+    _exact("xdp/devmap", P.XDP, A.XDP_DEVMAP),
+    _exact("xdp.frags/cpumap", P.XDP, A.XDP_CPUMAP, xdp_frags=True),
+    _exact("xdp/cpumap", P.XDP, A.XDP_CPUMAP),
+    _exact("xdp.frags", P.XDP, A.XDP, xdp_frags=True),
+    _exact("xdp", P.XDP, A.XDP),
+    _exact("perf_event", P.PERF_EVENT),
+    _exact("lwt_in", P.LWT_IN),
+    _exact("lwt_out", P.LWT_OUT),
+    _exact("lwt_xmit", P.LWT_XMIT),
+    _exact("lwt_seg6local", P.LWT_SEG6LOCAL),
+    _exact("sockops", P.SOCK_OPS, A.CGROUP_SOCK_OPS),
+    _exact("sk_skb/stream_parser", P.SK_SKB, A.SK_SKB_STREAM_PARSER),
+    _exact("sk_skb/stream_verdict", P.SK_SKB, A.SK_SKB_STREAM_VERDICT),
+    _exact("sk_skb", P.SK_SKB),
+    _exact("sk_msg", P.SK_MSG, A.SK_MSG_VERDICT),
+    _exact("lirc_mode2", P.LIRC_MODE2, A.LIRC_MODE2),
+    _exact("flow_dissector", P.FLOW_DISSECTOR, A.FLOW_DISSECTOR),
+    _exact("cgroup_skb/ingress", P.CGROUP_SKB, A.CGROUP_INET_INGRESS),
+    _exact("cgroup_skb/egress", P.CGROUP_SKB, A.CGROUP_INET_EGRESS),
+    _exact("cgroup/skb", P.CGROUP_SKB),
+    _exact("cgroup/sock_create", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_CREATE),
+    _exact("cgroup/sock_release", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_RELEASE),
+    _exact("cgroup/sock", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_CREATE),
+    _exact("cgroup/post_bind4", P.CGROUP_SOCK, A.CGROUP_INET4_POST_BIND),
+    _exact("cgroup/post_bind6", P.CGROUP_SOCK, A.CGROUP_INET6_POST_BIND),
+    _exact("cgroup/bind4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_BIND),
+    _exact("cgroup/bind6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_BIND),
+    _exact("cgroup/connect4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_CONNECT),
+    _exact("cgroup/connect6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_CONNECT),
+    _exact("cgroup/sendmsg4", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP4_SENDMSG),
+    _exact("cgroup/sendmsg6", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP6_SENDMSG),
+    _exact("cgroup/recvmsg4", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP4_RECVMSG),
+    _exact("cgroup/recvmsg6", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP6_RECVMSG),
+    _exact("cgroup/getpeername4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_GETPEERNAME),
+    _exact("cgroup/getpeername6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_GETPEERNAME),
+    _exact("cgroup/getsockname4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_GETSOCKNAME),
+    _exact("cgroup/getsockname6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_GETSOCKNAME),
+    _exact("cgroup/sysctl", P.CGROUP_SYSCTL, A.CGROUP_SYSCTL),
+    _exact("cgroup/getsockopt", P.CGROUP_SOCKOPT, A.CGROUP_GETSOCKOPT),
+    _exact("cgroup/setsockopt", P.CGROUP_SOCKOPT, A.CGROUP_SETSOCKOPT),
+    _exact("cgroup/dev", P.CGROUP_DEVICE, A.CGROUP_DEVICE),
+    _plus("struct_ops", P.STRUCT_OPS),
+    _exact("sk_lookup", P.SK_LOOKUP, A.SK_LOOKUP),
+)
+del P, A
+
+
+def unmarked(section: str) -> str:
+    """The section name without libbpf's autoload-off ``?``."""
+    return section[1:] if section.startswith("?") else section
+
+
+def find_section_def(section: str) -> SectionDef | None:
+    """The definition libbpf 1.1 picks for ``section`` (None: libbpf does not know the name, and
+    cannot load the program: its type stays unspecified)."""
+    name = unmarked(section)
+    return next((d for d in SECTION_DEFS if d.matches(name)), None)
+
+
+def attach_target(section: str) -> str | None:
+    """What follows the first ``/`` (libbpf's attach name), None when there is no ``/``."""
+    name = unmarked(section)
+    return name.split("/", 1)[1] if "/" in name else None
+
+
+def section_prog_flags(section: str) -> int:
+    """BPF_F_SLEEPABLE / BPF_F_XDP_HAS_FRAGS for a section; perf-style settings in front of the
+    name (``dev=eth0;xdp.frags``) do not count."""
+    found = find_section_def(unmarked(section).rsplit(";", 1)[-1])
+    return found.prog_flags if found is not None else 0
+
+
+@dataclass(frozen=True, slots=True)
+class LoadParams:
+    """What BPF_PROG_LOAD gets for a program of a section, besides its instructions."""
+
+    prog_type: int
+    expected_attach_type: int = 0
+    prog_flags: int = 0
+    target: str | None = None  # what the section names after its '/', when it is a BTF type
+    lookup: BtfLookup | None = None  # how that target is found in the kernel's BTF
+
+    @property
+    def btf_name(self) -> str | None:
+        """The kernel BTF type whose id is the program's attach_btf_id."""
+        return None if self.lookup is None or self.target is None else self.lookup.prefix + self.target
+
+    def attach_btf_id(self, kernel_btf: TargetBtf) -> int:
+        """The id of ``btf_name`` in the running kernel's BTF; 0 when none is needed.
+        ``ObjectError`` when the kernel has no such type (libbpf: ESRCH)."""
+        name, lookup = self.btf_name, self.lookup
+        if name is None or lookup is None:
+            return 0
+        found = kernel_btf_id(kernel_btf, name, lookup.kind)
+        if found is None:
+            kind = "typedef" if lookup.kind == BtfKind.TYPEDEF else "function"
+            where = f" (no {kind} '{name}' in its BTF)" if lookup.prefix else " in its BTF"
+            raise ObjectError(codes.BAD_SECTION, f"the kernel has no {lookup.what} '{self.target}'{where}; libbpf "
+                              "fails the same way (ESRCH)")
+        return found
+
+
+def kernel_btf_id(target: TargetBtf, name: str, kind: BtfKind) -> int | None:
+    """The first type of ``kind`` named exactly ``name`` (libbpf's btf__find_by_name_kind)."""
+    btf = target.btf
+    return next((i for i in target.named(name) if btf.type(i).kind == kind and btf.type(i).name == name), None)
+
+
+def load_params(section: str) -> LoadParams | None:
+    """How libbpf 1.1 loads a program of ``section`` (None: not a name libbpf knows). Raises
+    ``ObjectError`` saying why for what libbpf cannot load from the name alone (the caller names
+    the section)."""
+    found = find_section_def(section)
+    if found is None:
+        return None
+    name = unmarked(section)
+    if found.prog_type == BpfProgType.STRUCT_OPS:
+        raise ObjectError(codes.BAD_SECTION, "struct_ops programs are loaded for the struct_ops map "
+                          "(SEC(\".struct_ops\")) that uses them, and evspec does not create struct_ops maps")
+    if found.prog_type == BpfProgType.EXT:
+        raise ObjectError(codes.BAD_SECTION, "a freplace program replaces a function of another loaded "
+                          "program, and a section name cannot say which program (libbpf refuses it too: 'attach program "
+                          "FD is not set')")
+    lookup = found.btf_lookup
+    params = LoadParams(int(found.prog_type), found.attach_type, found.prog_flags)
+    if lookup is None:
+        return params
+    target = attach_target(name)
+    if target is None:
+        raise ObjectError(codes.BAD_SECTION, f"no {lookup.what} is named: write {found.name}/NAME (libbpf "
+                          "refuses it too: 'no BTF-based attach target is specified')")
+    btf_name = lookup.prefix + target
+    if len(btf_name) >= BTF_MAX_NAME_SIZE:
+        raise ObjectError(codes.BAD_SECTION, f"the BTF name '{btf_name}' is {len(btf_name)} characters long; "
+                          f"libbpf takes at most {BTF_MAX_NAME_SIZE - 1} (ENAMETOOLONG)")
+    return LoadParams(params.prog_type, params.expected_attach_type, params.prog_flags, target, lookup)
