@@ -56,8 +56,9 @@ from evspec.loader.output.typed import RecordDecoder, TypedDecoders
 from evspec.ast import BpfEvent, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
 from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
+from evspec.cpus import parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
-from evspec.system.model import System, parse_cpu_list
+from evspec.system.model import System
 
 if TYPE_CHECKING:
     from evspec.loader.object.map_dump import MapDump

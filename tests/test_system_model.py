@@ -6,13 +6,13 @@ import json
 
 import pytest
 
+from evspec.cpus import parse_cpu_list
 from evspec.system import (
     FormatField,
     SnapshotError,
     SnapshotSystem,
     TracefsUnavailable,
     load_system,
-    parse_cpu_list,
     parse_format,
     pmu_suffix_matches,
     read_snapshot,

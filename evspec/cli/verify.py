@@ -177,11 +177,11 @@ def _count_core(functions: Sequence[ProgramSpec], result: ProgramResult) -> None
 def _pin_root(spec: ObjectSpec) -> Iterator[str]:
     """Where maps pinned by name go: a fresh directory on bpffs (a private mount when none is
     mounted at /sys/fs/bpf), removed with whatever was pinned in it."""
-    import tempfile
-
     if not any(m.pinning for m in spec.maps):
         yield "/sys/fs/bpf/evspec-verify-unused"
         return
+    import tempfile
+
     mounted = None
     if _is_bpffs("/sys/fs/bpf"):
         root = tempfile.mkdtemp(prefix="evspec-verify-", dir="/sys/fs/bpf")

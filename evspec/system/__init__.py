@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from evspec.cpus import parse_cpu_list
 from evspec.system.model import (
     Features,
     FormatField,
@@ -16,7 +17,6 @@ from evspec.system.model import (
     System,
     TracefsUnavailable,
     TracepointMatch,
-    parse_cpu_list,
     parse_format,
     pmu_suffix_matches,
 )

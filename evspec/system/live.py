@@ -12,6 +12,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from evspec.cpus import parse_cpu_list
 from evspec.system.model import (
     TRACEFS_NON_EVENTS,
     TRACEFS_NON_SYSTEMS,
@@ -20,7 +21,6 @@ from evspec.system.model import (
     PmuAlias,
     System,
     TracefsUnavailable,
-    parse_cpu_list,
     parse_format,
 )
 

@@ -129,25 +129,6 @@ class PmuAlias:
 
 
 # --------------------------------------------------------------------------------------------
-# CPU lists
-
-
-def parse_cpu_list(text: str) -> tuple[int, ...]:
-    """``0-3,8,10-11`` -> (0, 1, 2, 3, 8, 10, 11)."""
-    cpus: set[int] = set()
-    for part in text.strip().split(","):
-        part = part.strip()
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        first, last = int(lo), int(hi or lo)
-        if last < first:
-            raise ValueError(f"bad CPU range {part!r}")
-        cpus.update(range(first, last + 1))
-    return tuple(sorted(cpus))
-
-
-# --------------------------------------------------------------------------------------------
 # PMUs
 
 

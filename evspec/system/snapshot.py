@@ -32,6 +32,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from evspec.cpus import parse_cpu_list
 from evspec.system.model import (
     Features,
     FormatField,
@@ -39,7 +40,6 @@ from evspec.system.model import (
     PmuAlias,
     System,
     TracefsUnavailable,
-    parse_cpu_list,
     parse_format,
 )
 

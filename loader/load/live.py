@@ -42,7 +42,6 @@ from evspec.loader.object.btf_fixup import (
     probe_blobs,
     program_btf_info,
 )
-from evspec.loader.object.compile import possible_cpus  # also the size of a default perf event array
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
 from evspec.loader.object.libbpf_sections import section_prog_flags
@@ -51,6 +50,7 @@ from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes
+from evspec.cpus import possible_cpus
 
 _MAP_SECTIONS = (".maps", "maps")
 DEFAULT_PIN_ROOT = "/sys/fs/bpf"  # libbpf's pin_root_path: maps pinned by name go to DIR/NAME

@@ -31,7 +31,7 @@ from pathlib import Path
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import bpf as codes
-from evspec.system.model import parse_cpu_list
+from evspec.cpus import possible_cpus
 
 log = logging.getLogger(__name__)
 
@@ -56,15 +56,6 @@ def find_clang(clang: str | None = None) -> str:
             perf_message="Error when compiling BPF scriptlet",
             help=("install clang (Debian/Ubuntu: apt-get install clang) or set EVSPEC_CLANG",))
     return found
-
-
-def possible_cpus(sysfs: Path = Path("/sys/devices/system/cpu/possible")) -> int:
-    """How many CPUs the kernel can ever bring up (``__NR_CPUS__`` of the compiled program)."""
-    try:
-        text = sysfs.read_text().strip()
-    except OSError:
-        return os.cpu_count() or 1
-    return len(parse_cpu_list(text))
 
 
 def linux_version_code(release: str | None = None) -> int:
