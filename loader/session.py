@@ -53,11 +53,12 @@ from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 from evspec.loader.output.tracefs_format import TracepointDecoders
 from evspec.loader.output.typed import RecordDecoder, TypedDecoders
 
-from evspec.ast import BpfEvent, EventList
+from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
 from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
 from evspec.cpus import parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
+from evspec.rules import program_event_name
 from evspec.system.model import System
 
 if TYPE_CHECKING:
@@ -156,6 +157,18 @@ class Target:
         if workload_pid is None:
             raise ObjectError(CODE_WORKLOAD, "nothing to record: give a command, -p PID, -a or -C")
         return Target(online_cpus(), (workload_pid,), True)
+
+
+def _events_before(lists: Sequence[EventList], spec_index: int, event: BpfEvent) -> list[tuple[Event, str]]:
+    """The events of a command before ``event`` (of string ``spec_index``), each with its string's
+    text: what a ``prog:NAME.event=`` term of ``event`` may name."""
+    out: list[tuple[Event, str]] = []
+    for events in lists[:spec_index + 1]:
+        for earlier in events.events():
+            if earlier is event:
+                return out
+            out.append((earlier, events.source))
+    return out
 
 
 @dataclass(slots=True)
@@ -399,7 +412,9 @@ class RecordSession:
                 live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred,
                                    expected_attach_types={a.program: a.expected_attach_type for a in attachments},
                                    attach_btf_ids={a.program: a.attach_btf_id for a in attachments}, **pins)
-                on_events = tuple((t.prog_name, t.value.text) for t in ref.event.prog_terms if t.value is not None)
+                earlier = _events_before(lists, ref.spec_index, ref.event)
+                on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
+                                  for t in ref.event.prog_terms if t.value is not None)
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
                 self._record_types.append(record_types(ref.event, spec))
             if system is not None and hasattr(system, "notes"):

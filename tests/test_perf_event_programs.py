@@ -78,3 +78,15 @@ def test_the_program_runs_on_the_ticks_of_the_workload(built: Path, root_kernel:
     assert len(pids) == 1 and all(r["event"] == "__bpf_stdout__" for r in records)
     assert pids == {records[0]["pid"]}  # the program ran in the task the sample names
     assert "evspec record: perf_event program 'on_tick' set on 2 instance(s) of tick\n" in err
+
+
+def test_the_program_goes_on_an_event_named_by_its_bare_name(built: Path, root_kernel: None,
+                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    """COMPAT 1.14's example: prog:on_tick.event=cpu-clock finds the earlier cpu-clock/freq=N/."""
+    monkeypatch.chdir(built)
+    status, out, err = _record("-v", "--format", "json", "-e", "cpu-clock/freq=1000/",
+                               "-e", "./sampler.o/prog:on_tick.event=cpu-clock/", "--", "./spin", "200")
+    assert status == 0, err
+    records = [json.loads(line) for line in out.splitlines()][:-1]
+    assert len(records) >= 50 and all(r["event"] == "__bpf_stdout__" for r in records), err
+    assert "perf_event program 'on_tick' set on 2 instance(s) of cpu-clock/freq=1000/\n" in err

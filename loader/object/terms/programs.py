@@ -16,6 +16,7 @@ from evspec.loader.object.terms.maps import EventFacts, EventKind
 from evspec.ast import BpfEvent, Word
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error
+from evspec.rules import program_event_reference
 
 _NOT_SAMPLING = (EventKind.TRACEPOINT, EventKind.BREAKPOINT, EventKind.BPF, EventKind.TOOL)
 
@@ -38,7 +39,7 @@ def check_prog_terms(event: BpfEvent, spec: ObjectSpec, defined_events: Mapping[
                              f"program '{prog.name}' is in section '{prog.section}', not a perf_event program",
                              term.name_span, help=("prog:NAME.event= puts a SEC(\"perf_event\") program on an event",)))
             continue
-        facts = defined_events.get(term.value.text) if isinstance(term.value, Word) else None
+        facts = _event_facts(term.value.text, defined_events) if isinstance(term.value, Word) else None
         if facts is not None and facts.kind in _NOT_SAMPLING:
             assert term.value is not None
             out.append(error(codes.EVENT_CANNOT_CARRY_PROGRAM,
@@ -46,6 +47,16 @@ def check_prog_terms(event: BpfEvent, spec: ObjectSpec, defined_events: Mapping[
                              "goes on a sampling event", term.value.span,
                              help=("for example -e cpu-clock/freq=99,name=tick/ and prog:NAME.event=tick",)))
     return out
+
+
+def _event_facts(text: str, defined_events: Mapping[str, EventFacts]) -> EventFacts | None:
+    """The event a prog: term names (by name, literal text, else bare name); None when the syntax
+    stage has reported it missing or ambiguous."""
+    try:
+        key = program_event_reference(text, defined_events.keys())
+    except ValueError:
+        return None
+    return None if key is None else defined_events[key]
 
 
 def perf_event_programs(event: BpfEvent) -> frozenset[str]:
