@@ -49,6 +49,7 @@ from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
+from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 from evspec.loader.output.tracefs_format import TracepointDecoders
 from evspec.loader.output.typed import RecordDecoder, TypedDecoders
@@ -344,6 +345,7 @@ class RecordSession:
         self.bpf_rings: list[BpfRingReader] = []  # every BPF_MAP_TYPE_RINGBUF map of the objects
         self._ring_records: deque[RingRecordLine] = deque()
         self._typed_rings: dict[int, RecordDecoder] = {}  # id(reader) -> its map's map:NAME.type
+        self._ring_btf: dict[int, int] = {}  # id(reader) of a typed ring -> its object's index
         self.typed_events = TypedDecoders()  # bpf-output event name -> its map's map:NAME.type
         self._record_types: list[dict[str, str]] = []  # per object: map name -> TYPE
         self._ring_bytes = 0
@@ -585,19 +587,37 @@ class RecordSession:
         the bpf-output events a perf event array holds (its updates' events, __bpf_stdout__'s
         automatic one included)."""
         readers = iter(self.bpf_rings)
-        for obj, types in zip(self.objects, self._record_types, strict=True):
+        for index, (obj, types) in enumerate(zip(self.objects, self._record_types, strict=True)):
             rings = [lm for lm in obj.live.maps.values() if lm.spec.type == MapType.RINGBUF]
             spec = obj.live.spec
             for lm, reader in zip(rings, readers, strict=False):  # _map_bpf_rings' order
                 if lm.name in types:
                     self._typed_rings[id(reader)] = RecordDecoder.named(spec.btf, types[lm.name])
+                    self._ring_btf[id(reader)] = index
             for u in obj.updates:
                 if u.event is not None and u.map_name in types:
                     self.typed_events.add(u.event, RecordDecoder.named(spec.btf, types[u.map_name]))
 
     def file_attrs(self) -> list[FileAttr]:
-        """The events as a perf.data file lists them (name, attr, the ids of their fds)."""
-        return [FileAttr.of(ev.name, ev.attr, ev.ids) for ev in self.events]
+        """The events as a perf.data file lists them (name, attr, the ids of their fds), then an
+        event of its own for each ring buffer map (``ringbuf_capture``; a typed map's names its
+        type in ``ring_btfs``)."""
+        rings = []
+        for reader, ident in self.ring_events():
+            decoder = self._typed_rings.get(id(reader))
+            attr = ring_event_attr() if decoder is None else ring_event_attr(self._ring_btf[id(reader)] + 1,
+                                                                            decoder.type_id)
+            rings.append(FileAttr.of(reader.name, attr, (ident,)))
+        return [FileAttr.of(ev.name, ev.attr, ev.ids) for ev in self.events] + rings
+
+    def ring_events(self) -> list[tuple[BpfRingReader, int]]:
+        """Every ring buffer map's reader with the id of its event in a capture file."""
+        return [(reader, RING_ID_BASE + i) for i, reader in enumerate(self.bpf_rings)]
+
+    def ring_btfs(self) -> dict[int, bytes]:
+        """The BTF of each object with a typed ring buffer map, by the id ``file_attrs`` gives it
+        (the object's index + 1), for a capture file's HEADER_BPF_BTF."""
+        return {index + 1: self.objects[index].live.spec.btf or b"" for index in self._ring_btf.values()}
 
     @property
     def name_width(self) -> int:

@@ -62,7 +62,9 @@ def test_hexdump_of_whole_lines_has_no_padding() -> None:
         (b"hello1\0\0\0\0\0\0", "hello1"),
         (b"abcd", None),  # not NUL-terminated
         (b"a\x01b\0", None),  # unprintable before the NUL
-        (b"tab\there\0", "tab\there"),
+        (b"tab\there\0", None),  # a tab is not printable to perf's bpf-output printer
+        (b"hi\0x\0", None),  # text after the NUL
+        (b"caf\xe9\0", "caf\xe9"),  # perf counts Latin-1 letters printable
         (b"", None),
         (None, None),
     ],

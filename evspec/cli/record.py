@@ -115,7 +115,6 @@ def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object
 
 
 def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
-    from evspec.codes.kernel import RING_BUFFER
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
@@ -181,10 +180,6 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 for note in session.all_notes():
                     err.write(f"evspec record: {note}\n")
             if args.output:
-                if session.bpf_rings:
-                    names = ", ".join(r.name for r in session.bpf_rings)
-                    raise ObjectError(RING_BUFFER, f"ring buffer records ({names}) are not written to perf.data "
-                                                   "yet: record them without -o", help=("--format json keeps every record",))
                 capture = _open_capture(args, session)
             dump_names = _dump_names(args.dump_maps)
             _check_dump_names(session, dump_names)
@@ -285,10 +280,15 @@ def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:
     """The perf.data file of ``-o``, with COMM records for the tasks that exist already."""
     from evspec import __version__
     from evspec.loader.output.capture import Capture, existing_tasks
+    from evspec.loader.output.perf_clock import PerfClock
     from evspec.loader.output.perfdata import HostInfo
 
     host = HostInfo.current(["evspec", *sys.argv[1:]], f"evspec {__version__}")
-    capture = Capture(args.output, session.file_attrs(), [ring for _, _, ring in session.rings()], host)
+    rings = session.ring_events()
+    # ring buffer records become samples stamped with perf's clock, calibrated before the events run
+    clock = PerfClock.calibrate(session.kernel).now if rings else None
+    capture = Capture(args.output, session.file_attrs(), [ring for _, _, ring in session.rings()], host,
+                      bpf_rings=rings, clock=clock, btfs=session.ring_btfs())
     tracking = session.events[0]
     if args.pid is not None:
         capture.add_tasks(existing_tasks([args.pid]), tracking.ids[0])

@@ -1,7 +1,8 @@
 """``evspec script -i FILE``: print a perf.data file's records as live ``evspec record`` prints them.
 
 The file may be evspec's capture or perf record's own. Records are replayed in time order (as perf
-script does): COMM and FORK records name the tasks, samples become ``SampleLine``s and
+script does): COMM and FORK records name the tasks, samples become ``SampleLine``s (those of a ring
+buffer map's event ``RingRecordLine``s, typed from the file's BTF when the map was) and
 PERF_RECORD_LOST records ``LostLine``s, rendered by ``evspec.loader.output.script``. The
 PERF_RECORD_LOST_SAMPLES records written at the end of a recording (each event instance's exact
 loss count) follow, one line each; JSON output ends with record's summary line (samples, lost).
@@ -17,8 +18,9 @@ from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
     from evspec.loader.output.perfdata import FileAttr, PerfData
-    from evspec.loader.output.script import LostLine, SampleLine
+    from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
     from evspec.loader.output.tracefs_format import TraceFormat
+    from evspec.loader.output.typed import RecordDecoder
 
 EXIT_ERROR = 2
 _U64 = struct.Struct("<Q")
@@ -26,6 +28,7 @@ _COMM = struct.Struct("<II")
 _FORK = struct.Struct("<IIIIQ")  # pid, ppid, tid, ptid, time
 _LOST = struct.Struct("<QQ")
 _ANY_CPU = 0xFFFFFFFF  # (u32)-1 in a trailer: an instance that followed a task on any CPU
+_RING_RECORD = -1  # the queue's kind for a sample of a ring buffer map's event
 
 
 class ScriptTotals:
@@ -112,19 +115,47 @@ def tracepoint_formats(data: PerfData) -> dict[int, TraceFormat]:
     return out
 
 
-def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator[SampleLine | LostLine]:
+def ring_decoder(data: PerfData, attr: FileAttr) -> RecordDecoder | None:
+    """The decoder of a typed ring buffer map's records (map:NAME.type=TYPE), from the BTF the
+    file carries; None for an untyped map."""
+    from evspec.codes import kernel as codes
+    from evspec.loader.errors import ObjectError
+    from evspec.loader.object.btf import Btf, BtfError
+    from evspec.loader.output.ringbuf_capture import ring_event_type
+    from evspec.loader.output.typed import RecordDecoder
+
+    typed = ring_event_type(attr.parsed())
+    if typed is None:
+        return None
+    btf_id, type_id = typed
+    blob = data.btfs().get(btf_id)
+    if blob is None:
+        raise ObjectError(codes.PERF_DATA_CORRUPT, f"{data.path}: ring buffer map {attr.name} is typed by BTF "
+                                                   f"object {btf_id}, which HEADER_BPF_BTF does not hold")
+    try:
+        btf = Btf(blob)
+        return RecordDecoder(btf, btf.type(type_id))
+    except BtfError as exc:
+        raise ObjectError(codes.PERF_DATA_CORRUPT, f"{data.path}: the type {type_id} of ring buffer map {attr.name} "
+                                                   f"in BTF object {btf_id}: {exc}") from None
+
+
+def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator[SampleLine | LostLine | RingRecordLine]:
     """The file's samples and losses in time order, with task names from its COMM/FORK records;
-    ``totals`` (when given) counts them and collects the PERF_RECORD_LOST_SAMPLES records."""
+    ``totals`` (when given) counts them and collects the PERF_RECORD_LOST_SAMPLES records. The
+    samples of a ring buffer map's event (``ringbuf_capture``) are its records, as live."""
     from evspec.loader.abi.perf import AttrFlag, RecordType
     from evspec.loader.output.perfdata import SampleIdTrailer
     from evspec.loader.output.ringbuf import SampleLayout
-    from evspec.loader.output.script import LostLine, SampleLine
+    from evspec.loader.output.ringbuf_capture import is_ring_event
+    from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 
     totals = totals if totals is not None else ScriptTotals()
     id_pos, by_id = _event_of(data)
     first = data.attrs[0]
     layouts = {id(a): SampleLayout(a.sample_type) for a in data.attrs}
     formats = tracepoint_formats(data)
+    rings = {id(a): ring_decoder(data, a) for a in data.attrs if is_ring_event(a.parsed())}
     trailer = SampleIdTrailer(first.sample_type if first.parsed().flags & AttrFlag.SAMPLE_ID_ALL else 0)
     buf = data.buf
 
@@ -140,7 +171,8 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
             layout = layouts[id(attr)]
             values, _chain, raw = layout.unpack(buf, start, end)
             fields = dict(zip(layout.names, values, strict=True))
-            queue.append((fields.get("time", 0), seq, RecordType.SAMPLE, (attr, fields, raw)))
+            kind = _RING_RECORD if id(attr) in rings else RecordType.SAMPLE
+            queue.append((fields.get("time", 0), seq, kind, (attr, fields, raw)))
         elif rec.type == RecordType.COMM:
             pid, tid = _COMM.unpack_from(buf, start)
             name_at = start + _COMM.size
@@ -173,6 +205,11 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
             name, cpu, lost = values
             totals.lost_reported += lost  # type: ignore[operator]
             yield LostLine(name, cpu, lost)  # type: ignore[arg-type]
+        elif kind == _RING_RECORD:
+            attr, _fields, raw = values
+            totals.samples += 1
+            typed, record = rings[id(attr)], raw or b""
+            yield RingRecordLine(attr.name, record, None if typed is None else typed.decode(record))  # type: ignore[attr-defined, arg-type]
         else:
             attr, fields, raw = values
             f: dict[str, int] = fields  # type: ignore[assignment]
@@ -195,7 +232,7 @@ def script_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     try:
         data = read_perf_data(args.input)
         renderer = JsonRenderer() if fmt_json else TextRenderer(name_width(data))
-        batch: list[SampleLine | LostLine] = []
+        batch: list[SampleLine | LostLine | RingRecordLine] = []
         totals = ScriptTotals()
         with paused_gc():
             for line in script_lines(data, totals):

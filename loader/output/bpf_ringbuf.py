@@ -12,6 +12,7 @@ from __future__ import annotations
 import ctypes
 import struct
 from itertools import chain
+from typing import NamedTuple
 
 from evspec.loader.kernel import BpfRingMapping, KernelError
 from evspec.loader.output.ringbuf import Atomics
@@ -40,7 +41,7 @@ def _cutter(length: int, total: int, count: int) -> struct.Struct:
     return cutter
 
 
-def _payloads(span: bytes, length: int, total: int, count: int) -> list[bytes]:
+def run_payloads(span: bytes, length: int, total: int, count: int) -> list[bytes]:
     """The payloads of the ``count`` records of one size that ``span`` holds, in order."""
     groups, rest = divmod(count, _GROUP)
     out: list[bytes] = []
@@ -49,6 +50,16 @@ def _payloads(span: bytes, length: int, total: int, count: int) -> list[bytes]:
     if rest:
         out.extend(_cutter(length, total, rest).unpack_from(span, groups * _GROUP * total))
     return out
+
+
+class RecordRun(NamedTuple):
+    """``count`` committed records of ``length`` bytes each, ``total`` bytes apart, as the ring
+    holds them (their headers and padding included) in ``span``."""
+
+    span: bytes
+    length: int
+    total: int
+    count: int
 
 
 class BpfRingReader:
@@ -70,6 +81,15 @@ class BpfRingReader:
         return self.atomics.load_acquire(address)
 
     def take(self) -> list[bytes]:
+        """The records committed since the last call, in order; their space goes back at once."""
+        return self._take(False)  # type: ignore[return-value]
+
+    def take_runs(self) -> list[bytes | RecordRun]:
+        """``take``, but a run of records of one size with none discarded stays one ``RecordRun``
+        (a copy of the ring's bytes): capture mode makes its samples without cutting them."""
+        return self._take(True)
+
+    def _take(self, runs: bool) -> list[bytes | RecordRun]:
         """The records committed since the last call, in order; their space goes back at once.
 
         Records come in runs of one size (one program, one struct): the header words of a run are
@@ -83,7 +103,7 @@ class BpfRingReader:
             raise KernelError(codes.RING_BUFFER, f"corrupt BPF ring buffer {self.name}: producer_pos {producer} is "
                                                  f"more than its {self.mapping.data_size} bytes past consumer_pos "
                                                  f"{consumer}")
-        out: list[bytes] = []
+        out: list[bytes | RecordRun] = []
         data, words, mask = self._data, self._words, self._mask
         window, skip, backoff = _FIRST_RUN, 0, 4
         while consumer < producer:
@@ -117,8 +137,10 @@ class BpfRingReader:
                             out.extend([span[i + HEADER_SIZE : i + HEADER_SIZE + length]
                                         for i, w in zip(range(0, run * total, total), heads, strict=False)
                                         if w == length])
+                        elif runs:
+                            out.append(RecordRun(span, length, total, run))
                         else:
-                            out.extend(_payloads(span, length, total, run))
+                            out.extend(run_payloads(span, length, total, run))
                     consumer += run * total
                     continue
                 # sizes change from record to record: one at a time for a while, longer each time

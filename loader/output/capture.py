@@ -6,7 +6,10 @@ for all rings and the round's PERF_RECORD_FINISHED_ROUND, then hands the space b
 The reader does nothing else: samples and PERF_RECORD_LOST counts are read back from the file
 when they are asked for, after the recording (perf record counts its samples from its file at the
 end as well). Under CPU contention every microsecond the reader spends on a CPU it shares with
-the workload is paid back in waits for the next tick, while the rings fill. Samples are not
+the workload is paid back in waits for the next tick, while the rings fill. The records of BPF
+ring buffer maps cannot be written as they lie (a perf.data file holds perf records): the round
+takes them and writes each as a sample of its map's event (``ringbuf_capture``) in the same
+writev(), after the perf rings' bytes. Samples are not
 decoded: ``count_span`` finds the record boundaries by runs — records of one header follow each
 other, and a run is checked with one strided copy of its headers at C speed — so a million equal
 samples cost a few slices, not a million steps. PERF_RECORD_LOST records are rare and read one by
@@ -18,12 +21,13 @@ from __future__ import annotations
 
 import os
 import struct
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from evspec.loader.abi.perf import PerfType, RecordType
 from evspec.loader.errors import ObjectError
+from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import (
     Feature,
     FileAttr,
@@ -31,9 +35,11 @@ from evspec.loader.output.perfdata import (
     PerfDataWriter,
     SampleIdTrailer,
     build_tracing_data,
+    encode_bpf_btf,
     lost_samples_record,
 )
 from evspec.loader.output.ringbuf import LostCount, PerfRing, RingSpan, run_length
+from evspec.loader.output.ringbuf_capture import RingSamples
 
 from evspec.codes import kernel as codes
 
@@ -189,7 +195,11 @@ def tracing_feature(attrs: Sequence[FileAttr], page_size: int) -> bytes | None:
 
 
 class Capture:
-    """A perf.data file being filled from a session's rings; ``finish()`` completes it."""
+    """A perf.data file being filled from a session's rings; ``finish()`` completes it.
+
+    ``bpf_rings``: the readers of BPF ring buffer maps, each with the id of its event among
+    ``attrs`` (``ringbuf_capture``); their records are written as samples stamped by ``clock``
+    (perf's clock: ``PerfClock.now``). ``btfs``: the BTF objects the typed ring events name."""
 
     def __init__(
         self,
@@ -198,14 +208,23 @@ class Capture:
         rings: Sequence[PerfRing],
         host: HostInfo,
         *,
+        bpf_rings: Sequence[tuple[BpfRingReader, int]] = (),
+        clock: Callable[[], int] | None = None,
+        btfs: Mapping[int, bytes] | None = None,
         page_size: int = os.sysconf("SC_PAGE_SIZE"),
     ) -> None:
+        if bpf_rings and clock is None:
+            raise ValueError("ring buffer records need a clock for their samples' time")
         features: dict[int, bytes] = host.features()
+        if btfs:
+            features[Feature.BPF_BTF] = encode_bpf_btf(btfs)
         tracing = tracing_feature(attrs, page_size)
         if tracing is not None:
             features[Feature.TRACING_DATA] = tracing
         self.writer = PerfDataWriter(path, attrs, features=features)
         self.rings = tuple(rings)
+        self.bpf_rings = tuple((reader, RingSamples(reader.name, ident)) for reader, ident in bpf_rings)
+        self._clock = clock
         self._counts: RecordCounts | None = None
 
     @property
@@ -255,23 +274,30 @@ class Capture:
             self.writer.end_round()
 
     def drain(self) -> bool:
-        """One round: every ring's new records appended to the file straight from the mapping,
-        then their space released. True when there were any: records are still arriving, and the
-        reader should come back at once rather than sleep until a ring's wakeup mark (perf record
-        reads the same way). A reader that stays runnable while data flows keeps its CPU share;
-        one that sleeps between wakeups must win a wakeup preemption against whatever else runs
-        on its CPU, and loses it to a CPU-bound task for up to a tick (4 ms at HZ=250) — longer
-        than a loaded ring takes to fill."""
+        """One round: every perf ring's new records appended to the file straight from the
+        mapping, then every BPF ring buffer's as samples, and their space released. True when
+        there were any: records are still arriving, and the reader should come back at once
+        rather than sleep until a ring's wakeup mark (perf record reads the same way). A reader
+        that stays runnable while data flows keeps its CPU share; one that sleeps between wakeups
+        must win a wakeup preemption against whatever else runs on its CPU, and loses it to a
+        CPU-bound task for up to a tick (4 ms at HZ=250) — longer than a loaded ring takes to
+        fill."""
         taken: list[tuple[PerfRing, RingSpan]] = []
         for ring in self.rings:
             span = ring.peek()
             if span is not None:
                 taken.append((ring, span))
-        if taken:
-            self.writer.write_round([part for _, span in taken for part in span.parts])
+        chunks: list[bytes | memoryview] = [part for _, span in taken for part in span.parts]
+        records = [(samples, got) for reader, samples in self.bpf_rings if (got := reader.take_runs())]
+        if records:
+            now = self._clock()  # type: ignore[misc]  # after the takes: later than the perf rings' samples
+            for samples, got in records:
+                chunks.extend(samples.encode(got, now))
+        if chunks:
+            self.writer.write_round(chunks)
             for ring, span in taken:
                 ring.release(span)
-        return bool(taken)
+        return bool(chunks)
 
     def add_lost_counts(self, counts: Iterable[LostCount]) -> None:
         """PERF_RECORD_LOST_SAMPLES for every event instance that lost samples, after the last

@@ -59,6 +59,7 @@ class Feature(IntEnum):
     TOTAL_MEM = 10
     CMDLINE = 11
     EVENT_DESC = 12
+    BPF_BTF = 26
 
 
 def _corrupt(path: str | Path, message: str) -> ObjectError:
@@ -157,6 +158,23 @@ def decode_event_desc(data: bytes) -> tuple[tuple[str, tuple[int, ...]], ...]:
         pos += 8 * nr_ids
         out.append((name, tuple(ids)))
     return tuple(out)
+
+
+def encode_bpf_btf(blobs: Mapping[int, bytes]) -> bytes:
+    """HEADER_BPF_BTF: u32 count, then per BTF object u32 id, u32 size and its bytes."""
+    return _U32.pack(len(blobs)) + b"".join(struct.pack("<II", i, len(b)) + b for i, b in sorted(blobs.items()))
+
+
+def decode_bpf_btf(data: bytes) -> dict[int, bytes]:
+    (count,) = _U32.unpack_from(data, 0)
+    pos, out = 4, {}
+    for _ in range(count):
+        ident, size = struct.unpack_from("<II", data, pos)
+        if pos + 8 + size > len(data):
+            raise ValueError(f"BTF {ident} of {size} bytes runs past the section")
+        out[ident] = data[pos + 8 : pos + 8 + size]
+        pos += 8 + size
+    return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -526,6 +544,16 @@ class PerfData:
     @property
     def host(self) -> HostInfo:
         return HostInfo.from_features(self.features)
+
+    def btfs(self) -> dict[int, bytes]:
+        """The BTF objects of HEADER_BPF_BTF, by id (none when the file has no such section)."""
+        data = self.features.get(Feature.BPF_BTF)
+        if not data:
+            return {}
+        try:
+            return decode_bpf_btf(data)
+        except (ValueError, struct.error) as exc:
+            raise _corrupt(self.path, f"HEADER_BPF_BTF: {exc}") from None
 
     def records(self) -> Iterator[RecordRef]:
         """Every complete record of the data section, in file order."""

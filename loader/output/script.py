@@ -10,7 +10,9 @@ The text layout is perf 6.1's ``perf script`` for a sample without ip/symbol fie
 (comm ``%16s``, tid ``%5d``, cpu ``[%03d]``, time ``%5d.%06d:``, period ``%10d``, event name right
 aligned to the longest name of the session, eight payload bytes per line), then an empty line.
 The header line ends in a blank after the colon, and a short last hexdump line is padded with
-blanks to full width, as perf prints them.
+blanks to full width, as perf prints them. perf's ctype is Latin-1: bytes 0xA0-0xFF are printable
+(in the character column and in a ``BPF string:``); perf writes them as they are, evspec as the
+Latin-1 characters they are (in UTF-8).
 
 A tracepoint sample whose fields were decoded (``SampleLine.fields``, from the event's tracefs
 format: ``loader.tracefs_format.TracepointDecoders``) is one line, as perf script prints
@@ -34,9 +36,13 @@ from __future__ import annotations
 import gc
 import json
 import json.encoder
-from collections.abc import Iterable, Iterator, Mapping
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
+from functools import lru_cache
+from itertools import chain, groupby, repeat
+from operator import itemgetter
 from typing import NamedTuple
 
 from evspec.loader.output.tracefs_format import FieldValue
@@ -79,37 +85,54 @@ class LostLine:
 
 
 def _printable(byte: int) -> bool:
-    return 0x20 <= byte < 0x7F
+    """perf's isprint(): its ctype table (the kernel's) is Latin-1, where 0xA0-0xFF print too."""
+    return 0x20 <= byte < 0x7F or byte >= 0xA0
 
 
-def _space(byte: int) -> bool:
-    return byte in b" \t\n\v\f\r"
-
-
-_STRING_BYTES = bytes(b for b in range(256) if _printable(b) or _space(b))
+_PRINTABLE = bytes(b for b in range(256) if _printable(b))
 _SHOWN = bytes(b if _printable(b) else ord(".") for b in range(256))  # a hexdump's character column
 
 
 def bpf_string(raw: bytes | None) -> str | None:
-    """The payload as a string when perf calls it one: NUL-terminated, printable before the NUL."""
-    if not raw or raw[-1] != 0:
+    """The payload as a string when perf 6.1's bpf-output printer calls it one: printable bytes,
+    then a NUL, then nothing but NULs (no blanks other than the space: a tab is not printable)."""
+    if not raw:
         return None
-    text = raw[: raw.index(0)]
-    if text.translate(None, _STRING_BYTES):  # a byte neither printable nor a space
+    text, nul, rest = raw.partition(b"\0")
+    if not nul or rest.strip(b"\0") or text.translate(None, _PRINTABLE):
         return None
-    return text.decode("ascii")
+    return text.decode("latin-1")
+
+
+@lru_cache(maxsize=1024)
+def _dump_template(size: int) -> str:
+    """The ``%`` template of the hexdump of ``size`` bytes: each line's label and offset, a
+    ``%s`` for its hex bytes, the padding of a short last line, a ``%s`` for its characters."""
+    lines = []
+    for offset in range(0, size, BYTES_PER_LINE):
+        short = BYTES_PER_LINE - min(BYTES_PER_LINE, size - offset)
+        label = "BPF output:" if offset == 0 else ""
+        lines.append(f"{label:>{_LABEL_WIDTH}} {offset:04x}: %s{'   ' * short}  %s{' ' * short}")
+    return "\n".join(lines)
+
+
+def hexdump_text(raw: bytes) -> str:
+    """perf script's ``BPF output:`` block, its lines joined by newlines (trailing blanks kept):
+    the whole payload in hex and as characters at once, cut into the lines of a template."""
+    size = len(raw)
+    if not size:
+        return ""
+    hexes = raw.hex(" ")
+    chars = raw.translate(_SHOWN).decode("latin-1")
+    cuts = range(0, size, BYTES_PER_LINE)
+    return _dump_template(size) % tuple(
+        chain.from_iterable((hexes[3 * i : 3 * i + 3 * BYTES_PER_LINE - 1], chars[i : i + BYTES_PER_LINE])
+                            for i in cuts))
 
 
 def hexdump_lines(raw: bytes) -> list[str]:
-    """perf script's ``BPF output:`` block, one string per line (trailing blanks kept)."""
-    lines = []
-    for offset in range(0, len(raw), BYTES_PER_LINE):
-        chunk = raw[offset : offset + BYTES_PER_LINE]
-        label = "BPF output:" if offset == 0 else ""
-        hexes = " " + chunk.hex(" ") + "   " * (BYTES_PER_LINE - len(chunk))
-        chars = chunk.translate(_SHOWN).decode("ascii") + " " * (BYTES_PER_LINE - len(chunk))
-        lines.append(f"{label:>{_LABEL_WIDTH}} {offset:04x}:{hexes}  {chars}")
-    return lines
+    """``hexdump_text``, one string per line."""
+    return hexdump_text(raw).split("\n") if raw else []
 
 
 def field_text(value: FieldValue) -> str:
@@ -158,11 +181,13 @@ def ring_record_text(record: RingRecordLine, name_width: int) -> str:
     typed one (map:NAME.type=TYPE) is one line of ``name=value`` fields, as a tracepoint's."""
     if record.fields is not None:
         return f"{record.event:>{name_width}}: {fields_text(record.fields)}\n"
-    lines = [f"{record.event:>{name_width}}: ring buffer record, {len(record.raw)} bytes", *hexdump_lines(record.raw)]
+    out = f"{record.event:>{name_width}}: ring buffer record, {len(record.raw)} bytes"
+    if record.raw:
+        out += "\n" + hexdump_text(record.raw)
     text = bpf_string(record.raw)
     if text is not None:
-        lines.append(f"{'BPF string:':>{_LABEL_WIDTH}} \"{text}\"")
-    return "\n".join(lines) + "\n\n"
+        out += f"\n{'BPF string:':>{_LABEL_WIDTH}} \"{text}\""
+    return out + "\n\n"
 
 
 def ring_record_json(record: RingRecordLine) -> str:
@@ -174,6 +199,87 @@ def ring_record_json(record: RingRecordLine) -> str:
                            **fields_json(record.fields)}) + "\n"
     return (f'{{"event": {_json_string(record.event)}, "ringbuf": true, "raw_hex": "{record.raw.hex()}", '
             f'"string": {"null" if text is None else _json_string(text)}}}\n')
+
+
+# bpf_string's rule as one match: printable bytes, then NULs to the end
+_STRING = re.compile(rb"([\x20-\x7e\xa0-\xff]*)\x00+")
+_Block = Callable[[str, list[bytes]], Iterator[tuple[str, ...]]]
+_SAMPLED = 16  # the first records of a run, whose repeats say whether to look for repeats in all
+
+
+def _ring_bulk(records: list[RingRecordLine], one: Callable[[RingRecordLine], str], block: _Block) -> str:
+    """Ring buffer records printed in bulk: for each run of one map's untyped records,
+    ``block(event, raws)`` gives the pieces of each record's text, made by mapped C functions
+    over all of them and joined in C (no Python step per record); a run whose payloads repeat
+    (its first ones do) is printed for each distinct payload once. Typed records go through
+    ``one`` each."""
+    out: list[str] = []
+    for event, group in groupby(records, itemgetter(0)):
+        run = list(group)
+        if list(map(itemgetter(2), run)).count(None) != len(run):
+            out.extend(map(one, run))
+            continue
+        raws = list(map(itemgetter(1), run))
+        unique = list(dict.fromkeys(raws)) if len(set(raws[:_SAMPLED])) * 2 <= len(raws[:_SAMPLED]) else raws
+        if 2 * len(unique) <= len(raws):
+            texts = dict(zip(unique, map("".join, block(event, unique)), strict=True))
+            out.extend(map(texts.__getitem__, raws))
+        else:
+            out.extend(chain.from_iterable(block(event, raws)))
+    return "".join(out)
+
+
+def _strings(raws: list[bytes], before: str, none: str, after: str, quote: Callable[[str], str]) -> Iterable[str]:
+    """What follows each record's bytes: ``before + quote(string) + after`` where it has a
+    string, ``none + after`` where not (one regular expression mapped over all of them)."""
+    matches = list(map(_STRING.fullmatch, raws))
+    if not any(matches):
+        return repeat(none + after, len(raws))
+    return [none + after if m is None else before + quote(m.group(1).decode("latin-1")) + after for m in matches]
+
+
+def _json_block(event: str, raws: list[bytes]) -> Iterator[tuple[str, ...]]:
+    head = f'{{"event": {_json_string(event)}, "ringbuf": true, "raw_hex": "'
+    ends = _strings(raws, '", "string": ', '", "string": null', "}\n", _json_string)
+    return zip(repeat(head, len(raws)), map(bytes.hex, raws), ends, strict=True)
+
+
+def ring_records_json(records: list[RingRecordLine]) -> str:
+    """``ring_record_json`` of every record, made in bulk (``_ring_bulk``)."""
+    return _ring_bulk(records, ring_record_json, _json_block)
+
+
+def _text_block(name_width: int) -> _Block:
+    def block(event: str, raws: list[bytes]) -> Iterator[tuple[str, ...]]:
+        out: Iterator[tuple[str, ...]] | None = None
+        for size, same in groupby(raws, len):  # the hexdump's lines depend on the size
+            sized = list(same)
+            count = len(sized)
+            pieces: list[Iterable[str]] = []
+            joint = f"{event:>{name_width}}: ring buffer record, {size} bytes"
+            if size:
+                hexes = list(map(bytes.hex, sized, repeat(" ")))
+                chars = list(map(bytes.decode, map(bytes.translate, sized, repeat(_SHOWN)), repeat("latin-1")))
+                for i in range(0, size, BYTES_PER_LINE):
+                    short = BYTES_PER_LINE - min(BYTES_PER_LINE, size - i)
+                    label = "BPF output:" if i == 0 else ""
+                    pieces.append(repeat(f"{joint}\n{label:>{_LABEL_WIDTH}} {i:04x}: ", count))
+                    pieces.append(map(str.__getitem__, hexes, repeat(slice(3 * i, 3 * i + 3 * BYTES_PER_LINE - 1))))
+                    pieces.append(repeat("   " * short + "  ", count))
+                    pieces.append(map(str.__getitem__, chars, repeat(slice(i, i + BYTES_PER_LINE))))
+                    joint = " " * short
+            pieces.append(_strings(sized, f"{joint}\n{'BPF string:':>{_LABEL_WIDTH}} \"", joint, "\n\n",
+                                   lambda text: text + '"'))
+            runs = zip(*pieces, strict=True)
+            out = runs if out is None else chain(out, runs)
+        return out if out is not None else iter(())
+    return block
+
+
+def ring_records_text(records: list[RingRecordLine], name_width: int) -> str:
+    """``ring_record_text`` of every record, made in bulk (``_ring_bulk``): per size, the hexdump's
+    lines cut from each record's hex and characters at once."""
+    return _ring_bulk(records, lambda line: ring_record_text(line, name_width), _text_block(name_width))
 
 
 def lost_text(lost: LostLine) -> str:
@@ -209,19 +315,13 @@ class TextRenderer:
     """``sample_text`` / ``lost_text`` for batches of lines.
 
     A bpf-output sample is printed as three pieces, each computed once and reused: the task
-    columns (a ``%`` template for the time), and the period, event and payload lines."""
+    columns (a ``%`` template for the time), and the period, event and payload lines; ring buffer
+    records in bulk (``ring_records_text``)."""
 
     def __init__(self, name_width: int) -> None:
         self.name_width = name_width
         self._heads: dict[tuple[str, int, int], str] = {}
         self._tails: dict[tuple[int, str, bytes | None], str] = {}
-        self._rings: dict[RingRecordLine, str] = {}  # a ring buffer record's whole text
-
-    def _ring(self, record: RingRecordLine) -> str:
-        if len(self._rings) >= _CACHE_LIMIT:
-            self._rings.clear()
-        text = self._rings[record] = ring_record_text(record, self.name_width)
-        return text
 
     def _head(self, comm: str, tid: int, cpu: int) -> str:
         if len(self._heads) >= _CACHE_LIMIT:
@@ -244,14 +344,19 @@ class TextRenderer:
 
     def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
         out: list[str] = []
+        for kind, group in groupby(lines, type):
+            if kind is RingRecordLine:
+                out.append(ring_records_text(list(group), self.name_width))  # type: ignore[arg-type]
+            else:
+                self._samples(group, out)  # type: ignore[arg-type]
+        return "".join(out)
+
+    def _samples(self, lines: Iterable[SampleLine | LostLine], out: list[str]) -> None:
         append = out.append
-        heads, tails, rings = self._heads, self._tails, self._rings
+        heads, tails = self._heads, self._tails
         for line in lines:
             if type(line) is not SampleLine:
-                if type(line) is RingRecordLine:
-                    append(rings.get(line) or self._ring(line))  # type: ignore[arg-type]
-                else:
-                    append(lost_text(line))  # type: ignore[arg-type]
+                append(lost_text(line))  # type: ignore[arg-type]
                 continue
             event, comm, _pid, tid, cpu, time_ns, period, raw, fields = line
             if fields is not None:
@@ -261,23 +366,16 @@ class TextRenderer:
             tail = tails.get((period, event, raw)) or self._tail(period, event, raw)
             append(head % divmod(time_ns // 1000, 1_000_000))
             append(tail)
-        return "".join(out)
 
 
 class JsonRenderer:
     """``sample_json`` / ``lost_json`` for batches of lines: a sample is its task's part up to
-    ``"time_ns": ``, the time, and its payload's part, the first and the last computed once."""
+    ``"time_ns": ``, the time, and its payload's part, the first and the last computed once; ring
+    buffer records in bulk (``ring_records_json``)."""
 
     def __init__(self) -> None:
         self._heads: dict[tuple[str, str, int, int, int], str] = {}
         self._tails: dict[bytes | None, str] = {}
-        self._rings: dict[RingRecordLine, str] = {}  # a ring buffer record's whole line
-
-    def _ring(self, record: RingRecordLine) -> str:
-        if len(self._rings) >= _CACHE_LIMIT:
-            self._rings.clear()
-        text = self._rings[record] = ring_record_json(record)
-        return text
 
     def _head(self, event: str, comm: str, pid: int, tid: int, cpu: int) -> str:
         if len(self._heads) >= _CACHE_LIMIT:
@@ -296,14 +394,19 @@ class JsonRenderer:
 
     def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
         out: list[str] = []
+        for kind, group in groupby(lines, type):
+            if kind is RingRecordLine:
+                out.append(ring_records_json(list(group)))  # type: ignore[arg-type]
+            else:
+                self._samples(group, out)  # type: ignore[arg-type]
+        return "".join(out)
+
+    def _samples(self, lines: Iterable[SampleLine | LostLine], out: list[str]) -> None:
         append = out.append
-        heads, tails, rings = self._heads, self._tails, self._rings
+        heads, tails = self._heads, self._tails
         for line in lines:
             if type(line) is not SampleLine:
-                if type(line) is RingRecordLine:
-                    append(rings.get(line) or self._ring(line))  # type: ignore[arg-type]
-                else:
-                    append(lost_json(line))  # type: ignore[arg-type]
+                append(lost_json(line))  # type: ignore[arg-type]
                 continue
             event, comm, pid, tid, cpu, time_ns, _period, raw, fields = line
             if fields is not None:
@@ -312,7 +415,6 @@ class JsonRenderer:
             append(heads.get((event, comm, pid, tid, cpu)) or self._head(event, comm, pid, tid, cpu))
             append(str(time_ns))
             append(tails.get(raw) or self._tail(raw))
-        return "".join(out)
 
 
 def summary_json(summary: Mapping[str, int]) -> str:

@@ -39,6 +39,7 @@ class RecordDecoder:
 
     def __init__(self, btf: Btf, t: BtfType) -> None:
         self.btf = btf
+        self.type_id = t.id  # of TYPE itself (a typedef stays one): what a capture file names
         self.name = t.name
         self.type = btf.resolve(t.id)
         self.size = btf.size_of(t.id)
