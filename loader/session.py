@@ -45,7 +45,7 @@ from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.object.spec import MapType, ObjectSpec
-from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types
+from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
@@ -328,6 +328,7 @@ class RecordSession:
         self.objects: list[LoadedObject] = []
         self.events: list[OpenedEvent] = []
         self.notes: list[str] = []
+        self._warnings: list[str] = []  # what record says of the plan even without -v
         self.closing_notes: list[str] = []  # the attachers' notes about detaching, after close()
         self.decoders = TracepointDecoders()
         self.samples = 0
@@ -373,9 +374,10 @@ class RecordSession:
     @property
     def warnings(self) -> list[str]:
         """What ``record`` says even without ``-v``: what each object was loaded without (BTF,
-        func/line info, map key/value types: the loader's fallbacks) and what was left undone (a
-        stale tracefs entry or network hook of a dead run that could not be removed)."""
-        out = [w for obj in self.objects for w in obj.live.warnings]
+        func/line info, map key/value types: the loader's fallbacks), perf event arrays nothing
+        reads, and what was left undone (a stale tracefs entry or network hook of a dead run that
+        could not be removed)."""
+        out = [*self._warnings, *(w for obj in self.objects for w in obj.live.warnings)]
         return out + (self._attacher.warnings if self._attacher is not None else [])
 
     def all_notes(self) -> list[str]:
@@ -418,6 +420,7 @@ class RecordSession:
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
                                   for t in ref.event.prog_terms if t.value is not None)
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
+                self._warnings.extend(unread_event_arrays(spec, updates))
                 self._record_types.append(record_types(ref.event, spec))
             if system is not None and hasattr(system, "notes"):
                 self.notes.extend(system.notes)

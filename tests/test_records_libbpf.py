@@ -348,3 +348,15 @@ def test_perf_style_section_records_equal_perf_61(
     expected, found = normalized(case, ref), normalized(case, ours)
     assert found == expected, (f"perf only: {expected - found}\nevspec only: {found - expected}")
     assert expected.total() >= case.least, expected
+
+
+def test_a_perf_event_array_nothing_reads_is_said(tools: Tools, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without a map:samples.event= term nothing reads what the program sends: record says so by
+    default (libbpf's own runner would read it; evspec cannot guess an event for it)."""
+    monkeypatch.chdir(tools.root)
+    status, out, err = _record("--format", "json", "-e", "./tp_perf.o", "--", "true")
+    assert status == 0, err
+    assert (f"evspec record: warning: {tools.root / 'tp_perf.o'}: map 'samples' (perf event array) gets no event, so what "
+            "the programs send there is not read: add -e bpf-output/no-inherit,name=out/ before the object "
+            "and map:samples.event=out to its terms\n") in err
+    assert json.loads(out.splitlines()[-1])["summary"]["samples"] == 0
