@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import io
 import json
-import os
 from pathlib import Path
 
 import pytest
@@ -28,11 +27,10 @@ from evspec.loader.object.map_dump import (
 )
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
+from golden_files import check_golden
 
 from evspec.cli.record import add_record_parser, record_main
 
-GOLDEN = Path(__file__).parent / "golden" / "dump_maps"
-BLESS = os.environ.get("EVSPEC_BLESS") == "1"
 CALLS = "100"  # getppid() calls of the workload: n = 1..100, so every slot and bucket is known
 EVENT = "./vars.o/var:targ_comm='varswork',var:delta='-5',var:mode=MODE_COUNT/"
 
@@ -46,16 +44,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     build_program(out, "varswork.c", "varswork")
     build_bpf(out, "vars.c", "vars.o")
     return out
-
-
-def check_golden(relative: str, actual: str) -> None:
-    path = GOLDEN / relative
-    if BLESS:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(actual.encode())
-        return
-    assert path.exists(), f"{path} is missing: run with EVSPEC_BLESS=1 and review it"
-    assert actual == path.read_bytes().decode(), f"{relative} differs from the golden file (EVSPEC_BLESS=1 rewrites it)"
 
 
 def _spec(*maps: MapSpec) -> ObjectSpec:
@@ -134,7 +122,7 @@ def test_golden_dumps_of_a_live_run(built: Path, root_kernel: None, monkeypatch:
     monkeypatch.chdir(built)
     status, out, err = _record(f"--dump-maps={name}", "-e", EVENT, "--", "./varswork", CALLS)
     assert status == 0, err
-    check_golden(f"{name}.txt", out)
+    check_golden(f"dump_maps/{name}.txt", out)
 
 
 def test_json_has_one_object_per_entry_before_the_summary(built: Path, root_kernel: None,

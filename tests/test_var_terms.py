@@ -15,6 +15,7 @@ from corpus_files import CORPUS, DATA
 from evspec.loader.object.btf import Btf
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.terms.variables import apply_var_terms, global_variables
+from golden_files import check_golden
 
 from evspec.check import CheckOptions, check_specs
 from evspec.cli.record import add_record_parser, record_main
@@ -231,3 +232,20 @@ def test_the_program_sees_floats_and_64_bit_values(built: Path, root_kernel: Non
         "ratio_bits": int.from_bytes(KINDS_BYTES["ratio"], "little"),
         "scale_bits": int.from_bytes(KINDS_BYTES["scale"], "little"), "targ_tgid": -7,
         "offset_ns": -1 << 63, "mask": (1 << 64) - 1, "level": -1, "cpu0": 0}
+
+
+def test_the_bad_cases_as_check_prints_them(built: Path) -> None:
+    """Every refused var: term of both fixtures, rendered as `evspec check` prints it (golden)."""
+    from evspec.render.text import render_text
+
+    strings = [
+        "./vars.o/var:targ_pdi=42/", "./vars.o/var:delta=300/", "./vars.o/var:delta='-129'/",
+        "./vars.o/var:delta=-5/", "./vars.o/var:verbose=1/", "./vars.o/var:mode=MODE_TRACY/",
+        "./vars.o/var:targ_comm='0123456789abcdef'/", "./vars.o/var:targ_comm=7/", "./vars.o/var:cfg=1/",
+        "./vars.o/var:where=0/", "./vars.o/var:x.y=1/", "./vars.o/var:targ_pid=1,var:targ_pid=2/",
+        "./kinds.o/var:ratio=half/", "./kinds.o/var:scale='1e39'/", "./kinds.o/var:mask='-1'/",
+        "./kinds.o/var:level=LEVEL_MID/", "./kinds.o/var:cpus=1/", "./kinds.o/var:either=1/",
+    ]
+    inputs = [SpecInput(s, Source("arg", index=i), command=i) for i, s in enumerate(strings)]
+    checked = check_specs(inputs, CheckOptions(system=read_snapshot(CORPUS / "system.json"), cwd=built))
+    check_golden("var_terms/bad.txt", render_text([d for c in checked for d in c.diagnostics]))
