@@ -63,6 +63,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("verify")
     for name in ("core_read", "kernel_poisoned", "kernel_relocs"):
         _clang(CORE / f"{name}.c", out / f"{name}.o")
+    for name in ("pin", "progarray", "mapinmap"):
+        _clang(DATA / "libbpf" / f"{name}.c", out / f"{name}.o")
     (out / "two.c").write_text(TWO)
     _clang(out / "two.c", out / "two.o")
     return out
@@ -176,3 +178,43 @@ def test_program_types_that_need_an_attach_target(root_kernel: None, built: Path
     assert programs[("btf.c", "on_sys_enter")]["loaded"] is True
     bad = programs[("nosuch.c", "on_sys_enter")]
     assert bad["loaded"] is False and "the kernel has no BTF tracepoint 'no_such_tp'" in bad["error"]
+
+
+@pytest.mark.parametrize("bpffs_mounted", [True, False])
+def test_maps_pinned_by_name_go_to_a_private_directory(root_kernel: None, built: Path,
+                                                       monkeypatch: pytest.MonkeyPatch, bpffs_mounted: bool) -> None:
+    """A LIBBPF_PIN_BY_NAME map is pinned in a fresh directory (on /sys/fs/bpf when bpffs is
+    mounted there, else on a private bpffs mount), never where another pin of that name could be
+    reused, and nothing is left behind (_verify checks pins and descriptors)."""
+    import evspec.cli.verify as verify_module
+
+    mounted = verify_module._is_bpffs("/sys/fs/bpf")
+    if bpffs_mounted and not mounted:
+        subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True)
+    if not bpffs_mounted:
+        monkeypatch.setattr(verify_module, "_is_bpffs", lambda path: False)
+    try:
+        status, out, err = _verify(built, monkeypatch, "--format", "json", "pin.o")
+    finally:
+        if bpffs_mounted and not mounted:
+            subprocess.run(["umount", "/sys/fs/bpf"], check=True)
+    assert status == 0, err
+    doc = json.loads(out)
+    assert [(p["name"], p["loaded"]) for p in doc["programs"]] == [("pin_prog", True)]
+    assert [(m["name"], m["created"]) for m in doc["maps"]] == [("es_pinned", True)]
+    if not bpffs_mounted:
+        with open("/proc/mounts", encoding="utf-8") as f:
+            assert "evspec-verify-bpffs-" not in f.read()  # the private mount is gone
+
+
+def test_prog_array_values_load_each_program_on_its_own(root_kernel: None, built: Path,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    """A prog array whose values name the object's programs cannot take them deferred: each program
+    is loaded with the object on its own (its own slots filled), and all three load, as libbpf's
+    bpftool prog loadall loads them."""
+    status, out, err = _verify(built, monkeypatch, "--format", "json", "progarray.o", "mapinmap.o")
+    assert status == 0, err
+    doc = json.loads(out)
+    assert {p["name"]: p["loaded"] for p in doc["programs"]} == {
+        "tail_a": True, "tail_b": True, "entry": True, "mim_prog": True}
+    assert all(m["created"] for m in doc["maps"]) and {m["name"] for m in doc["maps"]} >= {"es_jump", "es_outer"}

@@ -16,13 +16,13 @@ removed again.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
 from pathlib import Path
+
+from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -45,19 +45,37 @@ def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private su
     p.add_argument("--format", choices=("text", "json"), default="text")
 
 
-@dataclass
-class ProgramResult:
+class ProgramResult(Record, frozen=False):
+    __slots__ = ("object", "name", "section", "loaded", "insns", "xlated", "verifier", "error", "errno",
+                 "relocations", "poisoned")
     object: str
     name: str
     section: str
-    loaded: bool = False
-    insns: int = 0
-    xlated: int | None = None  # instructions as the kernel reports them once loaded
-    verifier: str | None = None  # the verifier's summary, when it refused the program
-    error: str | None = None  # any other reason it was not loaded
-    errno: str | None = None  # the kernel's errno (its name), when the kernel refused the load
-    relocations: int = 0  # CO-RE relocations applied to the program and the functions it calls
-    poisoned: list[dict[str, object]] = field(default_factory=list)
+    loaded: bool
+    insns: int
+    xlated: int | None  # instructions as the kernel reports them once loaded
+    verifier: str | None  # the verifier's summary, when it refused the program
+    error: str | None  # any other reason it was not loaded
+    errno: str | None  # the kernel's errno (its name), when the kernel refused the load
+    relocations: int  # CO-RE relocations applied to the program and the functions it calls
+    poisoned: list[dict[str, object]]
+
+    def __init__(
+        self, object: str, name: str, section: str, loaded: bool = False, insns: int = 0,
+        xlated: int | None = None, verifier: str | None = None, error: str | None = None,
+        errno: str | None = None, relocations: int = 0, poisoned: list[dict[str, object]] | None = None,
+    ) -> None:
+        set_field(self, "object", object)
+        set_field(self, "name", name)
+        set_field(self, "section", section)
+        set_field(self, "loaded", loaded)
+        set_field(self, "insns", insns)
+        set_field(self, "xlated", xlated)
+        set_field(self, "verifier", verifier)
+        set_field(self, "error", error)
+        set_field(self, "errno", errno)
+        set_field(self, "relocations", relocations)
+        set_field(self, "poisoned", [] if poisoned is None else poisoned)
 
     def to_json(self) -> dict[str, object]:
         return {"object": self.object, "name": self.name, "section": self.section, "loaded": self.loaded,
@@ -65,25 +83,43 @@ class ProgramResult:
                 "errno": self.errno, "relocations": self.relocations, "poisoned": self.poisoned}
 
 
-@dataclass
-class MapResult:
+class MapResult(Record, frozen=False):
+    __slots__ = ("object", "name", "type", "created", "error")
     object: str
     name: str
     type: str
-    created: bool = False
-    error: str | None = None
+    created: bool
+    error: str | None
+
+    def __init__(
+        self, object: str, name: str, type: str, created: bool = False, error: str | None = None,
+    ) -> None:
+        set_field(self, "object", object)
+        set_field(self, "name", name)
+        set_field(self, "type", type)
+        set_field(self, "created", created)
+        set_field(self, "error", error)
 
     def to_json(self) -> dict[str, object]:
         return {"object": self.object, "name": self.name, "type": self.type, "created": self.created,
                 "error": self.error}
 
 
-@dataclass
-class ObjectResult:
+class ObjectResult(Record, frozen=False):
+    __slots__ = ("path", "error", "programs", "maps")
     path: str
-    error: str | None = None  # the object could not be read or relocated at all
-    programs: list[ProgramResult] = field(default_factory=list)
-    maps: list[MapResult] = field(default_factory=list)
+    error: str | None  # the object could not be read or relocated at all
+    programs: list[ProgramResult]
+    maps: list[MapResult]
+
+    def __init__(
+        self, path: str, error: str | None = None, programs: list[ProgramResult] | None = None,
+        maps: list[MapResult] | None = None,
+    ) -> None:
+        set_field(self, "path", path)
+        set_field(self, "error", error)
+        set_field(self, "programs", [] if programs is None else programs)
+        set_field(self, "maps", [] if maps is None else maps)
 
 
 class VerifyUsageError(Exception):
@@ -102,14 +138,22 @@ def _map_type_name(t: int) -> str:
         return str(t)
 
 
-@dataclass(frozen=True, slots=True)
-class ProgramLoad:
+class ProgramLoad(Record):
     """What BPF_PROG_LOAD gets for a program besides its instructions."""
 
+    __slots__ = ("prog_type", "expected_attach_type", "attach_btf_id", "prog_flags")
     prog_type: int
-    expected_attach_type: int = 0
-    attach_btf_id: int = 0
-    prog_flags: int = 0
+    expected_attach_type: int
+    attach_btf_id: int
+    prog_flags: int
+
+    def __init__(
+        self, prog_type: int, expected_attach_type: int = 0, attach_btf_id: int = 0, prog_flags: int = 0,
+    ) -> None:
+        set_field(self, "prog_type", prog_type)
+        set_field(self, "expected_attach_type", expected_attach_type)
+        set_field(self, "attach_btf_id", attach_btf_id)
+        set_field(self, "prog_flags", prog_flags)
 
 
 class KernelBtf:
@@ -133,10 +177,11 @@ def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
     cannot read) or ``ObjectError`` (one libbpf cannot load from its name, a target the kernel
     lacks)."""
     from evspec.loader.object.libbpf_sections import load_params
-    from evspec.loader.object.section import parse_section
 
     params = load_params(section)
     if params is None:  # settings in front of a libbpf name (dev=eth0;xdp), or evspec's own names
+        from evspec.loader.object.section import parse_section  # 3 ms of imports, needed only here
+
         parsed = parse_section(section)
         main = parsed.main_span.text(section)
         params = load_params(main) if main != section else None
@@ -224,6 +269,7 @@ def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None,
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.core_patch import relocate_object
+    from evspec.loader.object.spec import replace
 
     kernel_btf = kernel_btf or KernelBtf()
     result = ObjectResult(spec.path)
@@ -307,12 +353,16 @@ def _load_one_by_one(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Ke
                      pin_root: str) -> None:
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.live import load_object
+    from evspec.loader.object.spec import MapType, replace
 
     progs = {p.name: p for p in result.programs}
     created: set[str] = set()
     first_map_error: ObjectError | None = None
     for prog in spec.programs:
-        one = replace(spec, programs=(prog,))
+        # alone, the program can fill no prog-array slot that names another one
+        maps = tuple(replace(m, initial_slots=tuple(s for s in m.initial_slots if s[1] == prog.name))
+                     if m.type == MapType.PROG_ARRAY else m for m in spec.maps)
+        one = replace(spec, programs=(prog,), maps=maps)
         load = loads[prog.name]
         try:  # the program's flags are the section's (load_linked), as ``program_load`` has them
             with load_object(one, {prog.name: load.prog_type}, kernel=kernel, pin_root=pin_root,
@@ -338,6 +388,7 @@ def _maps_failed(spec: ObjectSpec, kernel: Kernel, result: ObjectResult, pin_roo
     no program can load without them."""
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.live import load_object
+    from evspec.loader.object.spec import replace
 
     why = getattr(exc, "message", str(exc))
     for m in result.maps:
@@ -372,6 +423,7 @@ def _failed(out: ProgramResult, exc: Exception) -> None:
 
 def _read(path: str, cwd: Path) -> ObjectSpec:
     from evspec.loader.object.reader import read_object
+    from evspec.loader.object.spec import replace
 
     full = cwd / path
     if path.endswith(".c"):
@@ -438,6 +490,8 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
     kernel_btf = KernelBtf()
     results = [verify_object(spec, kernel, target, kernel_btf) for spec in specs]
     if args.format == "json":
+        import json
+
         doc = {"programs": [p.to_json() for r in results for p in r.programs],
                "maps": [m.to_json() for r in results for m in r.maps]}
         print(json.dumps(doc, indent=2), file=stdout)

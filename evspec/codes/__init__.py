@@ -9,18 +9,26 @@ Each area keeps its entries in its own module.
 from __future__ import annotations
 
 import importlib
-from dataclasses import dataclass
+
+from evspec.span import Record, set_field
 
 _AREAS = ("syntax", "semantic", "bpf", "bpfconfig", "kernel", "perf")
 
 
-@dataclass(frozen=True, slots=True)
-class CodeInfo:
+class CodeInfo(Record):
+    __slots__ = ("code", "title", "explanation", "example", "fix")
     code: str
     title: str  # one line
     explanation: str  # what it means; may span lines
-    example: str = ""  # an event string that triggers it
-    fix: str = ""  # how to fix it
+    example: str  # an event string that triggers it
+    fix: str  # how to fix it
+
+    def __init__(self, code: str, title: str, explanation: str, example: str = "", fix: str = "") -> None:
+        set_field(self, "code", code)
+        set_field(self, "title", title)
+        set_field(self, "explanation", explanation)
+        set_field(self, "example", example)
+        set_field(self, "fix", fix)
 
 
 def catalogue() -> dict[str, CodeInfo]:

@@ -16,9 +16,13 @@ from collections.abc import Iterable, Iterator
 from evspec.loader.abi import bpf as abi
 from evspec.loader.kernel.attr import LoadAttrFallback
 from evspec.loader.kernel.errors import KernelError, call_error, lift_memlock
-from evspec.loader.kernel.syscalls import Funnel, LinuxFunnel, SyscallError, UnsupportedArchitecture
+from evspec.loader.kernel.syscalls import LinuxFunnel, SyscallError, UnsupportedArchitecture
 
 from evspec.codes import kernel as codes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evspec.loader.kernel.syscalls import Funnel
 
 _MEMLOCK_CHARGED = {abi.Cmd.MAP_CREATE, abi.Cmd.PROG_LOAD, abi.Cmd.BTF_LOAD}
 

@@ -19,12 +19,15 @@ from evspec.loader.kernel.syscalls import (
     CAP_SYS_ADMIN,
     CAP_SYS_RESOURCE,
     RLIM_INFINITY,
-    Funnel,
     SyscallError,
 )
 from evspec.loader.kernel.verifier import VerifierSummary
 
 from evspec.codes import kernel as codes
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evspec.loader.kernel.syscalls import Funnel
 
 ENOTSUPP = 524  # the kernel-internal "not supported" that bpf(2) lets escape for batch ops
 

@@ -5,13 +5,13 @@ from __future__ import annotations
 import ctypes
 import errno as E
 from collections.abc import Iterator
-from dataclasses import dataclass
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.kernel.core import KernelCore, address, bytes_address, in_buffer
 from evspec.loader.kernel.errors import ENOTSUPP, KernelError
 
 from evspec.codes import kernel as codes
+from evspec.span import Record, set_field
 
 _NO_BATCH_ERRNOS = (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP)  # batch commands the map does not support
 _MAX_BATCH = 0xFFFFFFFF  # attr.batch.count is a u32
@@ -22,10 +22,11 @@ def _map_fd(fd: int) -> str:
     return f"map fd {fd}"
 
 
-@dataclass(frozen=True, slots=True)
-class MapDescription:
+class MapDescription(Record):
     """A map as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
+    __slots__ = ("id", "type", "name", "key_size", "value_size", "max_entries", "flags", "btf_id",
+                 "map_extra", "btf_key_type_id", "btf_value_type_id")
     id: int
     type: int
     name: str
@@ -34,9 +35,25 @@ class MapDescription:
     max_entries: int
     flags: int
     btf_id: int
-    map_extra: int = 0
-    btf_key_type_id: int = 0
-    btf_value_type_id: int = 0
+    map_extra: int
+    btf_key_type_id: int
+    btf_value_type_id: int
+
+    def __init__(
+        self, id: int, type: int, name: str, key_size: int, value_size: int, max_entries: int, flags: int,
+        btf_id: int, map_extra: int = 0, btf_key_type_id: int = 0, btf_value_type_id: int = 0,
+    ) -> None:
+        set_field(self, "id", id)
+        set_field(self, "type", type)
+        set_field(self, "name", name)
+        set_field(self, "key_size", key_size)
+        set_field(self, "value_size", value_size)
+        set_field(self, "max_entries", max_entries)
+        set_field(self, "flags", flags)
+        set_field(self, "btf_id", btf_id)
+        set_field(self, "map_extra", map_extra)
+        set_field(self, "btf_key_type_id", btf_key_type_id)
+        set_field(self, "btf_value_type_id", btf_value_type_id)
 
 
 class MapOperations(KernelCore):

@@ -8,44 +8,62 @@ import errno as E
 import mmap as mmap_mod
 import struct
 from collections.abc import Callable
-from dataclasses import dataclass
 
-from evspec.loader.abi.perf import PERF_FORMAT_LOST, AttrFlag, Ioctl, PerfEventAttr, PerfType, SwConfig
 from evspec.loader.kernel.core import KernelCore
 from evspec.loader.kernel.errors import KernelError, permission_error
 from evspec.loader.kernel.syscalls import SyscallError
 
 from evspec.codes import kernel as codes
+from evspec.span import Record, set_field
+
+# The perf ABI (loader.abi.perf: its enums and structures cost a cold start 3 ms) is imported by the
+# operations that use it: ``evspec verify`` uses none.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evspec.loader.abi.perf import Ioctl, PerfEventAttr
 
 # read(2) of an event opened with read_format PERF_FORMAT_LOST alone: {u64 value; u64 lost;}.
 _VALUE_AND_LOST = struct.Struct("=QQ")
 
 
-@dataclass(frozen=True, slots=True)
-class RingMapping:
+class RingMapping(Record):
     """A perf ring buffer mapped into this process: one control page, then ``data_size`` bytes."""
 
+    __slots__ = ("fd", "address", "length", "page_size")
     fd: int
     address: int
     length: int
     page_size: int
+
+    def __init__(self, fd: int, address: int, length: int, page_size: int) -> None:
+        set_field(self, "fd", fd)
+        set_field(self, "address", address)
+        set_field(self, "length", length)
+        set_field(self, "page_size", page_size)
 
     @property
     def data_size(self) -> int:
         return self.length - self.page_size
 
 
-@dataclass(frozen=True, slots=True)
-class BpfRingMapping:
+class BpfRingMapping(Record):
     """A ``BPF_MAP_TYPE_RINGBUF`` map mapped as the kernel lays it out: the consumer page
     (writable: ``consumer_pos``), then the producer page (``producer_pos``) followed by the
     ``data_size`` data bytes mapped twice in a row, so that a record never wraps in the mapping."""
 
+    __slots__ = ("fd", "consumer", "producer", "data_size", "page_size")
     fd: int
     consumer: int  # address of the consumer page
     producer: int  # address of the producer page; the data starts one page later
     data_size: int
     page_size: int
+
+    def __init__(self, fd: int, consumer: int, producer: int, data_size: int, page_size: int) -> None:
+        set_field(self, "fd", fd)
+        set_field(self, "consumer", consumer)
+        set_field(self, "producer", producer)
+        set_field(self, "data_size", data_size)
+        set_field(self, "page_size", page_size)
 
     @property
     def data(self) -> int:
@@ -53,7 +71,7 @@ class BpfRingMapping:
 
 
 class PerfOperations(KernelCore):
-    PERF_FORMAT_LOST = PERF_FORMAT_LOST  # for callers that hold only the Kernel
+    PERF_FORMAT_LOST = 1 << 4  # abi.perf.PERF_FORMAT_LOST, for callers that hold only the Kernel
 
     def perf_event_open(
         self, attr: PerfEventAttr, *, pid: int = -1, cpu: int = -1, group_fd: int = -1, flags: int = 0
@@ -66,6 +84,8 @@ class PerfOperations(KernelCore):
             return self.funnel.perf_event_open(attr, pid, cpu, group_fd, flags)
         except SyscallError as exc:
             if exc.errno == E.E2BIG:
+                from evspec.loader.abi.perf import PerfEventAttr
+
                 known = attr.size  # the kernel wrote the size it knows
                 beyond = [
                     name
@@ -99,17 +119,25 @@ class PerfOperations(KernelCore):
             raise self._error(exc, f"perf event fd {fd}", perf=True) from None
 
     def enable(self, fd: int) -> None:
+        from evspec.loader.abi.perf import Ioctl
+
         self._ioctl(fd, Ioctl.ENABLE)
 
     def disable(self, fd: int) -> None:
+        from evspec.loader.abi.perf import Ioctl
+
         self._ioctl(fd, Ioctl.DISABLE)
 
     def set_bpf(self, fd: int, prog_fd: int) -> None:
         """Attach a program to a tracepoint/kprobe/uprobe perf event (PERF_EVENT_IOC_SET_BPF)."""
+        from evspec.loader.abi.perf import Ioctl
+
         self._ioctl(fd, Ioctl.SET_BPF, prog_fd)
 
     def event_id(self, fd: int) -> int:
         """The kernel's id of a perf event (PERF_EVENT_IOC_ID), as PERF_SAMPLE_IDENTIFIER carries it."""
+        from evspec.loader.abi.perf import Ioctl
+
         value = ctypes.c_uint64()
         self._ioctl(fd, Ioctl.ID, ctypes.addressof(value))
         return value.value
@@ -119,6 +147,8 @@ class PerfOperations(KernelCore):
         Linux 6.0; asks it once per call: a disabled dummy event is opened, read and closed)."""
         if self._reader() is None:
             return False
+        from evspec.loader.abi.perf import PERF_FORMAT_LOST, AttrFlag, PerfEventAttr, PerfType, SwConfig
+
         attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=PERF_FORMAT_LOST)
         attr.size = ctypes.sizeof(PerfEventAttr)
         attr.flags = AttrFlag.DISABLED

@@ -15,8 +15,12 @@ import ctypes
 import errno as errno_mod
 import os
 import resource
-from dataclasses import dataclass
-from typing import Protocol
+
+from evspec.span import Record, set_field
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
+if TYPE_CHECKING:
+    from typing import Protocol
 
 # Flags this module applies on its own so that no caller can forget them.
 PERF_FLAG_FD_CLOEXEC = 1 << 3
@@ -30,14 +34,24 @@ CAP_BPF = 39
 RLIM_INFINITY = resource.RLIM_INFINITY
 
 
-@dataclass(frozen=True, slots=True)
-class SyscallNumbers:
+class SyscallNumbers(Record):
+    __slots__ = ("bpf", "perf_event_open", "ioctl", "mmap", "munmap", "close")
     bpf: int
     perf_event_open: int
     ioctl: int
     mmap: int
     munmap: int
     close: int
+
+    def __init__(
+        self, bpf: int, perf_event_open: int, ioctl: int, mmap: int, munmap: int, close: int,
+    ) -> None:
+        set_field(self, "bpf", bpf)
+        set_field(self, "perf_event_open", perf_event_open)
+        set_field(self, "ioctl", ioctl)
+        set_field(self, "mmap", mmap)
+        set_field(self, "munmap", munmap)
+        set_field(self, "close", close)
 
 
 # arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h (arm64).
@@ -94,28 +108,29 @@ def syscall(libc: ctypes.CDLL, nr: int, *args: int, operation: str) -> int:
         raise SyscallError(err, operation)
 
 
-class Funnel(Protocol):
-    """The kernel operations evspec needs, at the level of the raw system calls."""
+if TYPE_CHECKING:  # a protocol for the type checker only: nothing checks a funnel at run time
+    class Funnel(Protocol):
+        """The kernel operations evspec needs, at the level of the raw system calls."""
 
-    def bpf(self, cmd: int, attr: ctypes.Structure, size: int, *, operation: str) -> int: ...
+        def bpf(self, cmd: int, attr: ctypes.Structure, size: int, *, operation: str) -> int: ...
 
-    def perf_event_open(
-        self, attr: ctypes.Structure, pid: int, cpu: int, group_fd: int, flags: int
-    ) -> int: ...
+        def perf_event_open(
+            self, attr: ctypes.Structure, pid: int, cpu: int, group_fd: int, flags: int
+        ) -> int: ...
 
-    def ioctl(self, fd: int, request: int, arg: int, *, operation: str) -> int: ...
+        def ioctl(self, fd: int, request: int, arg: int, *, operation: str) -> int: ...
 
-    def mmap(self, length: int, prot: int, flags: int, fd: int, offset: int) -> int: ...
+        def mmap(self, length: int, prot: int, flags: int, fd: int, offset: int) -> int: ...
 
-    def munmap(self, address: int, length: int) -> None: ...
+        def munmap(self, address: int, length: int) -> None: ...
 
-    def close(self, fd: int) -> None: ...
+        def close(self, fd: int) -> None: ...
 
-    def effective_capabilities(self) -> int: ...
+        def effective_capabilities(self) -> int: ...
 
-    def memlock_limit(self) -> tuple[int, int]: ...
+        def memlock_limit(self) -> tuple[int, int]: ...
 
-    def set_memlock_limit(self, soft: int, hard: int) -> None: ...
+        def set_memlock_limit(self, soft: int, hard: int) -> None: ...
 
 
 class LinuxFunnel:

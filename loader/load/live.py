@@ -25,7 +25,6 @@ import errno as E
 import os
 import struct
 from collections.abc import Callable, Collection, Mapping
-from dataclasses import dataclass, replace
 from types import TracebackType
 
 from evspec.loader.abi import bpf as abi
@@ -45,12 +44,13 @@ from evspec.loader.object.btf_fixup import (
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
 from evspec.loader.object.libbpf_sections import section_prog_flags
-from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType
+from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
 from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes
 from evspec.cpus import possible_cpus
+from evspec.span import Record, set_field
 
 _MAP_SECTIONS = (".maps", "maps")
 DEFAULT_PIN_ROOT = "/sys/fs/bpf"  # libbpf's pin_root_path: maps pinned by name go to DIR/NAME
@@ -61,34 +61,56 @@ _UNKNOWN_KIND_LOG = ("Invalid kind", "Invalid btf_info", "kind_flag", "Invalid f
 _NOT_ABOUT_BTF = (codes.PERMISSION, codes.MEMLOCK)
 
 
-@dataclass(frozen=True, slots=True)
-class LinkedProgram:
+class LinkedProgram(Record):
     """A program ready for BPF_PROG_LOAD: the patched instructions with its subprograms appended."""
 
+    __slots__ = ("insns", "line_info", "layout")
     insns: bytes
     line_info: tuple[LineInfo, ...]  # offsets into ``insns`` (subprograms' entries shifted)
     layout: tuple[tuple[str, int], ...]  # (function, first instruction) in load order
 
+    def __init__(
+        self, insns: bytes, line_info: tuple[LineInfo, ...], layout: tuple[tuple[str, int], ...],
+    ) -> None:
+        set_field(self, "insns", insns)
+        set_field(self, "line_info", line_info)
+        set_field(self, "layout", layout)
 
-@dataclass(frozen=True, slots=True)
-class LiveMap:
+
+class LiveMap(Record):
+    __slots__ = ("spec", "fd", "with_btf", "pinned", "reused")
     spec: MapSpec
     fd: int
     with_btf: bool  # created with the object's BTF key/value type ids
-    pinned: str | None = None  # the bpffs path of a map pinned by name
-    reused: bool = False  # the map already pinned there, not a new one
+    pinned: str | None  # the bpffs path of a map pinned by name
+    reused: bool  # the map already pinned there, not a new one
+
+    def __init__(
+        self, spec: MapSpec, fd: int, with_btf: bool, pinned: str | None = None, reused: bool = False,
+    ) -> None:
+        set_field(self, "spec", spec)
+        set_field(self, "fd", fd)
+        set_field(self, "with_btf", with_btf)
+        set_field(self, "pinned", pinned)
+        set_field(self, "reused", reused)
 
     @property
     def name(self) -> str:
         return self.spec.name
 
 
-@dataclass(frozen=True, slots=True)
-class LiveProgram:
+class LiveProgram(Record):
+    __slots__ = ("spec", "fd", "prog_type", "insns")
     spec: ProgramSpec
     fd: int
     prog_type: int
     insns: bytes  # what was loaded
+
+    def __init__(self, spec: ProgramSpec, fd: int, prog_type: int, insns: bytes) -> None:
+        set_field(self, "spec", spec)
+        set_field(self, "fd", fd)
+        set_field(self, "prog_type", prog_type)
+        set_field(self, "insns", insns)
 
     @property
     def name(self) -> str:
@@ -339,12 +361,16 @@ def ringbuf_size(size: int, page_size: int) -> int:
     return size
 
 
-@dataclass(frozen=True, slots=True)
-class MapAttributes:
+class MapAttributes(Record):
     """What BPF_MAP_CREATE is given for a map spec (and what a pinned map must match)."""
 
+    __slots__ = ("max_entries", "flags")
     max_entries: int
     flags: int
+
+    def __init__(self, max_entries: int, flags: int) -> None:
+        set_field(self, "max_entries", max_entries)
+        set_field(self, "flags", flags)
 
 
 def map_attributes(m: MapSpec, cpus: int, page_size: int) -> MapAttributes:

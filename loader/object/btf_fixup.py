@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, fields
 
 from evspec.loader.abi.bpf import INSN_SIZE
 from evspec.loader.object.btf import (
@@ -50,6 +49,8 @@ from evspec.loader.object.btf import (
 )
 from evspec.loader.object.spec import ProgramSpec, SectionLayout
 
+from evspec.span import Record, set_field
+
 K = BtfKind
 
 
@@ -57,31 +58,48 @@ class BtfFixupError(BtfError):
     """The object's BTF cannot be made acceptable to the kernel."""
 
 
-@dataclass(frozen=True, slots=True)
-class BtfFeatures:
+class BtfFeatures(Record):
     """Which BTF kinds (and FUNC linkages) the running kernel accepts."""
 
-    func: bool = True  # FUNC and FUNC_PROTO
-    datasec: bool = True  # VAR and DATASEC
-    global_func: bool = True  # FUNC with global linkage
-    float: bool = True
-    decl_tag: bool = True
-    type_tag: bool = True
-    enum64: bool = True  # ENUM64 and signed ENUM (kind_flag)
+    __slots__ = ("func", "datasec", "global_func", "float", "decl_tag", "type_tag", "enum64")
+    func: bool  # FUNC and FUNC_PROTO
+    datasec: bool  # VAR and DATASEC
+    global_func: bool  # FUNC with global linkage
+    float: bool
+    decl_tag: bool
+    type_tag: bool
+    enum64: bool  # ENUM64 and signed ENUM (kind_flag)
+
+    def __init__(
+        self, func: bool = True, datasec: bool = True, global_func: bool = True, float: bool = True,
+        decl_tag: bool = True, type_tag: bool = True, enum64: bool = True,
+    ) -> None:
+        set_field(self, "func", func)
+        set_field(self, "datasec", datasec)
+        set_field(self, "global_func", global_func)
+        set_field(self, "float", float)
+        set_field(self, "decl_tag", decl_tag)
+        set_field(self, "type_tag", type_tag)
+        set_field(self, "enum64", enum64)
 
     @property
     def missing(self) -> tuple[str, ...]:
-        return tuple(f.name for f in fields(self) if not getattr(self, f.name))
+        return tuple(name for name in self.__slots__ if not getattr(self, name))
 
 
 ALL_FEATURES = BtfFeatures()
 
 
-@dataclass(frozen=True, slots=True)
-class FixedBtf:
+class FixedBtf(Record):
+    __slots__ = ("data", "used", "replaced")
     data: bytes  # the blob to pass to BPF_BTF_LOAD
     used: frozenset[str]  # the BtfFeatures fields whose kinds the blob holds
-    replaced: tuple[str, ...] = ()  # one line per kind that was rewritten for an older kernel
+    replaced: tuple[str, ...]  # one line per kind that was rewritten for an older kernel
+
+    def __init__(self, data: bytes, used: frozenset[str], replaced: tuple[str, ...] = ()) -> None:
+        set_field(self, "data", data)
+        set_field(self, "used", used)
+        set_field(self, "replaced", replaced)
 
 
 class _Strings:
@@ -287,12 +305,18 @@ def features_from(accepted: Iterable[str], probed: Iterable[str]) -> BtfFeatures
 # ----------------------------------------------------------- .BTF.ext for PROG_LOAD
 
 
-@dataclass(frozen=True, slots=True)
-class ProgramBtfInfo:
+class ProgramBtfInfo(Record):
     """The func_info and line_info records of one linked program, as BPF_PROG_LOAD takes them."""
 
+    __slots__ = ("func_info", "line_info")
     func_info: tuple[tuple[int, int], ...]  # (first instruction, FUNC type id) per function
     line_info: tuple[tuple[int, int, int, int], ...]  # (instruction, file, line text, line << 10 | col)
+
+    def __init__(
+        self, func_info: tuple[tuple[int, int], ...], line_info: tuple[tuple[int, int, int, int], ...],
+    ) -> None:
+        set_field(self, "func_info", func_info)
+        set_field(self, "line_info", line_info)
 
     def shifted(self, count: int) -> ProgramBtfInfo:
         """The records after ``count`` instructions were put in front of the program (a prologue):

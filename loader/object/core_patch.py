@@ -11,12 +11,11 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
-from dataclasses import replace
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import Btf, BtfError
 from evspec.loader.object.core import CoreError, CoreResolver, CoreResult
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec, replace
 from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes

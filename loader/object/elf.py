@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import struct
 import sys
-from dataclasses import dataclass
 from functools import cached_property
 
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import bpf as codes
+from evspec.span import Record, set_field
 
 EM_BPF = 247
 ET_REL = 1
@@ -54,8 +54,8 @@ def machine_name(machine: int) -> str:
     return _MACHINES.get(machine, f"number {machine}")
 
 
-@dataclass(frozen=True, slots=True)
-class Section:
+class Section(Record):
+    __slots__ = ("index", "name", "type", "flags", "offset", "size", "link", "info", "entsize")
     index: int
     name: str
     type: str  # pyelftools' name: "SHT_PROGBITS", "SHT_NOBITS", "SHT_REL" ...
@@ -66,13 +66,27 @@ class Section:
     info: int
     entsize: int
 
+    def __init__(
+        self, index: int, name: str, type: str, flags: int, offset: int, size: int, link: int, info: int,
+        entsize: int,
+    ) -> None:
+        set_field(self, "index", index)
+        set_field(self, "name", name)
+        set_field(self, "type", type)
+        set_field(self, "flags", flags)
+        set_field(self, "offset", offset)
+        set_field(self, "size", size)
+        set_field(self, "link", link)
+        set_field(self, "info", info)
+        set_field(self, "entsize", entsize)
+
     @property
     def executable(self) -> bool:
         return self.type == "SHT_PROGBITS" and bool(self.flags & SHF_EXECINSTR)
 
 
-@dataclass(frozen=True, slots=True)
-class Symbol:
+class Symbol(Record):
+    __slots__ = ("index", "name", "value", "size", "type", "bind", "section_index")
     index: int
     name: str
     value: int
@@ -81,16 +95,32 @@ class Symbol:
     bind: str  # "STB_GLOBAL", "STB_LOCAL", "STB_WEAK"
     section_index: int | None  # None for SHN_UNDEF, SHN_ABS, SHN_COMMON
 
+    def __init__(
+        self, index: int, name: str, value: int, size: int, type: str, bind: str, section_index: int | None,
+    ) -> None:
+        set_field(self, "index", index)
+        set_field(self, "name", name)
+        set_field(self, "value", value)
+        set_field(self, "size", size)
+        set_field(self, "type", type)
+        set_field(self, "bind", bind)
+        set_field(self, "section_index", section_index)
+
     @property
     def undefined(self) -> bool:
         return self.section_index is None
 
 
-@dataclass(frozen=True, slots=True)
-class Rel:
+class Rel(Record):
+    __slots__ = ("offset", "symbol", "type")
     offset: int  # byte offset inside the relocated section
     symbol: int  # symbol table index
     type: int  # R_BPF_*
+
+    def __init__(self, offset: int, symbol: int, type: int) -> None:
+        set_field(self, "offset", offset)
+        set_field(self, "symbol", symbol)
+        set_field(self, "type", type)
 
 
 def _looks_like_text(head: bytes) -> bool:

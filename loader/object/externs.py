@@ -23,11 +23,9 @@ them; no syscalls (what the running system says comes in as ``ExternSources``).
 from __future__ import annotations
 
 import os
-import platform
 import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
@@ -44,10 +42,11 @@ from evspec.loader.object.btf import (
     write_btf,
 )
 from evspec.loader.object.core import CoreError, types_compat
-from evspec.loader.object.spec import ExternSpec, ObjectSpec, ProgramSpec, SectionLayout
+from evspec.loader.object.spec import ExternSpec, ObjectSpec, ProgramSpec, SectionLayout, replace
 from evspec.loader.object.target_btf import TargetBtf, essential_name
 
 from evspec.codes import bpf as codes
+from evspec.span import Record, set_field
 
 KCONFIG_SEC = ".kconfig"
 KSYMS_SEC = ".ksyms"
@@ -58,12 +57,16 @@ VIRTUAL = ("LINUX_KERNEL_VERSION", "LINUX_HAS_BPF_COOKIE", "LINUX_HAS_SYSCALL_WR
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 
 
-@dataclass(frozen=True, slots=True)
-class UndefinedSymbol:
+class UndefinedSymbol(Record):
     """An undefined GLOBAL or WEAK NOTYPE symbol of the ELF symbol table."""
 
+    __slots__ = ("name", "weak")
     name: str
     weak: bool
+
+    def __init__(self, name: str, weak: bool) -> None:
+        set_field(self, "name", name)
+        set_field(self, "weak", weak)
 
 
 # -------------------------------------------------------------------------------- collect
@@ -161,28 +164,52 @@ def kconfig_size(externs: Iterable[ExternSpec]) -> int:
 # -------------------------------------------------------------------------------- resolve
 
 
-@dataclass(frozen=True, slots=True)
-class ExternSources:
+class ExternSources(Record):
     """What externs are resolved against. Kconfig, kallsyms and BTF are read only when needed."""
 
+    __slots__ = ("release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux",
+                 "module_having")
     release: str  # uname -r
     bpf_cookie: bool
     syscall_wrapper: bool
     kconfig: Callable[[], tuple[Mapping[str, str], str]]  # (values, the file they came from)
     kallsyms: Callable[[], Iterable[tuple[int, str, str]]]  # (address, type letter, name)
     vmlinux: Callable[[], TargetBtf]
-    module_having: Callable[[str], str | None] = field(default=lambda name: None)  # module BTF with NAME
+    module_having: Callable[[str], str | None]  # module BTF with NAME
+
+    def __init__(
+        self, release: str, bpf_cookie: bool, syscall_wrapper: bool,
+        kconfig: Callable[[], tuple[Mapping[str, str], str]],
+        kallsyms: Callable[[], Iterable[tuple[int, str, str]]], vmlinux: Callable[[], TargetBtf],
+        module_having: Callable[[str], str | None] = lambda name: None,
+    ) -> None:
+        set_field(self, "release", release)
+        set_field(self, "bpf_cookie", bpf_cookie)
+        set_field(self, "syscall_wrapper", syscall_wrapper)
+        set_field(self, "kconfig", kconfig)
+        set_field(self, "kallsyms", kallsyms)
+        set_field(self, "vmlinux", vmlinux)
+        set_field(self, "module_having", module_having)
 
 
-@dataclass(frozen=True, slots=True)
-class ExternValues:
+class ExternValues(Record):
     """Resolved externs: the ``.kconfig`` map value; per ksym the ld_imm64's (src_reg, imm,
     second imm); per kfunc the FUNC's BTF id, None for an unresolved weak one."""
 
-    kconfig: bytes = b""
-    ksyms: Mapping[str, tuple[int, int, int]] = field(default_factory=dict)
-    kfuncs: Mapping[str, int | None] = field(default_factory=dict)
-    warnings: tuple[str, ...] = ()  # values changed to fit, as libbpf warns of them
+    __slots__ = ("kconfig", "ksyms", "kfuncs", "warnings")
+    kconfig: bytes
+    ksyms: Mapping[str, tuple[int, int, int]]
+    kfuncs: Mapping[str, int | None]
+    warnings: tuple[str, ...]  # values changed to fit, as libbpf warns of them
+
+    def __init__(
+        self, kconfig: bytes = b"", ksyms: Mapping[str, tuple[int, int, int]] | None = None,
+        kfuncs: Mapping[str, int | None] | None = None, warnings: tuple[str, ...] = (),
+    ) -> None:
+        set_field(self, "kconfig", kconfig)
+        set_field(self, "ksyms", {} if ksyms is None else ksyms)
+        set_field(self, "kfuncs", {} if kfuncs is None else kfuncs)
+        set_field(self, "warnings", warnings)
 
 
 def resolve_externs(spec: ObjectSpec, sources: ExternSources) -> ExternValues:
@@ -505,9 +532,11 @@ def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool]) -> ExternSo
     kallsyms (libbpf probes a kprobe on it, which needs the same symbol). Both are looked at only
     when ``spec`` has that extern."""
     release = os.uname().release
-    wrapper = f"__{_SYSCALL_PREFIX.get(platform.machine(), '')}_sys_bpf"
 
     def has_wrapper() -> bool:
+        import platform  # only for an object with this extern: the module costs a cold start 3 ms
+
+        wrapper = f"__{_SYSCALL_PREFIX.get(platform.machine(), '')}_sys_bpf"
         try:
             return any(name == wrapper for _addr, _letter, name in kallsyms_entries())
         except OSError:

@@ -14,15 +14,15 @@
 
 from __future__ import annotations
 
-import gzip
 import struct
 import sys
 import zlib
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from evspec.loader.object.btf import INT_BOOL, INT_SIGNED, Btf, BtfKind
+
+from evspec.span import Record, set_field
 
 TRI_NO, TRI_YES, TRI_MODULE = 0, 1, 2  # enum libbpf_tristate
 _NATIVE = "<" if sys.byteorder == "little" else ">"
@@ -42,13 +42,18 @@ class KconfigUnreadable(OSError):
         super().__init__("; ".join(f"{path}: {why}" for path, why in self.tried))
 
 
-@dataclass(frozen=True, slots=True)
-class KconfigType:
+class KconfigType(Record):
     """How a kconfig extern's BTF type holds a value."""
 
+    __slots__ = ("kind", "size", "signed")
     kind: str  # "bool", "tristate", "char", "int", "char_array"
     size: int
-    signed: bool = False
+    signed: bool
+
+    def __init__(self, kind: str, size: int, signed: bool = False) -> None:
+        set_field(self, "kind", kind)
+        set_field(self, "size", size)
+        set_field(self, "signed", signed)
 
 
 def kconfig_type(btf: Btf, type_id: int) -> KconfigType | None:
@@ -172,6 +177,8 @@ def parse_kconfig(text: str, source: str) -> dict[str, str]:
 def read_kconfig(release: str, paths: Sequence[Path] | None = None) -> tuple[dict[str, str], str]:
     """The running kernel's Kconfig and the file it came from (``/boot/config-RELEASE``, then
     ``/proc/config.gz``, either one plain or gzipped); ``KconfigUnreadable`` if neither can be read."""
+    import gzip  # only for objects with a __kconfig extern
+
     tried = []
     for path in paths or (Path(f"/boot/config-{release}"), Path("/proc/config.gz")):
         try:

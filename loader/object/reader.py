@@ -53,7 +53,6 @@ import os
 import re
 import struct
 import sys
-from dataclasses import dataclass, replace
 from functools import cached_property, lru_cache
 from pathlib import Path
 
@@ -80,9 +79,11 @@ from evspec.loader.object.spec import (
     ProgramSpec,
     Relocation,
     SectionLayout,
+    replace,
 )
 
 from evspec.codes import bpf as codes
+from evspec.span import Record, set_field
 
 INSN_SIZE = 8
 BTF_HEADER_LEN = 24  # struct btf_header
@@ -127,7 +128,16 @@ def _src_reg(regs: int) -> int:
 
 
 def _regs_with_src(wanted: range) -> bytes:
-    return re.escape(bytes(b for b in range(256) if _src_reg(b) in wanted))
+    """A character class (without its brackets) of the register bytes whose src_reg is in ``wanted``,
+    written as ranges: a class of 240 single bytes costs the regex compiler a millisecond."""
+    runs: list[list[int]] = []
+    for b in range(256):
+        if _src_reg(b) in wanted:
+            if runs and runs[-1][1] == b - 1:
+                runs[-1][1] = b
+            else:
+                runs.append([b, b])
+    return b"".join(re.escape(bytes([lo])) + (b"-" + re.escape(bytes([hi])) if hi > lo else b"") for lo, hi in runs)
 
 
 # Instructions whose imm only a loader can give: pseudo and kfunc calls, ld_imm64 with a src_reg.
@@ -194,32 +204,54 @@ def _is_data_section(s: Section) -> bool:
     return any(s.name == p or s.name.startswith(p + ".") for p in (".data", ".rodata", ".bss"))
 
 
-@dataclass(frozen=True, slots=True)
-class _Function:
+class _Function(Record):
     """A function found in an executable section, before it becomes a ProgramSpec."""
 
+    __slots__ = ("name", "section", "offset", "size", "is_program", "is_global", "hidden")
     name: str
     section: Section
     offset: int
     size: int
     is_program: bool
-    is_global: bool = False
-    hidden: bool = False
+    is_global: bool
+    hidden: bool
+
+    def __init__(
+        self, name: str, section: Section, offset: int, size: int, is_program: bool, is_global: bool = False,
+        hidden: bool = False,
+    ) -> None:
+        set_field(self, "name", name)
+        set_field(self, "section", section)
+        set_field(self, "offset", offset)
+        set_field(self, "size", size)
+        set_field(self, "is_program", is_program)
+        set_field(self, "is_global", is_global)
+        set_field(self, "hidden", hidden)
 
     @property
     def end(self) -> int:
         return self.offset + self.size
 
 
-@dataclass(frozen=True, slots=True)
-class _Targets:
+class _Targets(Record):
     """What relocations may point at."""
 
+    __slots__ = ("maps", "data", "functions", "externs", "kconfig")
     maps: dict[tuple[str, int], MapSpec]  # (section, symbol offset) -> map
     data: dict[str, MapSpec]  # data section -> its map
     functions: dict[int, _Functions]  # section index -> its functions
     externs: dict[str, ExternSpec]  # __kconfig, __ksym and kfunc externs by name
     kconfig: MapSpec | None  # the .kconfig map, when the object has kconfig externs
+
+    def __init__(
+        self, maps: dict[tuple[str, int], MapSpec], data: dict[str, MapSpec],
+        functions: dict[int, _Functions], externs: dict[str, ExternSpec], kconfig: MapSpec | None,
+    ) -> None:
+        set_field(self, "maps", maps)
+        set_field(self, "data", data)
+        set_field(self, "functions", functions)
+        set_field(self, "externs", externs)
+        set_field(self, "kconfig", kconfig)
 
 
 class _Reader:
