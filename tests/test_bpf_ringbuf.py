@@ -17,8 +17,7 @@ import pytest
 from corpus_files import DATA
 from evspec.loader.kernel import BpfRingMapping, KernelError
 from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader
-
-from evspec.cli.record import add_record_parser, record_main
+from record_cli import run_record as _record
 
 PAGE = 4096
 
@@ -308,14 +307,6 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
                         f"-DRINGBUF_BYTES={size}", "-c", "ringbuf.c", "-o", name], cwd=out, check=True)
     return out
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def test_record_reads_every_ring_buffer_without_a_term(

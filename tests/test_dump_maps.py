@@ -7,8 +7,6 @@ change, then review the diff.
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 from pathlib import Path
 
@@ -28,8 +26,7 @@ from evspec.loader.object.map_dump import (
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 from golden_files import check_golden
-
-from evspec.cli.record import add_record_parser, record_main
+from record_cli import run_record as _record
 
 CALLS = "100"  # getppid() calls of the workload: n = 1..100, so every slot and bucket is known
 EVENT = "./vars.o/var:targ_comm='varswork',var:delta='-5',var:mode=MODE_COUNT/"
@@ -105,14 +102,6 @@ def test_global_data_decodes_by_variable(built: Path) -> None:
     (entry,) = decode_map(spec, rodata, [(bytes(4), bytes(raw))], cpus=1).entries
     assert entry == (0, {"targ_pid": 0, "delta": 0, "verbose": False, "mode": "MODE_COUNT", "targ_comm": "abc",
                          "cfg": {"a": 0, "b": 0}})
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 @pytest.mark.parametrize("name", ["calls_hist", "stats"])

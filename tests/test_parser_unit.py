@@ -399,10 +399,12 @@ def test_event_references_resolve_against_earlier_events() -> None:
 def test_event_reference_names() -> None:
     text = "bpf-output/no-inherit,name=evt,name=x/,cycles:u,./a.o,cpu-clock/period=1/"
     events = parse(text).events()
+    # the name map: terms use first; then the bare name only prog: terms fall back to
     assert [rules.event_reference_names(e, text) for e in events] == [
-        ("evt",), ("cycles:u",), (), ("cpu-clock/period=1/",)
+        ("evt", "\0bpf-output"), ("cycles:u", "\0cycles"), (), ("cpu-clock/period=1/", "\0cpu-clock")
     ]
-    assert rules.event_reference_names(events[1], "") == ("cycles:u",)
+    assert rules.event_reference_names(events[1], "") == ("cycles:u", "\0cycles")
+    assert rules.event_reference_names(parse("cycles").events()[0], "cycles") == ("cycles",)
 
 
 def test_check_accepts_names_of_earlier_strings() -> None:

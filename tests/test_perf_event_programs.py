@@ -3,8 +3,6 @@ object, and run for real on the ticks of a cpu-clock event of the workload."""
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import shutil
 from pathlib import Path
@@ -12,9 +10,9 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import CORPUS, DATA
+from record_cli import run_record as _record
 
 from evspec.check import CheckOptions, check_specs
-from evspec.cli.record import add_record_parser, record_main
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.system import read_snapshot
@@ -55,14 +53,6 @@ def test_a_program_term_puts_the_program_on_an_earlier_event(built: Path) -> Non
 def test_bad_program_terms(built: Path, strings: tuple[str, ...], expected: tuple[str, int, int, str]) -> None:
     found = _check(built, *strings)
     assert expected in found, found  # (a program named by no term is reported on the object too)
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def test_the_program_runs_on_the_ticks_of_the_workload(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -15,10 +15,8 @@
 
 from __future__ import annotations
 
-import argparse
 import ctypes
 import ctypes.util
-import io
 import json
 import os
 import subprocess
@@ -39,9 +37,9 @@ from evspec.loader.object.libbpf_sections import (
 )
 from evspec.loader.object.section import AttachKind, BtfTarget, parse_section
 from libbpf_parity import Row, build_runner, compare, evspec_verdicts, libbpf_verdicts, table
+from record_cli import run_record as _record
 
 from evspec.cli.app import main as evspec_main
-from evspec.cli.record import add_record_parser, record_main
 from evspec.diagnostics import EvspecError
 
 DATA = Path(__file__).parent / "data" / "progtypes"
@@ -272,14 +270,6 @@ def _object(folder: Path, name: str, source: str) -> str:
     (folder / f"{name}.c").write_text(source)
     subprocess.run(["clang", *BPF_FLAGS, "-c", f"{name}.c", "-o", f"{name}.o"], cwd=folder, check=True)
     return f"./{name}.o"
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def test_check_accepts_what_record_runs_and_names_what_it_cannot(

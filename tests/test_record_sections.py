@@ -3,25 +3,15 @@ refuses what record cannot attach, and `check --perf` still predicts perf's reje
 
 from __future__ import annotations
 
-import argparse
-import io
 from pathlib import Path
 
 import pytest
+from record_cli import run_record as _record
 
 from evspec.check import CheckOptions, check_specs
-from evspec.cli.record import add_record_parser, record_main
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.system.fixtures import corpus_system
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def _check_one(text: str, cwd: Path) -> list[tuple[str, bool, str]]:

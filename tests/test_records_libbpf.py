@@ -19,8 +19,6 @@ for perf's own section names the reference is perf 6.1 instead of libbpf.
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import re
 import subprocess
@@ -33,8 +31,7 @@ from typing import Any
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from heldout_tools import extract_objects
-
-from evspec.cli.record import add_record_parser, record_main
+from record_cli import run_record as _record
 
 DATA = Path(__file__).parent / "data" / "records"
 FIXTURES = ("core_task", "raw_sys", "btf_exec", "tp_perf", "clock", "ring_struct")
@@ -175,14 +172,6 @@ def libbpf_run(tools: Tools, case: Case, obj: Path) -> Run:
     sets = [f"-s{name}={value}" for name, value in case.variables]
     out = runner_output(runner(tools, obj, case.workload, *sets))
     return Run([raw for name, raw in out.records if name == case.map], _roles(tools.pid_file), [])
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def output_event(perf_map: str) -> str:

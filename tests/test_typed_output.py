@@ -4,9 +4,7 @@ a ring buffer's records and __bpf_stdout__'s samples as their structs, in text a
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
-import io
 import json
 import os
 import re
@@ -28,9 +26,9 @@ from evspec.loader.output.script import (
 )
 from evspec.loader.output.typed import RecordDecoder
 from evspec.loader.session import read_bpf_object
+from record_cli import run_record as _record
 
 from evspec.ast import BpfEvent
-from evspec.cli.record import add_record_parser, record_main
 from evspec.parser import analyze
 from evspec.span import Span
 
@@ -177,14 +175,6 @@ def test_a_typed_sample_prints_as_a_tracepoint_line(built: Path) -> None:
 
 
 # ------------------------------------------------------------------------------ for real
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def test_record_prints_typed_records_as_text(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:

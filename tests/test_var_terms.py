@@ -3,8 +3,6 @@ and messages), written into its data maps before loading, and seen by the progra
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import struct
 from pathlib import Path
@@ -16,9 +14,9 @@ from evspec.loader.object.btf import Btf
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.terms.variables import apply_var_terms, global_variables
 from golden_files import check_golden
+from record_cli import run_record as _record
 
 from evspec.check import CheckOptions, check_specs
-from evspec.cli.record import add_record_parser, record_main
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.parser import parse
@@ -120,14 +118,6 @@ def test_the_values_land_at_the_variables_offsets(built: Path) -> None:
     assert {m.name: m.readonly for m in spec.maps} == {m.name: m.readonly for m in original.maps}
     before = original.map("vars.rodata")
     assert before is not None and before.initial_value == bytes(before.value_size)
-
-
-def _record(*argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_record_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = record_main(parser.parse_args(["record", *argv]), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def test_the_program_sees_the_values_set(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:
