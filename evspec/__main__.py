@@ -1,3 +1,3 @@
-from evspec.cli.app import main
+from evspec.cli import console_main
 
-raise SystemExit(main())
+raise SystemExit(console_main())

@@ -225,3 +225,21 @@ def test_event_string_path_imports_nothing_heavy(argv: tuple[str, ...]) -> None:
     heavy = sorted(m for m in modules if m.split(".")[0] in ("elftools", "pyroute2")
                    or m.startswith("evspec.loader"))
     assert heavy == []
+
+
+def test_the_installed_command_freezes_what_it_made(monkeypatch: pytest.MonkeyPatch,
+                                                    capsys: pytest.CaptureFixture[str]) -> None:
+    """console_main (the console script, python -m evspec) returns main's status and leaves the
+    objects of the run frozen, so that the interpreter's exit skips collecting them."""
+    import gc
+
+    from evspec.cli import console_main
+
+    monkeypatch.setattr("sys.argv", ["evspec", "check", "-e", "cycles:u"])
+    gc.unfreeze()
+    try:
+        assert console_main() == 0
+        assert gc.get_freeze_count() > 0
+    finally:
+        gc.unfreeze()
+    assert capsys.readouterr().out == ""  # a clean check prints nothing

@@ -6,12 +6,12 @@ change, then review the diff.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 
 import pytest
+from golden_files import GOLDEN as GOLDEN_ROOT
+from golden_files import check_golden
 
 from evspec import codes
 from evspec.codes import CodeInfo
@@ -24,8 +24,7 @@ from evspec.render.sarif import render_sarif
 from evspec.render.text import render_text, summary_line
 from evspec.span import Span
 
-GOLDEN = Path(__file__).parent / "golden" / "render"
-BLESS = os.environ.get("EVSPEC_BLESS") == "1"
+GOLDEN = GOLDEN_ROOT / "render"
 
 ARG0 = Source("arg", index=0)
 ARG1 = Source("arg", index=1)
@@ -124,17 +123,6 @@ CATALOGUE = {
 }
 
 
-def check_golden(relative: str, actual: str) -> None:
-    path = GOLDEN / relative
-    if BLESS:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_bytes(actual.encode())
-        return
-    assert path.exists(), f"{path} is missing: run with EVSPEC_BLESS=1 and review it"
-    expected = path.read_bytes().decode()
-    assert actual == expected, f"{relative} differs from the golden file (EVSPEC_BLESS=1 rewrites it)"
-
-
 @pytest.fixture()
 def fixed_catalogue(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(codes, "catalogue", lambda: dict(CATALOGUE))
@@ -169,11 +157,11 @@ def _cases_for(renderer: str) -> Sequence[Case]:
 )
 def test_golden(renderer: str, case: Case, fixed_catalogue: None) -> None:
     suffix, render = RENDERERS[renderer]
-    check_golden(f"{renderer}/{case.name}.{suffix}", render(case))
+    check_golden(f"render/{renderer}/{case.name}.{suffix}", render(case))
 
 
 def test_golden_explain(fixed_catalogue: None) -> None:
-    check_golden("explain/EB030.txt", explain("eb030") + "\n")
+    check_golden("render/explain/EB030.txt", explain("eb030") + "\n")
 
 
 def test_every_golden_file_is_checked() -> None:
