@@ -22,13 +22,13 @@ import os
 import platform
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
 from evspec.loader.errors import ObjectError
+from evspec.loader.object import user_cache
 
 from evspec.codes import bpf as codes
 from evspec.cpus import possible_cpus
@@ -123,40 +123,14 @@ def clang_version(clang: str) -> str:
 
 
 def default_cache_dir() -> Path:
-    xdg = os.environ.get("XDG_CACHE_HOME", "")
-    base = Path(xdg) if os.path.isabs(xdg) else Path.home() / ".cache"
-    return base / "evspec" / "bpf"
-
-
-def _unsafe(st: os.stat_result, what: str) -> str | None:
-    if st.st_uid != os.geteuid():
-        return f"{what} is owned by uid {st.st_uid}, not by the current user (uid {os.geteuid()})"
-    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
-        return f"{what} is writable by group or others (mode {stat.S_IMODE(st.st_mode):04o})"
-    return None
+    return Path(user_cache.cache_root()) / "bpf"
 
 
 def cache_refusal(cache_dir: Path) -> str | None:
-    """Why ``cache_dir`` must not be used as a compile cache, or None when it is safe.
-
-    It must be a directory (not a symlink) owned by the current user and not writable by group or
-    others, in a parent that others cannot rename it out of (writable by them only if sticky).
-    """
-    try:
-        st = os.lstat(cache_dir)
-    except OSError as exc:
-        return f"cannot inspect {cache_dir}: {exc.strerror or exc}"
-    if stat.S_ISLNK(st.st_mode):
-        return f"{cache_dir} is a symbolic link"
-    if not stat.S_ISDIR(st.st_mode):
-        return f"{cache_dir} is not a directory"
-    reason = _unsafe(st, str(cache_dir))
-    if reason is not None:
-        return reason
-    parent = os.stat(cache_dir.parent)
-    if parent.st_mode & (stat.S_IWGRP | stat.S_IWOTH) and not parent.st_mode & stat.S_ISVTX:
-        return f"its parent {cache_dir.parent} is writable by others and not sticky"
-    return None
+    """Why ``cache_dir`` must not be used as a compile cache, or None when it is safe
+    (``user_cache.refusal``: a real directory of the current user that group and others cannot
+    write, in a parent that others cannot rename it out of)."""
+    return user_cache.refusal(str(cache_dir))
 
 
 def _open_cache(cache_dir: Path | None) -> Path | None:
@@ -174,11 +148,7 @@ def _open_cache(cache_dir: Path | None) -> Path | None:
 
 
 def _usable_file(path: Path) -> bool:
-    try:
-        st = os.lstat(path)
-    except OSError:
-        return False
-    return stat.S_ISREG(st.st_mode) and _unsafe(st, str(path)) is None
+    return user_cache.usable_file(str(path))
 
 
 def parse_depfile(text: str) -> list[str]:
