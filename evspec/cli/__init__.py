@@ -1,8 +1,6 @@
 """The ``evspec`` command: ``app`` builds the argument parser and dispatches; each command that
 does more than render a library result has a module of its own."""
 
-import gc
-
 from evspec.cli.app import main
 
 __all__ = ["console_main", "main"]
@@ -13,5 +11,7 @@ def console_main() -> int:
     frozen out of the collector, so that the interpreter's exit does not walk them again (a few ms
     of each short run). Not for in-process callers: they keep using ``main``."""
     status = main()
+    import gc
+
     gc.freeze()
     return status
