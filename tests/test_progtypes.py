@@ -30,12 +30,12 @@ from evspec.loader.object.libbpf_sections import (
     BPF_F_XDP_HAS_FRAGS,
     SECTION_DEFS,
     BpfAttachType,
-    BpfProgType,
     find_section_def,
     load_params,
     section_prog_flags,
 )
 from evspec.loader.object.section import AttachKind, BtfTarget, parse_section
+from evspec.loader.object.spec import ProgType
 from libbpf_parity import Row, build_runner, compare, evspec_verdicts, libbpf_verdicts, table
 from record_cli import run_record as _record
 
@@ -101,7 +101,7 @@ def test_load_params_are_libbpfs() -> None:
     lsm = load_params("lsm.s/bprm_committed_creds")
     assert lsm is not None
     assert (lsm.prog_type, lsm.expected_attach_type, lsm.prog_flags, lsm.btf_name) == (
-        BpfProgType.LSM, BpfAttachType.LSM_MAC, BPF_F_SLEEPABLE, "bpf_lsm_bprm_committed_creds")
+        ProgType.LSM, BpfAttachType.LSM_MAC, BPF_F_SLEEPABLE, "bpf_lsm_bprm_committed_creds")
     it = load_params("iter/task")
     assert it is not None and it.btf_name == "bpf_iter_task"
     tp = load_params("tp_btf/sched_switch")

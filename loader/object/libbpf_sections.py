@@ -18,6 +18,7 @@ from enum import IntEnum
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import BtfKind
+from evspec.loader.object.spec import ProgType
 
 from evspec.codes import kernel as codes
 from evspec.span import Record, set_field
@@ -30,43 +31,6 @@ BPF_F_SLEEPABLE = 1 << 4
 BPF_F_XDP_HAS_FRAGS = 1 << 5
 # libbpf builds the looked-up name in a 128-byte buffer; a longer one is ENAMETOOLONG
 BTF_MAX_NAME_SIZE = 128
-
-
-class BpfProgType(IntEnum):
-    """``enum bpf_prog_type``, all of it."""
-
-    UNSPEC = 0
-    SOCKET_FILTER = 1
-    KPROBE = 2
-    SCHED_CLS = 3
-    SCHED_ACT = 4
-    TRACEPOINT = 5
-    XDP = 6
-    PERF_EVENT = 7
-    CGROUP_SKB = 8
-    CGROUP_SOCK = 9
-    LWT_IN = 10
-    LWT_OUT = 11
-    LWT_XMIT = 12
-    SOCK_OPS = 13
-    SK_SKB = 14
-    CGROUP_DEVICE = 15
-    SK_MSG = 16
-    RAW_TRACEPOINT = 17
-    CGROUP_SOCK_ADDR = 18
-    LWT_SEG6LOCAL = 19
-    LIRC_MODE2 = 20
-    SK_REUSEPORT = 21
-    FLOW_DISSECTOR = 22
-    CGROUP_SYSCTL = 23
-    RAW_TRACEPOINT_WRITABLE = 24
-    CGROUP_SOCKOPT = 25
-    TRACING = 26
-    STRUCT_OPS = 27
-    EXT = 28
-    LSM = 29
-    SK_LOOKUP = 30
-    SYSCALL = 31
 
 
 class BpfAttachType(IntEnum):
@@ -147,7 +111,7 @@ class SectionDef(Record):
 
     __slots__ = ("name", "prog_type", "attach_type", "plus", "sleepable", "xdp_frags", "attach_btf")
     name: str
-    prog_type: BpfProgType
+    prog_type: ProgType
     attach_type: int  # the expected attach type libbpf loads the program with
     plus: bool  # the name alone or NAME/ANYTHING (libbpf writes it 'NAME+')
     sleepable: bool  # loaded with BPF_F_SLEEPABLE
@@ -155,7 +119,7 @@ class SectionDef(Record):
     attach_btf: bool  # the target is a kernel BTF type (attach_btf_id)
 
     def __init__(
-        self, name: str, prog_type: BpfProgType, attach_type: int = 0, plus: bool = False,
+        self, name: str, prog_type: ProgType, attach_type: int = 0, plus: bool = False,
         sleepable: bool = False, xdp_frags: bool = False, attach_btf: bool = False,
     ) -> None:
         set_field(self, "name", name)
@@ -177,20 +141,20 @@ class SectionDef(Record):
 
     @property
     def btf_lookup(self) -> BtfLookup | None:
-        if not self.attach_btf or self.prog_type == BpfProgType.EXT:
+        if not self.attach_btf or self.prog_type == ProgType.EXT:
             return None
         return _BTF_LOOKUPS.get(self.attach_type, BtfLookup("", BtfKind.FUNC, "function"))
 
 
-def _plus(name: str, prog_type: BpfProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
+def _plus(name: str, prog_type: ProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
     return SectionDef(name, prog_type, attach_type, plus=True, **flags)
 
 
-def _exact(name: str, prog_type: BpfProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
+def _exact(name: str, prog_type: ProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
     return SectionDef(name, prog_type, attach_type, **flags)
 
 
-P, A = BpfProgType, BpfAttachType
+P, A = ProgType, BpfAttachType
 _BTF = {"attach_btf": True}
 _SLEEP_BTF = {"attach_btf": True, "sleepable": True}
 
@@ -360,10 +324,10 @@ def load_params(section: str) -> LoadParams | None:
     if found is None:
         return None
     name = unmarked(section)
-    if found.prog_type == BpfProgType.STRUCT_OPS:
+    if found.prog_type == ProgType.STRUCT_OPS:
         raise ObjectError(codes.BAD_SECTION, "struct_ops programs are loaded for the struct_ops map "
                           "(SEC(\".struct_ops\")) that uses them, and evspec does not create struct_ops maps")
-    if found.prog_type == BpfProgType.EXT:
+    if found.prog_type == ProgType.EXT:
         raise ObjectError(codes.BAD_SECTION, "a freplace program replaces a function of another loaded "
                           "program, and a section name cannot say which program (libbpf refuses it too: 'attach program "
                           "FD is not set')")

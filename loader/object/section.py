@@ -34,7 +34,7 @@ import re
 from enum import Enum
 from functools import lru_cache
 
-from evspec.loader.object.libbpf_sections import BpfProgType, find_section_def
+from evspec.loader.object.libbpf_sections import find_section_def
 from evspec.loader.object.section_lalr import SectionSyntaxError, Token, Tree, load_parser
 from evspec.loader.object.spec import ProgType, replace
 
@@ -332,7 +332,7 @@ class SectionSpec(Record):
                  "force", "perf_compatible", "perf_reason", "perf_message", "warnings", "autoload", "note")
     name: str  # the whole section string
     style: SectionStyle
-    program_type: ProgType | BpfProgType
+    program_type: ProgType
     attach: AttachKind
     target: Target | None  # None for socket, perf_event
     main_span: Span
@@ -350,7 +350,7 @@ class SectionSpec(Record):
     note: str | None
 
     def __init__(
-        self, name: str, style: SectionStyle, program_type: ProgType | BpfProgType, attach: AttachKind,
+        self, name: str, style: SectionStyle, program_type: ProgType, attach: AttachKind,
         target: Target | None, main_span: Span, settings: tuple[Setting, ...] = (), inlines: bool = True,
         force: bool = False, perf_compatible: bool = True, perf_reason: str | None = None,
         perf_message: str | None = None, warnings: tuple[Diagnostic, ...] = (), autoload: bool = True,
@@ -781,12 +781,10 @@ def _libbpf_kind(main: str) -> str | None:
     return head if head in LIBBPF_KINDS or head in _LIBBPF_HEADS else None
 
 
-def _libbpf_program_type(main: str) -> ProgType | BpfProgType:
-    """libbpf's program type for ``main`` (``tc/ingress``, ``tc/egress``: evspec's, SCHED_CLS),
-    as the ``ProgType`` member where spec.py has one."""
+def _libbpf_program_type(main: str) -> ProgType:
+    """libbpf's program type for ``main`` (``tc/ingress``, ``tc/egress``: evspec's, SCHED_CLS)."""
     found = find_section_def(main)
-    value = found.prog_type if found is not None else BpfProgType.SCHED_CLS
-    return ProgType(value) if value in ProgType._value2member_map_ else value
+    return found.prog_type if found is not None else ProgType.SCHED_CLS
 
 
 def _parse_main(
