@@ -160,7 +160,7 @@ def test_the_parser_agrees_with_lark() -> None:
     assert not wrong, "\n".join(wrong[:20])
 
 
-def test_parse_section_imports_no_lark() -> None:
+def test_parse_section_imports_no_lark(tmp_path: Path) -> None:
     code = ("import sys\n"
             "from evspec.diagnostics import EvspecError\n"
             "from evspec.loader.object.section import parse_section\n"
@@ -170,7 +170,9 @@ def test_parse_section_imports_no_lark() -> None:
             "    except EvspecError:\n"
             "        pass\n"
             "print(sorted(m for m in sys.modules if m == 'lark' or m.startswith('lark.')))\n")
-    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True).stdout
+    # run away from the source tree, whose evspec/ would shadow the installed package
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True, capture_output=True,
+                         text=True).stdout
     assert out.strip() == "[]"
 
 
