@@ -16,6 +16,7 @@ import os
 import random
 import subprocess
 import sys
+from pathlib import Path
 from collections.abc import Iterator
 from importlib.resources import files
 from typing import Any
