@@ -16,9 +16,9 @@ import os
 import random
 import subprocess
 import sys
-from pathlib import Path
 from collections.abc import Iterator
 from importlib.resources import files
+from pathlib import Path
 from typing import Any
 
 import pytest
