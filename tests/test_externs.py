@@ -9,7 +9,7 @@ import gzip
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
@@ -26,6 +26,7 @@ from evspec.loader.object.externs import (
     resolve_externs,
 )
 from evspec.loader.object.inspect import inspect_report, inspect_text
+from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import ObjectSpec
 from evspec.loader.object.target_btf import TargetBtf
@@ -79,7 +80,7 @@ def small_vmlinux() -> TargetBtf:
 
 
 def sources(config: str | None = CONFIG, kallsyms: Iterable[tuple[int, str, str]] = (),
-            release: str = "5.10.300-test", modules: Mapping[str, str] | None = None) -> ExternSources:
+            release: str = "5.10.300-test", modules: Sequence[ModuleBtf] = ()) -> ExternSources:
     def read_config() -> tuple[dict[str, str], str]:
         if config is None:
             raise kc.KconfigUnreadable([("/boot/config-x", "No such file or directory"),
@@ -88,7 +89,7 @@ def sources(config: str | None = CONFIG, kallsyms: Iterable[tuple[int, str, str]
 
     return ExternSources(release=release, bpf_cookie=True, syscall_wrapper=False, kconfig=read_config,
                          kallsyms=lambda: list(kallsyms), vmlinux=small_vmlinux,
-                         module_having=lambda name: (modules or {}).get(name))
+                         modules=lambda: modules)
 
 
 def _insn(spec: ObjectSpec, index: int) -> abi.BpfInsn:
@@ -226,6 +227,27 @@ def test_linux_values_alone_need_no_kconfig(build, tmp_path: Path) -> None:  # t
     assert "'LINUX_EVSPEC_NOPE' (__kconfig) is neither a CONFIG_ value" in err.value.message
 
 
+def test_a_kfunc_and_a_ksym_of_a_module_name_its_btf(build) -> None:  # type: ignore[no-untyped-def]
+    """kfuncs.c's weak evspec_no_such_kfunc, which vmlinux lacks, found in a module's split BTF:
+    the call's imm is the module's FUNC id and its off the module's fd_array index (1); the
+    `if (kfunc)` ld_imm64 holds that id and the module BTF's fd."""
+    vmlinux = small_vmlinux()
+    name = b"evspec_no_such_kfunc"
+    split = write_btf([RawType(len(vmlinux.btf.string_section()) + 1, type_info(BtfKind.FUNC, 1), 2)],
+                      b"\0" + name + b"\0")
+    module = ModuleBtf("nf_nat", 7, 77, TargetBtf(split, "module nf_nat", base=vmlinux))
+    spec = build("kfuncs")
+    values = resolve_externs(spec, sources(modules=[module]))
+    assert values.kfuncs["evspec_no_such_kfunc"] == (6, 1) and values.kfuncs["bpf_rcu_read_lock"] == (3, 0)
+    assert values.fd_array == (0, 77)
+    applied = apply_externs(spec, values)
+    call = _insn(applied, _rel(spec, "evspec_no_such_kfunc", "kfunc"))
+    assert (call.src_reg, call.imm, call.off) == (abi.BPF_PSEUDO_KFUNC_CALL, 6, 1)
+    address = _insn(applied, _rel(spec, "evspec_no_such_kfunc", "ksym"))
+    second = _insn(applied, _rel(spec, "evspec_no_such_kfunc", "ksym") + 1)
+    assert (address.src_reg, address.imm, second.imm) == (abi.BPF_PSEUDO_BTF_ID, 6, 77)
+
+
 @pytest.mark.parametrize(("define", "srcs", "code", "words"), [
     ("MISSING_CONFIG", sources(), codes.EXTERN_UNRESOLVED,
      ("'CONFIG_EVSPEC_NO_SUCH_OPTION' (kconfig, int) is strong", "test config does not set it")),
@@ -239,9 +261,8 @@ def test_linux_values_alone_need_no_kconfig(build, tmp_path: Path) -> None:  # t
     ("MISSING_KSYM", sources(kallsyms=[(1, "d", "evspec_no_such_symbol.llvm.1"), (2, "T", "evspec_no_such_symbol")]),
      codes.EXTERN_UNRESOLVED, ("is ambiguous", "0x1", "0x2")),
     ("MISSING_KFUNC", sources(), codes.EXTERN_UNRESOLVED,
-     ("'evspec_no_such_kfunc' (kfunc, void (void)) is strong", "has no function 'evspec_no_such_kfunc'")),
-    ("MISSING_KFUNC", sources(modules={"evspec_no_such_kfunc": "nf_nat"}), codes.UNSUPPORTED,
-     ("a function of module 'nf_nat'", "not supported")),
+     ("'evspec_no_such_kfunc' (kfunc, void (void)) is strong",
+      "has no function 'evspec_no_such_kfunc', nor has any module's")),
     ("BAD_PROTO", sources(), codes.EXTERN_TYPE,
      ("'bpf_rcu_read_lock' (kfunc) is declared as int (int)", "kernel's function [3] is void (void)")),
 ])

@@ -26,7 +26,7 @@ from evspec import codes
 from evspec.cli import verify
 from evspec.span import Record
 
-NO_MODULE = "<no-module>"  # ExternSources.module_having's default: a function that finds none
+NO_MODULE = "<no-module>"  # ExternSources.modules's default: a function that gives none
 
 # (record class, frozen, its former dataclass fields: NAME, NAME=DEFAULT, then " hidden" / " uncompared")
 FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
@@ -67,8 +67,8 @@ FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
     (elf.Rel, True, ["offset", "symbol", "type"]),
     (externs.UndefinedSymbol, True, ["name", "weak"]),
     (externs.ExternSources, True, ["release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux",
-                                   f"module_having={NO_MODULE}"]),
-    (externs.ExternValues, True, ["kconfig=b''", "ksyms={}", "kfuncs={}", "warnings=()"]),
+                                   f"modules={NO_MODULE}"]),
+    (externs.ExternValues, True, ["kconfig=b''", "ksyms={}", "kfuncs={}", "warnings=()", "fd_array=()"]),
     (kconfig.KconfigType, True, ["kind", "size", "signed=False"]),
     (btf_fixup.BtfFeatures, True, ["func=True", "datasec=True", "global_func=True", "float=True", "decl_tag=True",
                                    "type_tag=True", "enum64=True"]),
@@ -101,8 +101,8 @@ MODULES = (spec, section, libbpf_sections, elf, externs, kconfig, btf_fixup, rea
 MISSING = dataclasses.MISSING
 
 
-def _no_module(name: str) -> str | None:
-    return None
+def _no_module() -> tuple[()]:
+    return ()
 
 
 def _parse(text: str) -> tuple[str, object, object, bool, bool]:
@@ -128,7 +128,7 @@ def _twin(cls: type, frozen: bool, former: list[str]) -> type:
         name, default, factory, shown, compared = _parse(text)
         if default is _no_module:  # the record's own function, so that the reprs can be compared
             default = next(f.default for f in dataclasses.fields(cls) if f.name == name)
-            assert default is not _no_module and default("anything") is None  # type: ignore[operator]
+            assert default is not _no_module and default() == ()  # type: ignore[operator]
         fields.append((name, object, dataclasses.field(default=default, default_factory=factory,  # type: ignore[call-overload]
                                                        repr=shown, compare=compared)))
     return dataclasses.make_dataclass(f"{cls.__name__}Twin", fields, frozen=frozen)
@@ -146,7 +146,7 @@ def _described(cls: type) -> list[tuple[object, ...]]:
         if f.default_factory is not MISSING:
             default = None  # the record's __init__ takes None for a new empty list or dict
         elif callable(default):
-            default = default("anything")  # the lambda of module_having: no module has the name
+            default = default()  # the lambda of modules: no module BTFs
         out.append((f.name, default, f.init, f.repr, f.compare, f.hash, f.kw_only))
     return out
 

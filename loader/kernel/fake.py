@@ -18,6 +18,7 @@ from typing import Any
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.abi.perf import AttrFlag, Ioctl, PerfEventAttr
+from evspec.loader.kernel.btf_objects import BtfInfo
 from evspec.loader.kernel.syscalls import (
     CAP_BPF,
     CAP_PERFMON,
@@ -99,6 +100,7 @@ class FakeKernel:
         bpf_attr_size: int | None = None,
         perf_attr_size: int | None = None,
         first_fd: int = 100,
+        btf_objects: Mapping[int, tuple[str, bool, bytes]] | None = None,
     ) -> None:
         self.capabilities = capabilities
         self.memlock = memlock
@@ -112,6 +114,9 @@ class FakeKernel:
         self.maps: dict[int, FakeMap] = {}
         self.programs: dict[int, dict[str, Any]] = {}
         self.mappings: dict[int, ctypes.Array] = {}  # type: ignore[type-arg]
+        # the kernel's BTF objects by id: (name, the kernel's own, bytes); and fds open on them
+        self.btf_objects: dict[int, tuple[str, bool, bytes]] = dict(btf_objects or {})
+        self.btf_fds: dict[int, int] = {}
         self._next_fd = first_fd
         self._next_id = 1
 
@@ -236,6 +241,12 @@ class FakeKernel:
         elif op == "BPF_PROG_LOAD":
             args["insns"] = _read(attr.insns, attr.insn_cnt * 8)
             args["license"] = ctypes.string_at(attr.license).decode() if attr.license else ""
+            if attr.fd_array:  # as far as the program's kfunc calls index it
+                code = args["insns"]
+                insns = [abi.BpfInsn.from_buffer_copy(code, at) for at in range(0, len(code), abi.INSN_SIZE)]
+                offs = [i.off for i in insns if i.code == abi.OP_CALL and i.src_reg == abi.BPF_PSEUDO_KFUNC_CALL]
+                count = 1 + max(offs, default=0)
+                args["fd_array_fds"] = tuple((ctypes.c_int32 * count).from_address(attr.fd_array))
         elif op == "BPF_BTF_LOAD":
             args["btf"] = _read(attr.btf, attr.btf_size)
 
@@ -332,12 +343,18 @@ class FakeKernel:
             return self._new_fd("link")
         if op == "BPF_OBJ_GET_INFO_BY_FD":
             return self._info(attr)
-        if op in ("BPF_PROG_GET_NEXT_ID", "BPF_MAP_GET_NEXT_ID"):
-            ids = (
-                [p["id"] for p in self.programs.values()]
-                if op == "BPF_PROG_GET_NEXT_ID"
-                else [m.id for m in self.maps.values()]
-            )
+        if op == "BPF_BTF_GET_FD_BY_ID":
+            if attr.start_id not in self.btf_objects:
+                raise SyscallError(E.ENOENT, op)
+            fd = self._new_fd("btf")
+            self.btf_fds[fd] = attr.start_id
+            return fd
+        if op in ("BPF_PROG_GET_NEXT_ID", "BPF_MAP_GET_NEXT_ID", "BPF_BTF_GET_NEXT_ID"):
+            ids = {
+                "BPF_PROG_GET_NEXT_ID": [p["id"] for p in self.programs.values()],
+                "BPF_MAP_GET_NEXT_ID": [m.id for m in self.maps.values()],
+                "BPF_BTF_GET_NEXT_ID": list(self.btf_objects),
+            }[op]
             later = sorted(i for i in ids if i > attr.start_id)
             if not later:
                 raise SyscallError(E.ENOENT, op)
@@ -357,6 +374,8 @@ class FakeKernel:
                 map_flags=m.flags,
                 name=m.name.encode(),
             )
+        elif attr.bpf_fd in self.btf_fds:
+            return self._btf_info(attr)
         elif attr.bpf_fd in self.programs:
             p = self.programs[attr.bpf_fd]
             info = abi.ProgInfo(
@@ -371,6 +390,19 @@ class FakeKernel:
         n = min(attr.info_len, ctypes.sizeof(info))
         ctypes.memmove(attr.info, ctypes.addressof(info), n)
         attr.info_len = n
+        return 0
+
+    def _btf_info(self, attr: Any) -> int:
+        """``struct bpf_btf_info`` of a BTF object: its bytes (as many as fit), name, id, size."""
+        btf_id = self.btf_fds[attr.bpf_fd]
+        name, kernel_btf, data = self.btf_objects[btf_id]
+        info = BtfInfo.from_address(attr.info)
+        if info.btf:
+            ctypes.memmove(info.btf, data, min(info.btf_size, len(data)))
+        if info.name and info.name_len:
+            text = name.encode()[: info.name_len - 1] + b"\0"
+            ctypes.memmove(info.name, text, len(text))
+        info.id, info.btf_size, info.kernel_btf = btf_id, len(data), int(kernel_btf)
         return 0
 
     # ----------------------------------------------------------- perf & misc
@@ -425,6 +457,7 @@ class FakeKernel:
         del self.open_fds[fd]
         self.maps.pop(fd, None)
         self.programs.pop(fd, None)
+        self.btf_fds.pop(fd, None)
         self._ok("close", {"fd": fd}, 0)
 
     def effective_capabilities(self) -> int:

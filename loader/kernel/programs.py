@@ -132,6 +132,7 @@ class ProgramOperations(KernelCore):
         line_records: Sequence[tuple[int, int, int, int]] = (),
         core_relos: Sequence[tuple[int, int, int, int]] = (),
         attach_btf_id: int = 0,
+        fd_array: Sequence[int] = (),
     ) -> int:
         """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
 
@@ -141,7 +142,8 @@ class ProgramOperations(KernelCore):
         column) let the verifier log and ``bpftool prog dump jited linum`` show source lines;
         ``line_info`` (the object's own reading of them) lets the error name the source line;
         ``core_relos`` (byte offset, type id and access string offset in that BTF, kind) are CO-RE
-        relocations for the kernel (5.17+) to apply itself.
+        relocations for the kernel (5.17+) to apply itself. ``fd_array``: the module BTF fds that
+        the program's kfunc calls name by index (their ``off``; index 0 is vmlinux's).
         The first attempt runs without a log (fast path); after a failure the load is repeated
         with ``log_level`` 1 (or the caller's level) and a buffer that grows until the log fits.
         """
@@ -156,6 +158,7 @@ class ProgramOperations(KernelCore):
         fbuf = in_buffer(b"".join(FUNC_INFO.pack(off, tid) for off, tid in func_info))
         line_buf = in_buffer(b"".join(LINE_INFO.pack(*record) for record in line_records))
         core_buf = in_buffer(b"".join(CORE_RELO.pack(*record) for record in core_relos))
+        fd_buf = (ctypes.c_int32 * len(fd_array))(*fd_array) if fd_array else None
 
         def attempt(level: int, log: ctypes.Array | None) -> _Attempt:  # type: ignore[type-arg]
             attr = abi.ProgLoadAttr(
@@ -180,6 +183,8 @@ class ProgramOperations(KernelCore):
             if core_relos:
                 attr.core_relo_rec_size, attr.core_relo_cnt = CORE_RELO.size, len(core_relos)
                 attr.core_relos = address(core_buf)
+            if fd_buf is not None:
+                attr.fd_array = address(fd_buf)
             if log is not None:
                 attr.log_level, attr.log_size, attr.log_buf = level, len(log), address(log)
             try:

@@ -30,6 +30,7 @@ from types import TracebackType
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription
+from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
 from evspec.loader.object.btf_fixup import (
     BtfFeatures,
@@ -44,6 +45,7 @@ from evspec.loader.object.btf_fixup import (
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
 from evspec.loader.object.libbpf_sections import section_prog_flags
+from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
 from evspec.loader.object.target_btf import TargetBtf
 
@@ -135,6 +137,8 @@ class LiveObject:
         self.warnings: list[str] = []
         self.pinned_here: list[str] = []  # pins this load made (removed again if it fails)
         self.func_info_lost: str | None = None  # why programs have no func info, when they should
+        self.fd_array: tuple[int, ...] = ()  # module BTF fds the programs' kfunc calls index
+        self.module_btf_fds: tuple[int, ...] = ()  # module BTFs opened for externs, open until close
         self._closed = False
 
     def map(self, name: str) -> LiveMap:
@@ -170,7 +174,7 @@ class LiveObject:
         fds = [p.fd for p in self.programs.values()] + [m.fd for m in self.maps.values()]
         if self.btf_fd is not None:
             fds.append(self.btf_fd)
-        return tuple(fds)
+        return (*fds, *self.module_btf_fds)
 
     def close(self) -> None:
         """Close every descriptor; the first failure is raised after all were tried."""
@@ -181,6 +185,7 @@ class LiveObject:
         self.programs.clear()
         self.maps.clear()
         self.btf_fd = None
+        self.module_btf_fds = ()
         self.kernel.close_all(fds)
 
     def __enter__(self) -> LiveObject:
@@ -725,6 +730,7 @@ def load_linked(
             btf_fd=live.btf_fd if with_btf is not None else None,
             func_info=with_btf.func_info if with_btf is not None else (),
             line_records=with_btf.line_info if with_btf is not None else (),
+            fd_array=live.fd_array,
         )
 
     globals_ = _global_functions(spec, linked)
@@ -817,12 +823,19 @@ def load_object(
     check_libbpf_rules(spec, deferred)
     kernel = kernel or Kernel()
     extern_warnings: tuple[str, ...] = ()
+    fd_array: tuple[int, ...] = ()
+    modules = _ModuleBtfs(kernel)
     if spec.externs and not spec.externs_applied:  # __kconfig, __ksym, kfuncs: resolved on this system
-        values = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel)))
-        spec, extern_warnings = apply_externs(spec, values), values.warnings
+        try:
+            values = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel), modules))
+        except BaseException:
+            kernel.close_all(modules.fds)
+            raise
+        spec, extern_warnings, fd_array = apply_externs(spec, values), values.warnings, values.fd_array
     attach = expected_attach_types or {}
     live = LiveObject(kernel, spec)
     live.warnings.extend(extern_warnings)
+    live.fd_array, live.module_btf_fds = fd_array, modules.fds
     try:
         if use_btf:
             _load_btf(kernel, spec, live)
@@ -855,6 +868,24 @@ def load_object(
             pass  # the original failure is the one worth reporting
         raise
     return live
+
+
+class _ModuleBtfs:
+    """The kernel's module BTFs, opened the first time an extern is not in vmlinux's BTF; their
+    fds stay open until the object is closed (its programs name them when they are loaded)."""
+
+    def __init__(self, kernel: Kernel) -> None:
+        self._kernel = kernel
+        self._opened: tuple[ModuleBtf, ...] | None = None
+
+    def __call__(self) -> tuple[ModuleBtf, ...]:
+        if self._opened is None:
+            self._opened = open_module_btfs(self._kernel, TargetBtf.running_kernel())
+        return self._opened
+
+    @property
+    def fds(self) -> tuple[int, ...]:
+        return () if self._opened is None else tuple(m.fd for m in self._opened)
 
 
 def _has_bpf_cookie(kernel: Kernel) -> bool:

@@ -243,38 +243,93 @@ def _header(data: bytes, what: str, min_len: int, areas: tuple[str, str]) -> tup
 
 
 class Btf:
-    """A parsed ``.BTF`` blob. Type ids start at 1; id 0 is ``void``."""
+    """A parsed ``.BTF`` blob. Type ids start at 1; id 0 is ``void``.
+
+    A split BTF (a kernel module's, ``/sys/kernel/btf/MOD``) is parsed on top of its ``base``
+    (vmlinux's): its own types take the ids after the base's last one (the first is
+    ``len(base)``), and its string offsets continue after the base's strings (an offset below
+    the base's string section is the base's string). Types and strings are then looked up across
+    both; the methods that speak of the blob's records (``starts``, ``name_offsets``,
+    ``raw_type``, ``string_section``) mean its own.
+    """
 
     __slots__ = ("_data", "_order", "_types_at", "_str_at", "_str_len", "_offsets", "_cache",
-                 "_names", "_common", "_strings", "_type_end", "_name_offs", "_ids_by_name_off")
+                 "_names", "_common", "_strings", "_type_end", "_name_offs", "_ids_by_name_off",
+                 "_base", "_shift", "_str_base", "_count")
 
-    def __init__(self, data: bytes, starts: Sequence[int] | None = None) -> None:
+    def __init__(self, data: bytes, starts: Sequence[int] | None = None, base: Btf | None = None) -> None:
         """``starts``: where each type record starts, as ``starts`` of a ``Btf`` of the same data
-        gave them (a stored index, see ``name_index``); checked against the data, not trusted."""
+        gave them (a stored index, see ``name_index``); checked against the data, not trusted.
+        ``base``: the BTF this one is split from."""
         self._data = bytes(data)
         self._order, hdr_len, (type_off, type_len, str_off, str_len) = _header(
             self._data, "BTF", _HEADER_LEN, ("type section", "string section"))
         if type_off % 4:
             raise BtfError(f"the BTF type section is not 4-byte aligned (offset {type_off})")
-        if str_len == 0 or self._data[hdr_len + str_off] != 0:
-            raise BtfError("the BTF string section does not start with an empty string")
-        if self._data[hdr_len + str_off + str_len - 1] != 0:
+        if base is not None and base.byte_order != self._order:
+            raise BtfError("the split BTF and its base have different byte orders")
+        if base is None and (str_len == 0 or self._data[hdr_len + str_off] != 0):
+            raise BtfError("the BTF string section does not start with an empty string (a split BTF, "
+                           "a kernel module's, is read on top of its base BTF)")
+        if str_len and self._data[hdr_len + str_off + str_len - 1] != 0:
             raise BtfError("the BTF string section does not end with a NUL byte")
+        self._base = base
+        self._shift = 0 if base is None else len(base) - 1  # own record i is type id i + _shift
+        self._str_base = 0 if base is None else base._str_base + base._str_len
         self._types_at = hdr_len + type_off
         self._type_end = self._types_at + type_len
         self._str_at = hdr_len + str_off
         self._str_len = str_len
         self._common = struct.Struct(self._order + "III")
-        self._name_offs: bytes | None = None  # every type's name offset, 4 bytes each, by id
+        self._name_offs: bytes | None = None  # every own type's name offset, 4 bytes each
         self._ids_by_name_off: dict[int, list[int]] | None = None  # the same, inverted (built on demand)
         self._offsets = self._index(type_len) if starts is None else self._given_index(starts, type_len)
+        self._count = self._shift + len(self._offsets)  # every id, void's and the base's included
         self._cache: dict[int, BtfType] = {}
         self._names: dict[str, list[int]] | None = None
         self._strings: dict[int, str] = {}
+        if base is not None:
+            self._check_split_names()
 
-    def _at(self, type_id: int) -> int:
-        """Where the record of ``type_id`` starts in the blob."""
-        return self._types_at + 4 * self._offsets[type_id]
+    def _check_split_names(self) -> None:
+        """Refuse a split BTF whose type names lie beyond its base's and its own strings: it was
+        split from another base (names are checked here, other strings and references when a
+        type is decoded)."""
+        names = self.name_offsets()
+        end = self._str_base + self._str_len
+        if len(names) > 1 and max(names) >= end:
+            index = next(i for i, off in enumerate(names) if off >= end)
+            raise BtfError(
+                f"split BTF type {index + self._shift} is named at string offset {names[index]}, past the "
+                f"{self._str_base} bytes of its base's strings and its own {self._str_len}: the blob does "
+                "not fit this base (it was split from another one)")
+
+    @property
+    def base(self) -> Btf | None:
+        """The BTF this one is split from, or None."""
+        return self._base
+
+    @property
+    def first_id(self) -> int:
+        """The id of the blob's first own type: 1, or ``len(base)`` for a split BTF."""
+        return self._shift + 1
+
+    @property
+    def strings_start(self) -> int:
+        """The string offset of the blob's own string section (0, or past the base's strings)."""
+        return self._str_base
+
+    def _at(self, index: int) -> int:
+        """Where own record ``index`` (type id ``index + _shift``) starts in the blob."""
+        return self._types_at + 4 * self._offsets[index]
+
+    def _own(self, type_id: int) -> int:
+        """The own record index of ``type_id``; ``BtfError`` when it is no type of this blob."""
+        index = type_id - self._shift
+        if not 0 < index < len(self._offsets):
+            first = self._shift + 1
+            raise BtfError(f"BTF type id {type_id} is out of range ({first}..{first + len(self._offsets) - 2})")
+        return index
 
     def _index(self, type_len: int) -> tuple[int, ...]:
         """Where each type record starts, in 32-bit words from the start of the type section
@@ -315,17 +370,17 @@ class Btf:
         unpack = self._common.unpack_from
         while pos < end:
             if pos + 12 > end:
-                raise BtfError(f"BTF type {len(offsets)} is truncated at byte {pos - self._types_at} "
-                               f"of the type section")
+                raise BtfError(f"BTF type {len(offsets) + self._shift} is truncated at byte "
+                               f"{pos - self._types_at} of the type section")
             _name_off, info, _size = unpack(self._data, pos)
             kind = (info >> 24) & 0x1F
             extra = _EXTRA.get(kind)
             if extra is None or kind == BtfKind.UNKN:
-                raise BtfError(f"BTF type {len(offsets)} has unknown kind {kind}")
+                raise BtfError(f"BTF type {len(offsets) + self._shift} has unknown kind {kind}")
             offsets.append((pos - self._types_at) // 4)
             pos += 12 + extra[0] + extra[1] * (info & 0xFFFF)
         if pos != end:
-            raise BtfError(f"the last BTF type (id {len(offsets) - 1}) runs past the type section")
+            raise BtfError(f"the last BTF type (id {len(offsets) - 1 + self._shift}) runs past the type section")
         return tuple(offsets)
 
     def _given_index(self, starts: Sequence[int], type_len: int) -> Sequence[int]:
@@ -354,25 +409,36 @@ class Btf:
         return self._offsets
 
     def name_offsets(self) -> Sequence[int]:
-        """Every type's name offset, by id (0 for void and anonymous types)."""
+        """Every own type's name offset (0 for anonymous types), entry i for type id ``i +
+        first_id - 1`` (entry 0 stands for void); by id for a BTF that is not split."""
         if self._name_offs is None:
             unpack = self._common.unpack_from
-            names = [unpack(self._data, self._at(tid))[0] for tid in range(1, len(self._offsets))]
+            names = [unpack(self._data, self._at(i))[0] for i in range(1, len(self._offsets))]
             self._name_offs = array("I", [0, *names]).tobytes()
         return memoryview(self._name_offs).cast("I")
 
     def name_offset(self, type_id: int) -> int:
         """The name offset of type ``type_id`` (no decoding)."""
-        if not 0 < type_id < len(self._offsets):
-            raise BtfError(f"BTF type id {type_id} is out of range (1..{len(self._offsets) - 1})")
-        return self._common.unpack_from(self._data, self._at(type_id))[0]  # type: ignore[no-any-return]
+        if type_id < self.first_id and self._base is not None:
+            return self._base.name_offset(type_id)
+        pos = self._at(self._own(type_id))
+        return self._common.unpack_from(self._data, pos)[0]  # type: ignore[no-any-return]
+
+    def _outside(self, offset: int) -> BtfError:
+        if self._base is None:
+            return BtfError(f"BTF string offset {offset} is outside the string section ({self._str_len} bytes)")
+        return BtfError(f"BTF string offset {offset} is outside the strings of the split BTF and its base "
+                        f"({self._str_base} bytes in the base, {self._str_len} of its own)")
 
     def raw_string(self, offset: int) -> bytes:
         """The bytes of the string at ``offset``, undecoded."""
-        if offset >= self._str_len:
-            raise BtfError(f"BTF string offset {offset} is outside the string section "
-                           f"({self._str_len} bytes)")
-        start = self._str_at + offset
+        if offset < self._str_base:
+            assert self._base is not None
+            return self._base.raw_string(offset)
+        local = offset - self._str_base
+        if local >= self._str_len:
+            raise self._outside(offset)
+        start = self._str_at + local
         return self._data[start:self._data.index(b"\0", start, self._str_at + self._str_len)]
 
     # -- strings -----------------------------------------------------------------------------
@@ -381,10 +447,13 @@ class Btf:
         cached = self._strings.get(offset)
         if cached is not None:
             return cached
-        if offset >= self._str_len:
-            raise BtfError(f"BTF string offset {offset} is outside the string section "
-                           f"({self._str_len} bytes)")
-        start = self._str_at + offset
+        if offset < self._str_base:
+            assert self._base is not None
+            return self._base.string(offset)
+        local = offset - self._str_base
+        if local >= self._str_len:
+            raise self._outside(offset)
+        start = self._str_at + local
         end = self._data.index(b"\0", start, self._str_at + self._str_len)
         try:
             text = self._data[start:end].decode()
@@ -396,33 +465,36 @@ class Btf:
     # -- types -------------------------------------------------------------------------------
 
     def __len__(self) -> int:
-        """The number of type ids, void included (valid ids are 0 .. len-1)."""
-        return len(self._offsets)
+        """The number of type ids, void (and a split BTF's base) included: valid ids are 0 .. len-1."""
+        return self._count
 
     def _ref(self, type_id: int, referrer: int) -> int:
-        if type_id >= len(self._offsets):
+        if type_id >= self._count:
             raise BtfError(f"BTF type {referrer} refers to type {type_id}, but the last type id "
-                           f"is {len(self._offsets) - 1}")
+                           f"is {self._count - 1}")
         return type_id
 
     def type(self, type_id: int) -> BtfType:
+        cached = self._cache.get(type_id)
+        if cached is not None:
+            return cached
         if type_id == 0:
             return VOID
-        if not 0 < type_id < len(self._offsets):
-            raise BtfError(f"BTF type id {type_id} is out of range (1..{len(self._offsets) - 1})")
-        cached = self._cache.get(type_id)
-        if cached is None:
-            cached = self._decode(type_id)
-            self._cache[type_id] = cached
+        if 0 < type_id <= self._shift:
+            assert self._base is not None
+            return self._base.type(type_id)
+        cached = self._decode(type_id)
+        self._cache[type_id] = cached
         return cached
 
     def types(self) -> Iterator[BtfType]:
-        for type_id in range(1, len(self._offsets)):
+        """Every type but void, by id (a split BTF's base's first)."""
+        for type_id in range(1, len(self)):
             yield self.type(type_id)
 
     def _decode(self, tid: int) -> BtfType:
         o, d = self._order, self._data
-        pos = self._at(tid)
+        pos = self._at(self._own(tid))
         name_off, info, word = self._common.unpack_from(d, pos)
         kind = BtfKind((info >> 24) & 0x1F)
         vlen = info & 0xFFFF
@@ -485,28 +557,32 @@ class Btf:
         return self._order
 
     def raw_type(self, type_id: int) -> RawType:
-        """Type ``type_id`` as stored, for code that rewrites BTF (ids 1 .. len-1)."""
-        if not 0 < type_id < len(self._offsets):
-            raise BtfError(f"BTF type id {type_id} is out of range (1..{len(self._offsets) - 1})")
-        pos = self._at(type_id)
-        end = self._at(type_id + 1) if type_id + 1 < len(self._offsets) else self._type_end
+        """Own type ``type_id`` as stored, for code that rewrites BTF (ids first_id .. len-1)."""
+        index = self._own(type_id)
+        pos = self._at(index)
+        end = self._at(index + 1) if index + 1 < len(self._offsets) else self._type_end
         name_off, info, word = self._common.unpack_from(self._data, pos)
         return RawType(name_off, info, word, self._data[pos + 12:end])
 
     def string_section(self) -> bytes:
+        """The blob's own string section (a split BTF's offsets into it start at ``strings_start``)."""
         return self._data[self._str_at:self._str_at + self._str_len]
 
     # -- lookups -----------------------------------------------------------------------------
 
     def find(self, name: str, kind: BtfKind | None = None) -> BtfType | None:
-        """The first type with this name (and kind, if given)."""
+        """The first type with this name (and kind, if given): a split BTF's base's first."""
+        if self._base is not None:
+            found = self._base.find(name, kind)
+            if found is not None:
+                return found
         if self._names is None:
             names: dict[str, list[int]] = {}
             unpack = self._common.unpack_from
-            for tid in range(1, len(self._offsets)):
-                name_off = unpack(self._data, self._at(tid))[0]
+            for i in range(1, len(self._offsets)):
+                name_off = unpack(self._data, self._at(i))[0]
                 if name_off:
-                    names.setdefault(self.string(name_off), []).append(tid)
+                    names.setdefault(self.string(name_off), []).append(i + self._shift)
             self._names = names
         for tid in self._names.get(name, ()):
             t = self.type(tid)
@@ -515,8 +591,8 @@ class Btf:
         return None
 
     def ids_named_at(self, name_offsets: Iterable[int]) -> list[int]:
-        """The ids of the types whose name is the string at one of ``name_offsets``, in id order;
-        searched in a table of the types' name offsets, so that no type is decoded."""
+        """The ids of the own types whose name is the string at one of ``name_offsets``, in id
+        order; searched in a table of the types' name offsets, so that no type is decoded."""
         self.name_offsets()
         assert self._name_offs is not None
         table = self._name_offs
@@ -525,8 +601,8 @@ class Btf:
         if len(wanted) > 16:  # many offsets (a common tail, 'file'): every type by name, built once
             if self._ids_by_name_off is None:
                 by_off: dict[int, list[int]] = {}
-                for tid, off in enumerate(memoryview(table).cast("I")):
-                    by_off.setdefault(off, []).append(tid)
+                for i, off in enumerate(memoryview(table).cast("I")):
+                    by_off.setdefault(off, []).append(i + self._shift)
                 self._ids_by_name_off = by_off
             return sorted(tid for off in wanted for tid in self._ids_by_name_off.get(off, ()))
         found: set[int] = set()
@@ -535,14 +611,14 @@ class Btf:
             pos = table.find(needle)
             while pos >= 0:
                 if pos % 4 == 0:
-                    found.add(pos // 4)
+                    found.add(pos // 4 + self._shift)
                 pos = table.find(needle, pos + 1)
         return sorted(found)
 
     def resolve(self, type_id: int) -> BtfType:
         """The type behind typedefs and qualifiers (const, volatile, restrict, type tags)."""
         t = self.type(type_id)
-        for _ in range(len(self._offsets)):
+        for _ in range(self._count):
             if t.kind not in _TRANSPARENT:
                 return t
             t = self.type(t.type)
@@ -552,7 +628,7 @@ class Btf:
         """The size in bytes of a type, as the compiler laid it out."""
         multiplier = 1
         tid = type_id
-        for _ in range(len(self._offsets) + 1):
+        for _ in range(self._count + 1):
             t = self.type(tid)
             if t.kind in _SIZED:
                 return multiplier * t.size

@@ -6,7 +6,9 @@ of accessors; the target's candidates are its types with the same essential name
 ``___x`` stripped on both sides) and a compatible kind; each candidate is matched member by member
 by name (through anonymous members; typedefs and modifiers skipped); the kind's value is computed
 on both sides. The rules are libbpf's (relo_core.c), so that an object loads here as it does
-there. No system call: ``resolve`` answers a ``CoreResult``, or raises ``CoreError`` where libbpf
+there; so is where candidates are looked for: in vmlinux's BTF, and only when it has none (of a
+compatible kind), in every module BTF (``TargetBtf.modules``), all modules' candidates together,
+with their split ids. No system call: ``resolve`` answers a ``CoreResult``, or raises ``CoreError`` where libbpf
 would fail the load.
 """
 
@@ -519,14 +521,16 @@ def _size_change_is_safe(local: Btf, orig: _Value, target: Btf, new: _Value) -> 
             and tt.int_encoding != INT_SIGNED)
 
 
-def compute(kind: int, local: AccessSpec, target: AccessSpec | None, poison: str) -> CoreResult:
-    """The relocation's result for one candidate (``target``) or for none; ``poison`` says why
-    the value is missing when the kind needs one."""
+def compute(kind: int, local: AccessSpec, target: AccessSpec | None, poison: str, owner: str = "") -> CoreResult:
+    """The relocation's result for one candidate (``target``, in the BTF ``owner`` names for
+    messages: ``TargetBtf.owner``) or for none; ``poison`` says why the value is missing when the
+    kind needs one."""
     little = local.btf.byte_order == "<"
     orig = _value(kind, local, little)
     assert orig is not None  # the local side always has the field
     new = _value(kind, target, little)
-    described = "" if target is None else f"{type_title(target.btf, target.root)} [{target.root}]{target.path()}"
+    described = ("" if target is None
+                 else f"{owner}{type_title(target.btf, target.root)} [{target.root}]{target.path()}")
     if new is None:
         return CoreResult(kind, orig.value, 0, orig.validate, poison=poison, target=described)
     bad_size = (kind == CoreKind.FIELD_BYTE_OFFSET and target is not None and orig.size != new.size
@@ -538,8 +542,11 @@ def compute(kind: int, local: AccessSpec, target: AccessSpec | None, poison: str
 # -- resolving -----------------------------------------------------------------------------------
 
 
+Candidate = tuple[TargetBtf, int]  # a target type: the BTF it is in (vmlinux, a module) and its id there
+
+
 class CoreResolver:
-    """Resolves the relocations of one object against one target BTF.
+    """Resolves the relocations of one object against one target BTF (and its modules').
 
     As in libbpf, the candidates of a local type are looked up once, and those that fail to
     match one of its relocations are dropped for its later ones (as long as one matches).
@@ -548,16 +555,24 @@ class CoreResolver:
     def __init__(self, local: Btf, target: TargetBtf) -> None:
         self.local = local
         self.target = target
-        self._candidates: dict[int, list[int]] = {}
+        self._candidates: dict[int, list[Candidate]] = {}
 
-    def candidates(self, type_id: int) -> list[int]:
+    def candidates(self, type_id: int) -> list[Candidate]:
         found = self._candidates.get(type_id)
         if found is None:
             lt = self.local.type(type_id)
-            tbtf = self.target.btf
-            found = [c for c in self.target.named(essential_name(lt.name)) if _kind_compat(tbtf.type(c), lt)]
+            essential = essential_name(lt.name)
+            found = self._kind_compatible(self.target, essential, lt)
+            if not found:  # libbpf's rule: the modules only when vmlinux has no candidate at all
+                for module in self.target.modules():
+                    found.extend(self._kind_compatible(module, essential, lt))
             self._candidates[type_id] = found
         return found
+
+    @staticmethod
+    def _kind_compatible(target: TargetBtf, essential: str, lt: BtfType) -> list[Candidate]:
+        tbtf = target.btf
+        return [(target, c) for c in target.named(essential) if _kind_compat(tbtf.type(c), lt)]
 
     def resolve(self, type_id: int, access: str, kind: int) -> CoreResult:
         if kind not in CoreKind._value2member_map_:
@@ -575,20 +590,21 @@ class CoreResolver:
         title = type_title(self.local, type_id)
         if not root.name:
             raise CoreError(f"{CoreKind(kind).name.lower()} of {title}: CO-RE cannot relocate an anonymous type")
-        tbtf = self.target.btf
         cands = self.candidates(type_id)
-        matched: list[tuple[int, AccessSpec, CoreResult]] = []
+        matched: list[tuple[Candidate, AccessSpec, CoreResult]] = []
         for cand in cands:
-            spec = match(local, kind, tbtf, cand)
+            target, cid = cand
+            spec = match(local, kind, target.btf, cid)
             if spec is None:
                 continue
-            result = compute(kind, local, spec, "")
+            result = compute(kind, local, spec, "", target.owner)
             if matched:
                 first_spec, first = matched[0][1], matched[0][2]
                 if spec.bit_offset != first_spec.bit_offset or result.new != first.new:
+                    where = self.target.name if target is self.target else "the module BTFs"
                     raise CoreError(
                         f"{CoreKind(kind).name.lower()} of {title}{local.path()} is ambiguous in "
-                        f"{self.target.name}: {first.target} gives {first.new}, {result.target} gives "
+                        f"{where}: {first.target} gives {first.new}, {result.target} gives "
                         f"{result.new}")
             matched.append((cand, spec, result))
         if matched:
@@ -596,11 +612,19 @@ class CoreResolver:
             return matched[0][2]
         return compute(kind, local, None, self._why_missing(local, kind, title, cands))
 
-    def _why_missing(self, local: AccessSpec, kind: int, title: str, cands: list[int]) -> str:
+    def _why_missing(self, local: AccessSpec, kind: int, title: str, cands: list[Candidate]) -> str:
         where = self.target.name
         if not cands:
-            return f"{where} has no type named {essential_name(self.local.type(local.root).name)!r}"
-        tried = ", ".join(f"{type_title(self.target.btf, c)} [{c}]" for c in cands)
+            name = essential_name(self.local.type(local.root).name)
+            modules = self.target.modules()
+            if not modules:
+                return f"{where} has no type named {name!r}"
+            names = ", ".join(m.name.removeprefix("module ") for m in modules[:4])
+            more = f", ... ({len(modules)} in all)" if len(modules) > 4 else ""
+            return f"{where} has no type named {name!r}, nor has any of its module BTFs ({names}{more})"
+        in_vmlinux = cands[0][0] is self.target
+        tried = ", ".join(f"{t.owner}{type_title(t.btf, c)} [{c}]" for t, c in cands)
+        among = f"{where}'s {tried}" if in_vmlinux else tried
         if kind in _ENUMVAL_KINDS:
-            return f"enumerator {local.accessors[0].name} of {title} is in none of {where}'s {tried}"
-        return f"field {title}{local.path()} (access {':'.join(map(str, local.raw))}) is in none of {where}'s {tried}"
+            return f"enumerator {local.accessors[0].name} of {title} is in none of {among}"
+        return f"field {title}{local.path()} (access {':'.join(map(str, local.raw))}) is in none of {among}"

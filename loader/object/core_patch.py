@@ -200,7 +200,8 @@ def core_findings(spec: ObjectSpec) -> list[CoreFinding]:
 
 
 def load_target(target: TargetBtf | None) -> TargetBtf:
-    """``target``, else the running kernel's BTF; ``ObjectError`` (EB015) if there is none."""
+    """``target``, else the running kernel's BTF (its module BTFs searched where it has no
+    candidate); ``ObjectError`` (EB015) if there is none."""
     if target is not None:
         return target
     try:

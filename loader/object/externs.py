@@ -12,10 +12,12 @@ them; no syscalls (what the running system says comes in as ``ExternSources``).
   typed ksyms and kfuncs from the vmlinux BTF (a VAR or FUNC of that name whose type or
   prototype is compatible, bpf_core_types_are_compat). Weak externs that are not found are 0; a
   weak kfunc whose prototype does not match is unresolved too. Strong ones are errors naming
-  them; so is any extern found only in a module's BTF (module BTF fds are not passed).
+  them. A typed ksym or kfunc that vmlinux's BTF lacks is looked for in the module BTFs
+  (``module_ksyms.find_ksym``: the first module that has it).
 * ``apply_externs``: the spec with the ``.kconfig`` map's value filled, ksym ld_imm64s patched
-  (BPF_PSEUDO_BTF_ID with the VAR's id and BTF object fd 0, or the address split in two halves),
-  kfunc calls patched (BPF_PSEUDO_KFUNC_CALL, imm the FUNC's id; an unresolved weak one becomes
+  (BPF_PSEUDO_BTF_ID with the VAR's id and the BTF object fd, 0 for vmlinux, or the address split
+  in two halves), kfunc calls patched (BPF_PSEUDO_KFUNC_CALL, imm the FUNC's id, off its module
+  BTF's index in the programs' fd_array, ``ExternValues.fd_array``; an unresolved weak one becomes
   libbpf's poisoned helper call 2002000000 + index, which the verifier refuses only if reached),
   and the BTF rewritten so that the kernel takes it (``extern_btf``).
 """
@@ -36,12 +38,21 @@ from evspec.loader.object.btf import (
     VAR_GLOBAL_EXTERN,
     VAR_STATIC,
     Btf,
+    BtfError,
     BtfKind,
     RawType,
     type_info,
     write_btf,
 )
 from evspec.loader.object.core import CoreError, types_compat
+from evspec.loader.object.module_ksyms import (
+    KsymError,
+    KsymFound,
+    ModuleBtf,
+    find_ksym,
+    kfunc_calls,
+    ld_imm64_values,
+)
 from evspec.loader.object.spec import ExternSpec, ObjectSpec, ProgramSpec, SectionLayout, replace
 from evspec.loader.object.target_btf import TargetBtf, essential_name
 
@@ -167,21 +178,20 @@ def kconfig_size(externs: Iterable[ExternSpec]) -> int:
 class ExternSources(Record):
     """What externs are resolved against. Kconfig, kallsyms and BTF are read only when needed."""
 
-    __slots__ = ("release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux",
-                 "module_having")
+    __slots__ = ("release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux", "modules")
     release: str  # uname -r
     bpf_cookie: bool
     syscall_wrapper: bool
     kconfig: Callable[[], tuple[Mapping[str, str], str]]  # (values, the file they came from)
     kallsyms: Callable[[], Iterable[tuple[int, str, str]]]  # (address, type letter, name)
     vmlinux: Callable[[], TargetBtf]
-    module_having: Callable[[str], str | None]  # module BTF with NAME
+    modules: Callable[[], Sequence[ModuleBtf]]  # the module BTFs, asked for when vmlinux lacks a name
 
     def __init__(
         self, release: str, bpf_cookie: bool, syscall_wrapper: bool,
         kconfig: Callable[[], tuple[Mapping[str, str], str]],
         kallsyms: Callable[[], Iterable[tuple[int, str, str]]], vmlinux: Callable[[], TargetBtf],
-        module_having: Callable[[str], str | None] = lambda name: None,
+        modules: Callable[[], Sequence[ModuleBtf]] = lambda: (),
     ) -> None:
         set_field(self, "release", release)
         set_field(self, "bpf_cookie", bpf_cookie)
@@ -189,27 +199,31 @@ class ExternSources(Record):
         set_field(self, "kconfig", kconfig)
         set_field(self, "kallsyms", kallsyms)
         set_field(self, "vmlinux", vmlinux)
-        set_field(self, "module_having", module_having)
+        set_field(self, "modules", modules)
 
 
 class ExternValues(Record):
     """Resolved externs: the ``.kconfig`` map value; per ksym the ld_imm64's (src_reg, imm,
-    second imm); per kfunc the FUNC's BTF id, None for an unresolved weak one."""
+    second imm); per kfunc its calls' (imm: the FUNC's BTF id, off: its module's fd_array index),
+    None for an unresolved weak one; the fd_array to load the programs with (module BTF fds)."""
 
-    __slots__ = ("kconfig", "ksyms", "kfuncs", "warnings")
+    __slots__ = ("kconfig", "ksyms", "kfuncs", "warnings", "fd_array")
     kconfig: bytes
     ksyms: Mapping[str, tuple[int, int, int]]
-    kfuncs: Mapping[str, int | None]
+    kfuncs: Mapping[str, tuple[int, int] | None]
     warnings: tuple[str, ...]  # values changed to fit, as libbpf warns of them
+    fd_array: tuple[int, ...]  # () when no kfunc of a module is called
 
     def __init__(
         self, kconfig: bytes = b"", ksyms: Mapping[str, tuple[int, int, int]] | None = None,
-        kfuncs: Mapping[str, int | None] | None = None, warnings: tuple[str, ...] = (),
+        kfuncs: Mapping[str, tuple[int, int] | None] | None = None, warnings: tuple[str, ...] = (),
+        fd_array: tuple[int, ...] = (),
     ) -> None:
         set_field(self, "kconfig", kconfig)
         set_field(self, "ksyms", {} if ksyms is None else ksyms)
         set_field(self, "kfuncs", {} if kfuncs is None else kfuncs)
         set_field(self, "warnings", warnings)
+        set_field(self, "fd_array", fd_array)
 
 
 def resolve_externs(spec: ObjectSpec, sources: ExternSources) -> ExternValues:
@@ -218,8 +232,9 @@ def resolve_externs(spec: ObjectSpec, sources: ExternSources) -> ExternValues:
     assert spec.btf is not None  # collect_externs refuses externs without BTF
     local = Btf(spec.btf)
     warnings: list[str] = []
-    return ExternValues(_kconfig_value(spec, local, sources, warnings), _ksyms(spec, local, sources),
-                        _kfuncs(spec, local, sources), tuple(warnings))
+    kconfig, ksyms = _kconfig_value(spec, local, sources, warnings), _ksyms(spec, local, sources)
+    kfuncs, fd_array = _kfuncs(spec, local, sources)
+    return ExternValues(kconfig, ksyms, kfuncs, tuple(warnings), fd_array)
 
 
 def _unresolved(spec: ObjectSpec, ext: ExternSpec, why: str) -> ObjectError:
@@ -295,15 +310,11 @@ def _ksyms(spec: ObjectSpec, local: Btf, sources: ExternSources) -> dict[str, tu
     for ext in spec.externs:
         if ext.kind != "ksym" or ext.type_id == 0:
             continue
-        found = _kernel_btf_id(spec, local, ext, BtfKind.VAR, sources)
-        if found is None:
-            out[ext.name] = (0, 0, 0)  # weak and missing: 0, as libbpf leaves it
-        else:
-            out[ext.name] = (abi.BPF_PSEUDO_BTF_ID, found, 0)  # BTF object fd 0: vmlinux
+        # weak and missing: 0, as libbpf leaves it
+        out[ext.name] = ld_imm64_values(_kernel_btf_id(spec, local, ext, BtfKind.VAR, sources))
     for ext in spec.externs:  # ld_imm64 of a kfunc: its FUNC id, like a typed ksym
         if ext.kind == "kfunc":
-            found = _kernel_btf_id(spec, local, ext, BtfKind.FUNC, sources)
-            out[ext.name] = (0, 0, 0) if found is None else (abi.BPF_PSEUDO_BTF_ID, found, 0)
+            out[ext.name] = ld_imm64_values(_kernel_btf_id(spec, local, ext, BtfKind.FUNC, sources))
     return out
 
 
@@ -327,40 +338,46 @@ def _kallsyms(spec: ObjectSpec, wanted: Mapping[str, ExternSpec], sources: Exter
 
 
 def _kernel_btf_id(spec: ObjectSpec, local: Btf, ext: ExternSpec, kind: BtfKind,
-                   sources: ExternSources) -> int | None:
-    """The vmlinux BTF id of a typed ksym's VAR or a kfunc's FUNC; None for a weak one that is
-    missing (or, for a kfunc, has another prototype)."""
+                   sources: ExternSources) -> KsymFound | None:
+    """Where the VAR of a typed ksym or the FUNC of a kfunc is (vmlinux's BTF, else the first
+    module BTF that has it); None for a weak one that is missing (or, for a kfunc, has another
+    prototype)."""
     name = essential_name(ext.name) if kind == BtfKind.FUNC else ext.name
     target = sources.vmlinux()
-    ids = [i for i in target.named(name) if target.btf.type(i).kind == kind and target.btf.type(i).name == name]
     what = "variable" if kind == BtfKind.VAR else "function"
-    if not ids:
-        module = sources.module_having(name)
-        if module is not None:
-            raise _fail(spec.path, f"extern {ext.name!r} ({ext.kind}) is a {what} of module {module!r}; "
-                        "externs resolved in module BTF (their BTF fd in the ld_imm64 or in the "
-                        "program's fd_array) are not supported", codes.UNSUPPORTED)
+    try:
+        found = find_ksym(target, sources.modules, name, kind)
+    except BtfError as exc:
+        raise _fail(spec.path, f"extern {ext.name!r} ({ext.kind}) is not in vmlinux's BTF, and the module "
+                    f"BTFs cannot be read: {exc}", codes.EXTERN_UNRESOLVED) from None
+    if found is None:
         if ext.weak:
             return None
-        raise _unresolved(spec, ext, f"the kernel's BTF ({target.name}) has no {what} {name!r}")
-    tid = ids[0]
-    tbtf = target.btf
+        raise _unresolved(spec, ext, f"the kernel's BTF ({target.name}) has no {what} {name!r}, nor has any "
+                          "module's")
+    tid, tbtf = found.type_id, found.target.btf
     target_type = tbtf.resolve(tbtf.type(tid).type).id
     try:
         compatible = types_compat(local, ext.type_id, tbtf, target_type)
     except CoreError:
         compatible = False
     if compatible:
-        return tid
+        return found
     if kind == BtfKind.FUNC and ext.weak:
         return None
-    raise _fail(spec.path, f"extern {ext.name!r} ({ext.kind}) is declared as {ext.type_name}, but the "
-                f"kernel's {what} [{tid}] is {type_text(tbtf, target_type)}", codes.EXTERN_TYPE)
+    owner = "the kernel's" if found.module is None else f"module {found.module.name}'s"
+    raise _fail(spec.path, f"extern {ext.name!r} ({ext.kind}) is declared as {ext.type_name}, but "
+                f"{owner} {what} [{tid}] is {type_text(tbtf, target_type)}", codes.EXTERN_TYPE)
 
 
-def _kfuncs(spec: ObjectSpec, local: Btf, sources: ExternSources) -> dict[str, int | None]:
-    return {e.name: _kernel_btf_id(spec, local, e, BtfKind.FUNC, sources)
-            for e in spec.externs if e.kind == "kfunc"}
+def _kfuncs(spec: ObjectSpec, local: Btf, sources: ExternSources
+            ) -> tuple[dict[str, tuple[int, int] | None], tuple[int, ...]]:
+    found = {e.name: _kernel_btf_id(spec, local, e, BtfKind.FUNC, sources)
+             for e in spec.externs if e.kind == "kfunc"}
+    try:
+        return kfunc_calls(found)
+    except KsymError as exc:
+        raise _fail(spec.path, str(exc), codes.EXTERN_UNRESOLVED) from None
 
 
 # ---------------------------------------------------------------------------------- apply
@@ -395,12 +412,12 @@ def _patch(prog: ProgramSpec, values: ExternValues, index: Mapping[str, int]) ->
             insn.src_reg, insn.imm, second.imm = src_reg, _s32(imm), _s32(imm2)
             buf[at + abi.INSN_SIZE:at + 2 * abi.INSN_SIZE] = bytes(second)
         else:
-            func_id = values.kfuncs[rel.target]
-            if func_id is None:  # libbpf's poison: an unknown helper, refused only if reached
+            call = values.kfuncs[rel.target]
+            if call is None:  # libbpf's poison: an unknown helper, refused only if reached
                 insn.src_reg, insn.dst_reg, insn.off = 0, 0, 0
                 insn.imm = POISON_KFUNC_BASE + index[rel.target]
             else:
-                insn.src_reg, insn.imm, insn.off = abi.BPF_PSEUDO_KFUNC_CALL, func_id, 0
+                insn.src_reg, (insn.imm, insn.off) = abi.BPF_PSEUDO_KFUNC_CALL, call
         buf[at:at + abi.INSN_SIZE] = bytes(insn)
     rest = tuple(r for r in prog.relocations if r.kind not in ("ksym", "kfunc"))
     return replace(prog, insns=bytes(buf), relocations=rest)
@@ -506,31 +523,13 @@ def kallsyms_entries(path: str = "/proc/kallsyms") -> Iterable[tuple[int, str, s
                 yield int(parts[0], 16), parts[1], parts[2]
 
 
-def module_having(name: str, root: str = "/sys/kernel/btf") -> str | None:
-    """The first kernel module whose BTF names ``name`` (a string-table search, good enough to
-    say that an extern lives in a module)."""
-    needle = b"\0" + name.encode() + b"\0"
-    try:
-        entries = sorted(os.listdir(root))
-    except OSError:
-        return None
-    for entry in entries:
-        if entry == "vmlinux":
-            continue
-        try:
-            with open(os.path.join(root, entry), "rb") as f:
-                if needle in f.read():
-                    return entry
-        except OSError:
-            continue
-    return None
-
-
-def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool]) -> ExternSources:
+def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool],
+                   modules: Callable[[], Sequence[ModuleBtf]] = lambda: ()) -> ExternSources:
     """The sources of the running kernel. ``bpf_cookie`` probes for bpf_get_attach_cookie (one
     program load); LINUX_HAS_SYSCALL_WRAPPER is decided by ``__<arch>_sys_bpf`` being in
     kallsyms (libbpf probes a kprobe on it, which needs the same symbol). Both are looked at only
-    when ``spec`` has that extern."""
+    when ``spec`` has that extern. ``modules``: the kernel's module BTFs, opened by the caller
+    (it holds their fds), asked for when an extern is not in vmlinux's BTF."""
     release = os.uname().release
 
     def has_wrapper() -> bool:
@@ -547,7 +546,7 @@ def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool]) -> ExternSo
         release=release, bpf_cookie="LINUX_HAS_BPF_COOKIE" in names and bpf_cookie(),
         syscall_wrapper="LINUX_HAS_SYSCALL_WRAPPER" in names and has_wrapper(),
         kconfig=lambda: kc.read_kconfig(release), kallsyms=kallsyms_entries,
-        vmlinux=TargetBtf.running_kernel, module_having=module_having)
+        vmlinux=TargetBtf.running_kernel, modules=modules)
 
 
 # libbpf's arch_specific_syscall_pfx by machine (uname -m)

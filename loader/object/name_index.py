@@ -64,7 +64,11 @@ def _words(values: object = ()) -> array[int]:
 
 class NameIndex:
     """Record starts (32-bit words from the start of the type section, by type id) and the named
-    types as (CRC-32 of the essential name, id) pairs sorted by hash, then id."""
+    types as (CRC-32 of the essential name, id) pairs sorted by hash, then id.
+
+    Of a split BTF (a module's) the index holds its own records only, and ids are record
+    numbers: record i is type ``i + btf.first_id - 1``. Its names may be its base's strings, so
+    its index depends on the base too, and is never stored (``target_btf`` makes it in memory)."""
 
     __slots__ = ("starts", "_hashes", "_ids")
 
@@ -79,14 +83,17 @@ class NameIndex:
         ``map``, ``compress`` or ``sort``: a Python loop over a kernel's 71k names would take
         twice as long."""
         names = btf.name_offsets()
-        strings = btf.string_section()
         offsets = list(filter(None, names))
         ids = list(compress(range(len(names)), names))
-        ends = map(strings.index, repeat(0), offsets)
-        raws = list(map(getitem, repeat(strings), map(slice, offsets, ends)))
-        flavoured = _flavoured_offsets(strings)
-        for i in compress(range(len(raws)), map(flavoured.__contains__, offsets)):
-            raws[i] = essential_bytes(raws[i])
+        if btf.base is None:
+            strings = btf.string_section()
+            ends = map(strings.index, repeat(0), offsets)
+            raws = list(map(getitem, repeat(strings), map(slice, offsets, ends)))
+            flavoured = _flavoured_offsets(strings)
+            for i in compress(range(len(raws)), map(flavoured.__contains__, offsets)):
+                raws[i] = essential_bytes(raws[i])
+        else:  # a module's few thousand names, in its own strings or its base's
+            raws = [essential_bytes(raw) if b"___" in raw else raw for raw in map(btf.raw_string, offsets)]
         keys = array("Q", sorted(map(or_, map(lshift, map(zlib.crc32, raws), repeat(32)), ids)))  # type: ignore[arg-type]
         halves = memoryview(keys).cast("B").cast("I")  # each key's 32-bit halves, in the host's order
         high, low = (1, 0) if sys.byteorder == "little" else (0, 1)

@@ -6,10 +6,17 @@ know where each record starts (the records have variable length) and which types
 that index (``name_index``) is made by one walk over the types and, for a blob as large as a
 kernel's, kept in the user's cache for the next run. Candidates are then found by name in the
 index, so only the types a relocation reaches are ever decoded.
+
+The running kernel's modules have BTF of their own (``/sys/kernel/btf/MOD``), split on vmlinux's.
+As libbpf does, CO-RE looks there only for a type vmlinux has no candidate for: the module BTFs
+are read then, once, and parsed on top of vmlinux's (``TargetBtf.modules``). A ``--btf FILE`` or
+a snapshot's BTF comes without modules, as libbpf searches none when vmlinux's BTF is overridden.
 """
 
 from __future__ import annotations
 
+import os
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from evspec.loader.object import name_index
@@ -27,15 +34,48 @@ def essential_name(name: str) -> str:
     return name
 
 
+ModuleBlobs = Callable[[], Iterable[tuple[str, bytes]]]  # (module name, its split BTF blob), in order
+
+
+def read_module_blobs(directory: Path) -> list[tuple[str, bytes]]:
+    """The module BTFs of a directory laid out like ``/sys/kernel/btf`` (every file but
+    ``vmlinux``), by module name; none when there is no such directory. ``BtfError`` if one
+    cannot be read (a module unloaded meanwhile is skipped, as libbpf skips it)."""
+    try:
+        entries = sorted(os.listdir(directory))
+    except FileNotFoundError:
+        return []
+    except OSError as exc:
+        raise BtfError(f"cannot list the module BTFs in {directory}: {exc.strerror or exc}") from None
+    out = []
+    for entry in entries:
+        if entry == KERNEL_BTF.name:
+            continue
+        try:
+            out.append((entry, (directory / entry).read_bytes()))
+        except FileNotFoundError:
+            continue
+        except OSError as exc:
+            raise BtfError(f"cannot read the BTF of module {entry} ({directory / entry}): "
+                           f"{exc.strerror or exc}") from None
+    return out
+
+
 class TargetBtf:
-    """A target BTF (``name`` says which in diagnostics: ``vmlinux``, a module, a file).
+    """A target BTF (``name`` says which in diagnostics: ``vmlinux``, ``module MOD``, a file).
 
     ``cache``: keep the index of a large blob in the user's cache and use it next time (see
-    ``name_index``); without it, or for a small blob, the index is made in memory."""
+    ``name_index``); without it, or for a small blob, the index is made in memory. ``base``: the
+    target this one is split from (a module's BTF on vmlinux's; its index is made in memory,
+    never stored: it depends on the base). ``modules``: the kernel's module BTFs, asked for the
+    first time ``modules()`` is."""
 
-    __slots__ = ("btf", "name", "_index", "_named")
+    __slots__ = ("btf", "name", "base", "_index", "_named", "_shift", "_module_blobs", "_modules")
 
-    def __init__(self, data: bytes, name: str = "vmlinux", cache: bool = True) -> None:
+    def __init__(self, data: bytes, name: str = "vmlinux", cache: bool = True, *, base: TargetBtf | None = None,
+                 modules: ModuleBlobs | None = None) -> None:
+        if base is not None:
+            cache = False
         key = name_index.data_key(data) if cache and len(data) >= name_index.MIN_CACHED_BYTES else None
         index = name_index.load(data, key) if key is not None else None
         btf = None
@@ -45,28 +85,59 @@ class TargetBtf:
             except BtfError:  # an index that does not fit after all: made again below
                 index = None
         if btf is None:
-            btf = Btf(data)
+            btf = Btf(data, base=None if base is None else base.btf)
         if index is None:
             index = name_index.NameIndex.build(btf)
             if key is not None:
                 name_index.store(index, key)
         self.btf = btf
         self.name = name
+        self.base = base
         self._index = index
         self._named: dict[str, tuple[int, ...]] = {}
+        self._shift = btf.first_id - 1  # the index numbers a split BTF's own records from 1
+        self._module_blobs = modules
+        self._modules: tuple[TargetBtf, ...] | None = None
 
     @classmethod
-    def from_file(cls, path: Path, name: str | None = None) -> TargetBtf:
+    def from_file(cls, path: Path, name: str | None = None, modules: ModuleBlobs | None = None) -> TargetBtf:
         """A BTF blob from a file; ``BtfError`` if it cannot be read or is not BTF."""
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise BtfError(f"cannot read the target BTF {path}: {exc.strerror or exc}") from None
-        return cls(data, name or (path.name if path != KERNEL_BTF else "vmlinux"))
+        return cls(data, name or (path.name if path != KERNEL_BTF else "vmlinux"), modules=modules)
 
     @classmethod
     def running_kernel(cls) -> TargetBtf:
-        return cls.from_file(KERNEL_BTF, "vmlinux")
+        """vmlinux's BTF, with the module BTFs beside it (read when first needed)."""
+        directory = KERNEL_BTF.parent
+        return cls.from_file(KERNEL_BTF, "vmlinux", modules=lambda: read_module_blobs(directory))
+
+    @property
+    def owner(self) -> str:
+        """How a message names where a type is, before the type: ``""`` for vmlinux (or any
+        target that is not split), ``"module MOD's "`` for a module."""
+        return "" if self.base is None else f"{self.name}'s "
+
+    @property
+    def searches_modules(self) -> bool:
+        """Whether module BTFs were given to look in (then ``modules()`` may still be empty)."""
+        return self._module_blobs is not None
+
+    def modules(self) -> tuple[TargetBtf, ...]:
+        """The module BTFs, each split on this one; read and parsed on the first call (``BtfError``
+        naming the module if one does not parse); () when none were given."""
+        if self._modules is None:
+            blobs = () if self._module_blobs is None else self._module_blobs()
+            self._modules = tuple(self._module(module, data) for module, data in blobs)
+        return self._modules
+
+    def _module(self, module: str, data: bytes) -> TargetBtf:
+        try:
+            return TargetBtf(data, f"module {module}", base=self)
+        except BtfError as exc:
+            raise BtfError(f"the BTF of module {module}: {exc}") from None
 
     def named(self, essential: str) -> tuple[int, ...]:
         """The ids of the named types whose essential name is ``essential`` (every flavour), in
@@ -81,7 +152,8 @@ class TargetBtf:
         want = essential.encode()
         btf = self.btf
         out = []
-        for tid in self._index.candidates(want):
+        for record in self._index.candidates(want):
+            tid = record + self._shift
             raw = btf.raw_string(btf.name_offset(tid))
             if (name_index.essential_bytes(raw) if b"___" in raw else raw) == want:
                 out.append(tid)
