@@ -9,10 +9,7 @@ The records on that path (``evspec.span.Record``) are written out instead of mad
 
 from __future__ import annotations
 
-import copy
-import dataclasses
 import os
-import pickle
 import subprocess
 import sys
 from dataclasses import dataclass, field
@@ -20,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from bpf_build import BPF_FLAGS, require_tools
+from record_twins import assert_like_twin
 
 from evspec.check import CheckedSpec, CheckOptions
 from evspec.diagnostics import Diagnostic, Label, Severity, Source
@@ -355,44 +353,10 @@ TWINS: list[tuple[type, type, tuple[object, ...], tuple[object, ...]]] = [
 ]
 
 
-def _body(text: str) -> str:
-    """A repr without its class name."""
-    return text[text.index("("):]
-
-
 @pytest.mark.parametrize(("record", "twin", "args", "other"), TWINS, ids=[t[0].__name__ for t in TWINS])
 def test_records_match_their_dataclass_twins(record: type, twin: type, args: tuple[object, ...],
                                              other: tuple[object, ...]) -> None:
-    assert issubclass(record, Record) and dataclasses.is_dataclass(record)
-
-    def described(cls: type) -> list[tuple[object, ...]]:
-        return [(f.name, f.default, f.init, f.repr, f.compare, f.hash, f.kw_only)
-                for f in dataclasses.fields(cls)]
-
-    assert described(record) == described(twin)
-    assert record.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
-    a, b, c = record(*args), record(*args), record(*other)
-    ta, tc = twin(*args), twin(*other)
-    assert _body(repr(a)) == _body(repr(ta)) and _body(repr(c)) == _body(repr(tc))
-    assert (a == b, a == c, a != c) == (True, False, True) == (ta == twin(*args), ta == tc, ta != tc)
-    assert a != ta and a.__eq__(ta) is NotImplemented
-    assert dataclasses.asdict(a) == dataclasses.asdict(ta)
-    assert dataclasses.replace(c, **{f.name: getattr(a, f.name) for f in dataclasses.fields(a)}) == a
-    for clone in (pickle.loads(pickle.dumps(a)), copy.copy(a), copy.deepcopy(a)):
-        assert clone == a and _body(repr(clone)) == _body(repr(a))
-    assert not hasattr(a, "__dict__")
-    name = dataclasses.fields(record)[0].name
-    if twin.__hash__ is None:  # a mutable dataclass: unhashable, fields can be set
-        assert record.__hash__ is None
-        for f in dataclasses.fields(record):
-            setattr(a, f.name, getattr(c, f.name))
-        assert a == c
-        return
-    assert hash(a) == hash(b) == hash(ta)
-    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot assign to field"):
-        setattr(a, name, getattr(c, name))
-    with pytest.raises(dataclasses.FrozenInstanceError, match="cannot delete field"):
-        delattr(a, name)
+    assert_like_twin(record, twin, args, other)
 
 
 def test_diagnostics_ignore_their_source_in_equality_but_show_it() -> None:
