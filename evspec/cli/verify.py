@@ -41,7 +41,8 @@ def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private su
                                       "verifier (attaching nothing) and report per program")
     p.add_argument("objects", nargs="+", metavar="OBJ", help="BPF objects (.o) or sources (.c, compiled with clang)")
     p.add_argument("--btf", metavar="FILE",
-                   help="resolve CO-RE relocations against this BTF (default: /sys/kernel/btf/vmlinux)")
+                   help="resolve CO-RE relocations against this BTF alone (default: the running "
+                        "kernel's /sys/kernel/btf/vmlinux, and its modules' BTF for types vmlinux lacks)")
     p.add_argument("--format", choices=("text", "json"), default="text")
 
 
