@@ -106,6 +106,12 @@ class RecordOptions:
     wakeup_fraction: int = 4  # the reader is woken when 1/N of a ring is full (0: every sample)
     backlog_bytes: int = DEFAULT_BACKLOG_BYTES  # live mode: taken ring bytes waiting to be decoded
 
+    @property
+    def events_inherit(self) -> bool:
+        """Whether the events will follow a workload's new children (``Target.inherits`` of the
+        target these options make): not with -i, -a, -C or -p."""
+        return not (self.no_inherit or self.system_wide or self.cpus is not None or self.pid is not None)
+
 
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
     return parse_cpu_list(Path(path).read_text())

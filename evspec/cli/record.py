@@ -97,21 +97,25 @@ def _stop_requested(stop_fd: int) -> bool:
     return bool(select.select([stop_fd], [], [], 0)[0])
 
 
-def _check(args: argparse.Namespace, system: object, out: TextIO) -> list[object] | None:
+def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bool) -> list[object] | None:
+    """The checked event lists, or None after printing the errors. Warnings are printed too, but
+    for two that say nothing about this run: an inheriting event in a map when the events will
+    not inherit, and a poisoned CO-RE relocation (libbpf too substitutes those without a word;
+    the verifier refuses the program if one is reached), which -v shows."""
     from evspec.check import CheckOptions, check_specs
+    from evspec.codes.bpf import CORE_UNRESOLVED
+    from evspec.codes.bpfconfig import INHERIT_EVENT_IN_MAP
     from evspec.diagnostics import Source
     from evspec.inputs import SpecInput
     from evspec.render.text import render_text
 
     inputs = [SpecInput(text, Source("arg", index=i), command=0) for i, text in enumerate(args.events)]
     checked = check_specs(inputs, CheckOptions(system=system, mode="record"))  # type: ignore[arg-type]
-    diags = [d for c in checked for d in c.diagnostics]
-    if any(d.is_error for d in diags):
+    quiet = {*(() if inherit else (INHERIT_EVENT_IN_MAP,)), *(() if args.verbose else (CORE_UNRESOLVED,))}
+    diags = [d for c in checked for d in c.diagnostics if d.is_error or d.code not in quiet]
+    if diags:
         out.write(render_text(diags))
-        return None
-    if args.verbose and diags:
-        out.write(render_text(diags))
-    return [c.events for c in checked]
+    return None if any(d.is_error for d in diags) else [c.events for c in checked]
 
 
 def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
@@ -136,10 +140,6 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
         return EXIT_SETUP
     forward: list[int] = []
     with _stop_signals(forward) as stop_fd:
-        system = load_system("live")
-        lists = _check(args, system, err)
-        if lists is None:
-            return EXIT_FINDINGS
         options = RecordOptions(
             no_inherit=args.no_inherit,
             system_wide=args.all_cpus,
@@ -149,6 +149,10 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             pin_root=args.pin_root,
             ring_pages=args.mmap_pages or DEFAULT_RING_PAGES,
         )
+        system = load_system("live")
+        lists = _check(args, system, err, inherit=options.events_inherit)
+        if lists is None:
+            return EXIT_FINDINGS
         workload: Workload | None = None
         session = RecordSession(options=options)
         capture: Capture | None = None
