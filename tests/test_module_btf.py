@@ -29,7 +29,6 @@ re-based onto it as pahole writes a module's BTF (tests/split_btf.py).
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import json
 import os
@@ -37,16 +36,14 @@ import random
 import struct
 import subprocess
 from pathlib import Path
-from typing import Any
 
 import pytest
 from bpf_build import build_bpf, require_tools
 from corpus_files import DATA
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.kernel.btf_objects import BtfInfo, BtfObjectOperations, open_module_btfs
+from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.kernel.syscalls import SyscallError
 from evspec.loader.object import name_index, target_btf
 from evspec.loader.object.btf import Btf, BtfError, BtfKind, BtfType, RawType, type_info, write_btf
 from evspec.loader.object.core import CoreError, CoreResolver, types_compat
@@ -586,63 +583,19 @@ def test_the_fd_array_numbers_modules_as_libbpf_does(
 # -- phase 2: the kernel's BTF objects ------------------------------------------------------------
 
 
-class BtfKernel(Kernel, BtfObjectOperations):
-    """``Kernel`` with the BTF object operations (until ``Kernel`` has them itself)."""
-
-
-class FakeBtfKernel(FakeKernel):
-    """``FakeKernel`` that also holds BTF objects: ``btfs`` by id, (name, kernel's own, bytes)."""
-
-    def __init__(self, btfs: dict[int, tuple[str, bool, bytes]], **kw: object) -> None:
-        super().__init__(**kw)  # type: ignore[arg-type]
-        self.btfs = btfs
-        self.btf_fds: dict[int, int] = {}  # fd -> BTF object id
-        self.gone: set[int] = set()  # ids listed but unloaded before BTF_GET_FD_BY_ID
-
-    def _simulate(self, op: str, attr: Any, args: dict[str, Any]) -> int:
-        if op == "BPF_BTF_GET_NEXT_ID":
-            later = sorted(i for i in self.btfs if i > attr.start_id)
-            if not later:
-                raise SyscallError(errno.ENOENT, op)
-            attr.next_id = later[0]
-            return 0
-        if op == "BPF_BTF_GET_FD_BY_ID":
-            if attr.start_id not in self.btfs or attr.start_id in self.gone:
-                raise SyscallError(errno.ENOENT, op)
-            fd = self._new_fd("btf")
-            self.btf_fds[fd] = attr.start_id
-            return fd
-        if op == "BPF_OBJ_GET_INFO_BY_FD" and attr.bpf_fd in self.btf_fds:
-            btf_id = self.btf_fds[attr.bpf_fd]
-            name, kernel_btf, data = self.btfs[btf_id]
-            info = BtfInfo.from_address(attr.info)
-            if info.btf:
-                ctypes.memmove(info.btf, data, min(info.btf_size, len(data)))
-            if info.name and info.name_len:
-                text = name.encode()[:info.name_len - 1] + b"\0"
-                ctypes.memmove(info.name, text, len(text))
-            info.id, info.btf_size, info.kernel_btf = btf_id, len(data), int(kernel_btf)
-            return 0
-        return super()._simulate(op, attr, args)
-
-    def close(self, fd: int) -> None:
-        super().close(fd)
-        self.btf_fds.pop(fd, None)
-
-
-def _fake(blobs: dict[str, bytes], **extra: tuple[str, bool, bytes]) -> FakeBtfKernel:
+def _fake(blobs: dict[str, bytes], **extra: tuple[str, bool, bytes]) -> FakeKernel:
     """vmlinux (id 1), a program's BTF (id 3), the two modules (ids 4 and 9), in the kernel's order."""
     btfs = {1: ("vmlinux", True, blobs["vmlinux"]), 3: ("", False, blobs["vmlinux"]),
             4: ("nf_conntrack", True, blobs["nf_conntrack"]), 9: ("nf_nat", True, blobs["nf_nat"])}
     btfs.update({int(k.removeprefix("id")): v for k, v in extra.items()})
-    return FakeBtfKernel(btfs)
+    return FakeKernel(btf_objects=btfs)
 
 
 def test_module_btfs_are_opened_as_libbpf_opens_them(blobs: dict[str, bytes]) -> None:
     fake = _fake(blobs)
-    fake.gone.add(9)  # nf_nat unloaded between the listing and the open
-    fake.btfs[7] = ("nf_nat", True, blobs["nf_nat"])  # and loaded again under a new id
-    kernel = BtfKernel(fake)
+    fake.btf_gone.add(9)  # nf_nat unloaded between the listing and the open
+    fake.btf_objects[7] = ("nf_nat", True, blobs["nf_nat"])  # and loaded again under a new id
+    kernel = Kernel(fake)
     vmlinux = TargetBtf(blobs["vmlinux"], "vmlinux")
     modules = open_module_btfs(kernel, vmlinux)
     assert [(m.name, m.btf_id) for m in modules] == [("nf_conntrack", 4), ("nf_nat", 7)]
@@ -658,7 +611,7 @@ def test_module_btfs_are_opened_as_libbpf_opens_them(blobs: dict[str, bytes]) ->
 
 def test_btf_objects_described_and_read(blobs: dict[str, bytes]) -> None:
     fake = _fake(blobs)
-    kernel = BtfKernel(fake)
+    kernel = Kernel(fake)
     assert list(kernel.btf_ids()) == [1, 3, 4, 9]
     fd = kernel.btf_fd_by_id(4)
     assert fd is not None and kernel.btf_fd_by_id(5) is None
@@ -666,7 +619,7 @@ def test_btf_objects_described_and_read(blobs: dict[str, bytes]) -> None:
     assert (about.id, about.name, about.kernel_btf) == (4, "nf_conntrack", True)
     assert about.size == len(blobs["nf_conntrack"])
     assert kernel.btf_data(fd, about.size) == blobs["nf_conntrack"]
-    fake.btfs[4] = ("nf_conntrack", True, blobs["nf_nat"])  # another size than it said
+    fake.btf_objects[4] = ("nf_conntrack", True, blobs["nf_nat"])  # another size than it said
     with pytest.raises(KernelError, match="the kernel has \\d+ bytes of BTF, not the \\d+ it said before"):
         kernel.btf_data(fd, about.size)
     kernel.close(fd)
@@ -675,16 +628,16 @@ def test_btf_objects_described_and_read(blobs: dict[str, bytes]) -> None:
 def test_no_permission_to_list_btf_objects_means_no_modules(blobs: dict[str, bytes]) -> None:
     fake = _fake(blobs)
     fake.script("BPF_BTF_GET_NEXT_ID", errno=errno.EPERM)
-    assert open_module_btfs(BtfKernel(fake), TargetBtf(blobs["vmlinux"])) == ()
+    assert open_module_btfs(Kernel(fake), TargetBtf(blobs["vmlinux"])) == ()
     fake.script("BPF_BTF_GET_NEXT_ID", errno=errno.EINVAL)
     with pytest.raises(KernelError, match="BPF_BTF_GET_NEXT_ID"):
-        open_module_btfs(BtfKernel(fake), TargetBtf(blobs["vmlinux"]))
+        open_module_btfs(Kernel(fake), TargetBtf(blobs["vmlinux"]))
 
 
 def test_a_corrupt_module_btf_closes_what_was_opened(blobs: dict[str, bytes]) -> None:
     fake = _fake(blobs, id12=("broken", True, blobs["nf_conntrack"][:40]))
     with pytest.raises(BtfError, match=r"the BTF of module broken \(BTF object 12\): "):
-        open_module_btfs(BtfKernel(fake), TargetBtf(blobs["vmlinux"]))
+        open_module_btfs(Kernel(fake), TargetBtf(blobs["vmlinux"]))
     assert fake.btf_fds == {} and set(fake.open_fds.values()) <= {"map", "prog"}
 
 
@@ -692,7 +645,7 @@ def test_this_kernels_btf_objects(root_kernel: None) -> None:
     """The running kernel: vmlinux's BTF object is the kernel's own, named so, with the bytes of
     /sys/kernel/btf/vmlinux; a BTF a program loads is not the kernel's; the module BTFs opened are
     those /sys/kernel/btf lists (none on this kind of machine); nothing is left open."""
-    kernel = BtfKernel()
+    kernel = Kernel()
     before = set(os.listdir("/proc/self/fd"))
     loaded = kernel.load_btf(write_btf([RawType(1, type_info(BtfKind.INT), 4, struct.pack("<I", 32))], b"\0int\0"))
     seen = {}

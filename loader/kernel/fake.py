@@ -117,6 +117,7 @@ class FakeKernel:
         # the kernel's BTF objects by id: (name, the kernel's own, bytes); and fds open on them
         self.btf_objects: dict[int, tuple[str, bool, bytes]] = dict(btf_objects or {})
         self.btf_fds: dict[int, int] = {}
+        self.btf_gone: set[int] = set()  # ids still listed, but unloaded before BTF_GET_FD_BY_ID
         self._next_fd = first_fd
         self._next_id = 1
 
@@ -344,7 +345,7 @@ class FakeKernel:
         if op == "BPF_OBJ_GET_INFO_BY_FD":
             return self._info(attr)
         if op == "BPF_BTF_GET_FD_BY_ID":
-            if attr.start_id not in self.btf_objects:
+            if attr.start_id not in self.btf_objects or attr.start_id in self.btf_gone:
                 raise SyscallError(E.ENOENT, op)
             fd = self._new_fd("btf")
             self.btf_fds[fd] = attr.start_id
