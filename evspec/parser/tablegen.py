@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Callable, Sequence
 from typing import Any
 
 STARTS = ("events", "term_list")
@@ -37,13 +38,34 @@ def analyze_grammar(grammar: str) -> Any:
 
 def build_tables(grammar: str) -> dict[str, Any]:
     """The tables of ``grammar`` as JSON-ready data (see the module docstring)."""
-    from lark.parsers.lalr_analysis import Shift
-
     lark = analyze_grammar(grammar)
     table = lark.parser.parser._parse_table
     terminals = sorted(
         lark.terminals, key=lambda t: (-t.priority, -t.pattern.max_width, -len(t.pattern.value), t.name)
     )
+
+    states, rules, start, end = canonical_automaton(
+        table, STARTS, lambda rule: [rule.origin.name, [s.name for s in rule.expansion]],
+        lambda state, actions: actions)
+    return {
+        "grammar_sha256": hashlib.sha256(grammar.encode()).hexdigest(),
+        "terminals": [[t.name, t.pattern.to_regexp()] for t in terminals],
+        "rules": rules,
+        "states": states,
+        "start": start,
+        "end": end,
+    }
+
+
+def canonical_automaton(
+    table: Any, starts: Sequence[str], rule_row: Callable[[Any], Any], state_row: Callable[[int, dict[str, int]], Any],
+) -> tuple[list[Any], list[Any], dict[str, int], dict[str, int]]:
+    """Lark's parse table renumbered canonically: states breadth-first from ``starts`` (symbols
+    sorted), rules by first use in that walk. Per state ``state_row(lark_state, actions)`` and per
+    rule ``rule_row(rule)`` give the rows (called in that order); actions map a symbol to ``n >= 0``
+    (shift/goto state ``n``) or ``n < 0`` (reduce by rule ``~n``). Returns the states, rules, and
+    the first and accepting state of each start symbol."""
+    from lark.parsers.lalr_analysis import Shift
 
     number: dict[int, int] = {}
     queue: list[int] = []
@@ -54,11 +76,11 @@ def build_tables(grammar: str) -> dict[str, Any]:
             queue.append(state)
         return number[state]
 
-    for start in STARTS:
+    for start in starts:
         state_number(table.start_states[start])
-    rules: list[list[Any]] = []
+    rules: list[Any] = []
     rule_number: dict[object, int] = {}
-    states: list[dict[str, int]] = []
+    states: list[Any] = []
     i = 0
     while i < len(queue):  # queue grows while it is walked: breadth-first over the automaton
         actions = table.states[queue[i]]
@@ -70,18 +92,12 @@ def build_tables(grammar: str) -> dict[str, Any]:
                 continue
             if arg not in rule_number:
                 rule_number[arg] = len(rules)
-                rules.append([arg.origin.name, [s.name for s in arg.expansion]])
+                rules.append(rule_row(arg))
             coded[symbol] = ~rule_number[arg]
-        states.append(coded)
+        states.append(state_row(queue[i], coded))
         i += 1
-    return {
-        "grammar_sha256": hashlib.sha256(grammar.encode()).hexdigest(),
-        "terminals": [[t.name, t.pattern.to_regexp()] for t in terminals],
-        "rules": rules,
-        "states": states,
-        "start": {s: number[table.start_states[s]] for s in STARTS},
-        "end": {s: number[table.end_states[s]] for s in STARTS},
-    }
+    return (states, rules, {s: number[table.start_states[s]] for s in starts},
+            {s: number[table.end_states[s]] for s in starts})
 
 
 def render_tables(tables: dict[str, Any]) -> str:

@@ -36,6 +36,8 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from evspec.parser.tablegen import canonical_automaton
+
 STARTS = ("probe", "tracepoint", "libbpf")
 TABLES_FILE = "section_tables.json"
 
@@ -68,25 +70,23 @@ def _inlined(symbol: Any) -> bool:
     return bool(not symbol.is_term and symbol.name.startswith("_"))
 
 
+def _rule_row(rule: Any) -> list[Any]:
+    """``[origin, length, tree name, [[index, inline], ...], expand single child]``."""
+    if rule.options.keep_all_tokens:
+        raise ValueError(f"section tables: rule {rule.origin.name} keeps all tokens ('!'), not supported")
+    kept = [[k, _inlined(s)] for k, s in enumerate(rule.expansion) if not _filtered(s)]
+    expand = bool(rule.options.expand1 and not rule.alias)
+    return [rule.origin.name, len(rule.expansion), rule.alias or rule.origin.name, kept, expand]
+
+
 def build_tables(grammar: str, starts: Sequence[str] = STARTS) -> dict[str, Any]:
     """The tables of ``grammar`` as JSON-ready data (see the module docstring)."""
-    from lark.parsers.lalr_analysis import Shift
-
     lark = analyze_grammar(grammar, starts)
     frontend = lark.parser
     table = frontend.parser._parse_table
     contextual = frontend.lexer
     if lark.options.lexer_callbacks or lark.options.keep_all_tokens:
         raise ValueError("section tables: lexer callbacks and keep_all_tokens are not supported")
-
-    number: dict[int, int] = {}
-    queue: list[int] = []
-
-    def state_number(state: int) -> int:
-        if state not in number:
-            number[state] = len(queue)
-            queue.append(state)
-        return number[state]
 
     lexers: list[Any] = [_lexer(contextual.root_lexer)]
     lexer_number: dict[str, int] = {}
@@ -99,34 +99,12 @@ def build_tables(grammar: str, starts: Sequence[str] = STARTS) -> dict[str, Any]
             lexers.append(dumped)
         return lexer_number[key]
 
-    for start in starts:
-        state_number(table.start_states[start])
-    rules: list[list[Any]] = []
-    rule_number: dict[object, int] = {}
-    states: list[list[Any]] = []
-    i = 0
-    while i < len(queue):  # queue grows while it is walked: breadth-first over the automaton
-        actions = table.states[queue[i]]
-        coded: dict[str, int] = {}
-        for symbol in sorted(actions):
-            action, arg = actions[symbol]
-            if action is Shift:
-                coded[symbol] = state_number(arg)
-                continue
-            if arg not in rule_number:
-                if arg.options.keep_all_tokens:
-                    raise ValueError(f"section tables: rule {arg.origin.name} keeps all tokens ('!'), not supported")
-                rule_number[arg] = len(rules)
-                kept = [[k, _inlined(s)] for k, s in enumerate(arg.expansion) if not _filtered(s)]
-                expand = bool(arg.options.expand1 and not arg.alias)
-                rules.append([arg.origin.name, len(arg.expansion), arg.alias or arg.origin.name, kept, expand])
-            coded[symbol] = ~rule_number[arg]
-        states.append([lexer_of(queue[i]), coded])
-        i += 1
+    states, rules, start, end = canonical_automaton(
+        table, starts, _rule_row, lambda state, actions: [lexer_of(state), actions])
     return {
         "grammar_sha256": hashlib.sha256(grammar.encode()).hexdigest(),
-        "start": {s: number[table.start_states[s]] for s in starts},
-        "end": {s: number[table.end_states[s]] for s in starts},
+        "start": start,
+        "end": end,
         "ignore": sorted(lark.lexer_conf.ignore),
         "terminals": sorted([t.name, t.pattern.to_regexp()] for t in lark.terminals),
         "lexers": lexers,
