@@ -2,7 +2,7 @@
 runs them (``section_lalr``), which parses section names without Lark.
 
 The tables must be exactly what the generator makes from grammar/section.lark today (regenerate
-with ``python scripts/gen_section_tables.py``), in any hash seed; the parser must build the trees
+with ``python scripts/gen_tables.py``), in any hash seed; the parser must build the trees
 Lark builds (names, kept tokens, spans) and fail where and how Lark fails, on every start rule:
 checked on a corpus of section names, on seeded mutations of it, and on a small grammar with every
 tree-shaping feature (inlined rules, ``?rule``, ``%ignore``, literals folded into patterns).
@@ -29,7 +29,7 @@ from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
 STALE = ("grammar/section_tables.json is out of date with grammar/section.lark: "
-         "run python scripts/gen_section_tables.py")
+         "run python scripts/gen_tables.py")
 CASES = 5_000 if os.environ.get("CI") == "true" else 1_000
 SEED = 0x5EC7
 

@@ -9,7 +9,7 @@ it is); the same for the root lexer, which Lark asks where a state's own lexer f
 token that stands there; and for every rule the shape of its tree: its name (the alias, else the
 rule's), which children it keeps (anonymous literals and ``_X`` terminals are dropped), which it
 inlines (``_x`` rules and Lark's own helper rules), and whether a ``?rule`` hands over a single
-child. ``scripts/gen_section_tables.py`` rewrites the committed file;
+child. ``scripts/gen_tables.py`` rewrites the committed file;
 ``tests/test_section_tables.py`` fails while it is out of date with the grammar and checks the
 parser against Lark's on every section name the tests know.
 
