@@ -169,21 +169,23 @@ def _member(btf: Btf, type_id: int, bit_offset: int, bits: int, raw: bytes) -> D
 def render_text(dump: MapDump) -> str:
     if dump.histogram:
         return render_log2_hist(dump)
-    return "".join(f"{dump.name}[{_text(k)}] = {_text(v)}\n" for k, v in dump.entries)
+    return "".join(f"{dump.name}[{value_text(k)}] = {value_text(v)}\n" for k, v in dump.entries)
 
 
 def render_json(dump: MapDump) -> str:
     return "".join(json.dumps({"map": dump.name, "key": k, "value": v}) + "\n" for k, v in dump.entries)
 
 
-def _text(value: Decoded) -> str:
+def value_text(value: Decoded, *, quote_text: bool = True) -> str:
+    """A decoded value in text: nested structs ``{a=1, b=2}``, arrays ``[1, 2]``, char arrays
+    quoted (``quote_text``, as map dumps show them) or as they are (as tracepoint fields are)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}={_text(v)}" for k, v in value.items()) + "}"
+        return "{" + ", ".join(f"{k}={value_text(v, quote_text=quote_text)}" for k, v in value.items()) + "}"
     if isinstance(value, list):
-        return "[" + ", ".join(_text(v) for v in value) + "]"
-    if isinstance(value, Text):
+        return "[" + ", ".join(value_text(v, quote_text=quote_text) for v in value) + "]"
+    if quote_text and isinstance(value, Text):
         return json.dumps(str(value))
     return str(value)
 

@@ -13,7 +13,7 @@ import json
 from collections.abc import Iterable
 
 from evspec.loader.object.btf import Btf, BtfKind, BtfType, find_record_type
-from evspec.loader.object.map_dump import Decoded, Text, decode_type
+from evspec.loader.object.map_dump import Decoded, Text, decode_type, value_text
 
 
 class TypedFields(tuple):  # type: ignore[type-arg]
@@ -109,21 +109,10 @@ class TypedDecoders:
 # -- text and JSON ------------------------------------------------------------------------------
 
 
-def value_text(value: Decoded) -> str:
-    """A tracepoint field's style: strings as they are, nested structs ``{a=1, b=2}``."""
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{k}={value_text(v)}" for k, v in value.items()) + "}"
-    if isinstance(value, list):
-        return "[" + ", ".join(value_text(v) for v in value) + "]"
-    return str(value)
-
-
 def fields_text(fields: TypedFields) -> str:
     """``name=value ...``, then ``(short record: N of M bytes)`` or ``rest=HEX`` when the record's
     size is not the type's."""
-    out = " ".join(f"{name}={value_text(v)}" for name, v in fields)
+    out = " ".join(f"{name}={value_text(v, quote_text=False)}" for name, v in fields)
     if fields.short:
         out += f" (short record: {fields.size} of {fields.type_size} bytes)"
     elif fields.rest:
