@@ -14,6 +14,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.kernel import BpfRingMapping, KernelError
 from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader
@@ -292,20 +293,14 @@ def test_ring_records_in_bulk_print_as_one_at_a_time(seed: int) -> None:
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    for tool in ("clang", "cc"):
-        if shutil.which(tool) is None:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"{tool} is required in CI")
-            pytest.skip(f"{tool} not installed")
+    require_tools("clang", "cc")
     out = tmp_path_factory.mktemp("ringbuf")
-    for name in ("ringbuf.c", "getppid.c"):
-        shutil.copy(DATA / "ringbuf" / name, out / name)
-    subprocess.run(["cc", "-O2", "-o", "getppid", "getppid.c"], cwd=out, check=True)
+    copy_sources(DATA / "ringbuf", ("ringbuf.c", "getppid.c"), out)
+    build_program(out, "getppid.c", "getppid")
     # ringbuf.c counts the calls of this copy only (other tasks' getppid() run its program too)
-    subprocess.run(["cc", "-O2", "-o", "rbuf_reader", "getppid.c"], cwd=out, check=True)
+    build_program(out, "getppid.c", "rbuf_reader")
     for name, size in (("ringbuf.o", 1 << 20), ("small.o", PAGE)):
-        subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
-                        f"-DRINGBUF_BYTES={size}", "-c", "ringbuf.c", "-o", name], cwd=out, check=True)
+        build_bpf(out, "ringbuf.c", name, f"-DRINGBUF_BYTES={size}")
     return out
 
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import re
-import shutil
-import subprocess
 from pathlib import Path
 
 import pytest
+from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.object.btf import Btf, find_record_type
 from evspec.loader.object.spec import ObjectSpec
@@ -38,20 +36,13 @@ TERMS = "map:events.type=event,map:__bpf_stdout__.type=out_t"
 
 @pytest.fixture(scope="module")
 def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    for tool in ("clang", "cc"):
-        if shutil.which(tool) is None:
-            if os.environ.get("CI") == "true":
-                pytest.fail(f"{tool} is required in CI")
-            pytest.skip(f"{tool} not installed")
+    require_tools("clang", "cc")
     out = tmp_path_factory.mktemp("typed")
-    shutil.copy(DATA / "typed" / "typed.c", out / "typed.c")
-    shutil.copy(DATA / "typed" / "bytes.c", out / "bytes.c")
-    shutil.copy(DATA / "ringbuf" / "getppid.c", out / "getppid.c")
-    subprocess.run(["cc", "-O2", "-o", "getppid", "getppid.c"], cwd=out, check=True)
-    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
-                    "-c", "typed.c", "-o", "typed.o"], cwd=out, check=True)
-    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
-                    "-c", "bytes.c", "-o", "bytes.o"], cwd=out, check=True)
+    copy_sources(DATA / "typed", ("typed.c", "bytes.c"), out)
+    copy_sources(DATA / "ringbuf", ("getppid.c",), out)
+    build_program(out, "getppid.c", "getppid")
+    build_bpf(out, "typed.c", "typed.o")
+    build_bpf(out, "bytes.c", "bytes.o")
     return out
 
 
