@@ -15,6 +15,20 @@ pytest_plugins = ["ci_skip_guard"]  # in CI, a skipped test fails the run
 IN_CI = os.environ.get("CI") == "true"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def kernel_btf_mapped() -> None:
+    """The kernel's BTF is mapped once per process and kept (``target_btf.kernel_blob``): mapped
+    here, before any test counts its open descriptors, so that a test's first CO-RE load does not
+    look like a leak."""
+    from evspec.loader.object.btf import BtfError
+    from evspec.loader.object.target_btf import KERNEL_BTF, kernel_blob
+
+    try:
+        kernel_blob(KERNEL_BTF)
+    except BtfError:  # no kernel BTF here: the tests that need it say so
+        pass
+
+
 def load_corpus() -> list[CorpusRow]:
     if not CORPUS_TSV.exists():
         raise RuntimeError(f"the test corpus is missing: {CORPUS_TSV} (scripts/refresh_test_data.sh copies it)")

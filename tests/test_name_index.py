@@ -142,12 +142,23 @@ def test_an_index_that_does_not_fit_the_data_is_not_used(cache: Path, monkeypatc
         Btf(data, starts=bad.starts)
 
 
-def test_an_index_naming_types_that_are_not_there_is_refused(cache: Path) -> None:
+def test_an_index_naming_types_that_are_not_there_is_refused(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file that is whole (its CRC fits) but names a record the BTF lacks: the lookup that meets
+    the id refuses, naming the index to remove, instead of answering without that type."""
     data, _ = _blob()
     good = NameIndex.build(Btf(data))
-    bad = NameIndex(good.starts, good._hashes, array("I", [*good._ids[:-1], len(good.starts)]))
-    assert NameIndex.from_bytes(bad.to_bytes(*name_index.data_key(data)), *name_index.data_key(data)) is None
-    assert NameIndex.from_bytes(good.to_bytes(*name_index.data_key(data)), *name_index.data_key(data)) is not None
+    hashes = list(good._hashes)
+    ids = list(good._ids)
+    task = ids.index(TargetBtf(data, cache=False).named("task_struct")[0])
+    ids[task] = len(good.starts)
+    bad = NameIndex(good.starts, array("I", hashes), array("I", ids))
+    key = name_index.data_key(data)
+    cache.mkdir(parents=True, mode=0o700)
+    (cache / f"{key[1]:08x}-{key[0]}.index").write_bytes(bad.to_bytes(*key))
+    target = TargetBtf(data)
+    assert target.named("sched") == _brute(target.btf, "sched")
+    with pytest.raises(BtfError, match=rf"names record {len(good.starts)} of .*index stored in {cache}.* remove it"):
+        target.named("task_struct")
 
 
 @pytest.mark.parametrize("starts", [[], [1], [0, 1], [0, 0, 999]])

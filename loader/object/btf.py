@@ -9,6 +9,7 @@ Every defect of the input raises ``BtfError``; the object reader turns it into a
 
 from __future__ import annotations
 
+import mmap
 import struct
 import sys
 from array import array
@@ -257,11 +258,13 @@ class Btf:
                  "_names", "_common", "_strings", "_type_end", "_name_offs", "_ids_by_name_off",
                  "_base", "_shift", "_str_base", "_count")
 
-    def __init__(self, data: bytes, starts: Sequence[int] | None = None, base: Btf | None = None) -> None:
-        """``starts``: where each type record starts, as ``starts`` of a ``Btf`` of the same data
-        gave them (a stored index, see ``name_index``); checked against the data, not trusted.
-        ``base``: the BTF this one is split from."""
-        self._data = bytes(data)
+    def __init__(self, data: bytes | mmap.mmap, starts: Sequence[int] | None = None, base: Btf | None = None) -> None:
+        """``data``: the blob, or a read-only mapping of it (the kernel's, not copied). ``starts``:
+        where each type record starts, as ``starts`` of a ``Btf`` of the same data gave them (a
+        stored index, see ``name_index``); checked against the data, not trusted. ``base``: the BTF
+        this one is split from. (The string section is checked to end with a NUL, so every string
+        ends before it: ``find`` below cannot miss.)"""
+        self._data = data if isinstance(data, (bytes, mmap.mmap)) else bytes(data)
         self._order, hdr_len, (type_off, type_len, str_off, str_len) = _header(
             self._data, "BTF", _HEADER_LEN, ("type section", "string section"))
         if type_off % 4:
@@ -439,7 +442,7 @@ class Btf:
         if local >= self._str_len:
             raise self._outside(offset)
         start = self._str_at + local
-        return self._data[start:self._data.index(b"\0", start, self._str_at + self._str_len)]
+        return self._data[start:self._data.find(b"\0", start, self._str_at + self._str_len)]
 
     # -- strings -----------------------------------------------------------------------------
 
@@ -454,7 +457,7 @@ class Btf:
         if local >= self._str_len:
             raise self._outside(offset)
         start = self._str_at + local
-        end = self._data.index(b"\0", start, self._str_at + self._str_len)
+        end = self._data.find(b"\0", start, self._str_at + self._str_len)
         try:
             text = self._data[start:end].decode()
         except UnicodeDecodeError as exc:

@@ -10,8 +10,9 @@ The file (``<cache>/btf/<crc>-<size>.index``, in the user's private cache, see `
 is plain arrays of 32-bit words behind a header; nothing in it is executed or unpickled. It is
 keyed by the size and the CRC-32 of the whole BTF blob it was made from (1-2 ms for a kernel's
 5 MB), and carries its own length and CRC-32: a file that is stale, truncated, corrupt, of
-another format or byte order, or not safely ours is rebuilt, never trusted. The BTF reader then
-still checks the record starts it is given (``Btf(data, starts=...)``).
+another format or byte order, or not safely ours is rebuilt, never trusted. Its arrays are used
+where they lie in the file's bytes, not copied. The BTF reader then still checks the record
+starts it is given (``Btf(data, starts=...)``), and a lookup refuses a type id past them.
 """
 
 from __future__ import annotations
@@ -29,7 +30,11 @@ from evspec.loader.object import user_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import TypeAlias
+
     from evspec.loader.object.btf import Btf
+
+    Words: TypeAlias = "array[int] | memoryview"  # 32-bit words, made here or read from a file
 
 MAGIC = b"evspec-btfidx-v1"
 _HEADER = struct.Struct("=16sIQIIII")  # magic, byte-order mark, data size, data crc, starts, named, payload crc
@@ -72,7 +77,7 @@ class NameIndex:
 
     __slots__ = ("starts", "_hashes", "_ids")
 
-    def __init__(self, starts: array[int], hashes: array[int], ids: array[int]) -> None:
+    def __init__(self, starts: Words, hashes: Words, ids: Words) -> None:
         self.starts = starts
         self._hashes = hashes
         self._ids = ids
@@ -131,20 +136,21 @@ class NameIndex:
         payload = memoryview(blob)[_HEADER.size:]
         if len(payload) != 4 * (n_starts + 2 * n_named) or zlib.crc32(payload) != payload_crc:
             return None
-        parts = []
-        for start, count in ((0, n_starts), (n_starts, n_named), (n_starts + n_named, n_named)):
-            words = _words()
-            words.frombytes(payload[4 * start:4 * (start + count)])
-            parts.append(words)
-        starts, hashes, ids = parts
-        if ids and max(ids) >= len(starts):  # names a type the record starts do not have
-            return None
+        words = payload.cast("I")  # no copy: the index is 1-2 MB and read on every run
+        starts, hashes, ids = words[:n_starts], words[n_starts:n_starts + n_named], words[n_starts + n_named:]
+        # An id past the record starts (a file that is whole but not ours) is refused where it is
+        # used: ``Btf`` raises on a type id it does not have.
         return cls(starts, hashes, ids)
 
 
 def data_key(data: bytes) -> tuple[int, int]:
     """What an index file is keyed by: the size and CRC-32 of the BTF blob."""
     return len(data), zlib.crc32(data)
+
+
+def cache_location() -> str:
+    """Where indexes are stored, for messages."""
+    return os.path.join(user_cache.cache_root(), CACHE_DIR)
 
 
 def _path(directory: str, key: tuple[int, int]) -> str:

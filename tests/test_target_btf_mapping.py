@@ -1,0 +1,68 @@
+"""How the target BTF is read: the kernel's mapped once per process (sysfs serves a read 4 KB a
+call), any other file read; a kernel that refuses the mapping is read instead."""
+
+from __future__ import annotations
+
+import mmap
+import os
+from pathlib import Path
+
+import pytest
+from evspec.loader.object import target_btf
+from evspec.loader.object.btf import BtfError
+from evspec.loader.object.target_btf import KERNEL_BTF, TargetBtf, kernel_blob
+
+
+def _fds() -> set[str]:
+    return set(os.listdir("/proc/self/fd"))
+
+
+def test_the_kernel_btf_is_mapped_once() -> None:
+    if not KERNEL_BTF.is_file():
+        pytest.skip(f"the kernel has no BTF ({KERNEL_BTF})")
+    first = kernel_blob(KERNEL_BTF)
+    before = _fds()
+    again = TargetBtf.running_kernel()
+    assert kernel_blob(KERNEL_BTF) is first
+    assert _fds() == before, "a second look at the kernel's BTF opened a descriptor it kept"
+    if isinstance(first, mmap.mmap):  # 6.16 and later
+        assert again.btf.type(again.named("task_struct")[0]).name == "task_struct"
+    assert bytes(first[:4]) == KERNEL_BTF.read_bytes()[:4]
+
+
+def test_other_files_are_read(tmp_path: Path) -> None:
+    blob = tmp_path / "vmlinux"
+    blob.write_bytes(b"not btf")
+    before = _fds()
+    assert kernel_blob(blob) == b"not btf"
+    assert _fds() == before
+    with pytest.raises(BtfError, match="cannot read the target BTF .*missing"):
+        kernel_blob(tmp_path / "missing")
+
+
+def test_a_kernel_that_refuses_the_mapping_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sysfs = tmp_path / "btf"
+    sysfs.mkdir()
+    (sysfs / "vmlinux").write_bytes(b"\x9f\xeb" + bytes(30))
+    monkeypatch.setattr(target_btf, "_SYSFS_BTF", f"{sysfs}/")
+    monkeypatch.setattr(target_btf, "_MAPPED", {})
+
+    def refuse(*_args: object, **_kwargs: object) -> mmap.mmap:
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(mmap, "mmap", refuse)
+    before = _fds()
+    assert kernel_blob(sysfs / "vmlinux") == b"\x9f\xeb" + bytes(30)
+    assert _fds() == before and target_btf._MAPPED == {}
+
+
+def test_a_mapped_stand_in_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    sysfs = tmp_path / "btf"
+    sysfs.mkdir()
+    (sysfs / "vmlinux").write_bytes(b"\x9f\xeb" + bytes(30))
+    monkeypatch.setattr(target_btf, "_SYSFS_BTF", f"{sysfs}/")
+    monkeypatch.setattr(target_btf, "_MAPPED", {})
+    mapped = kernel_blob(sysfs / "vmlinux")
+    assert isinstance(mapped, mmap.mmap) and mapped[:] == b"\x9f\xeb" + bytes(30)
+    assert kernel_blob(sysfs / "vmlinux") is mapped
+    mapped.close()
