@@ -431,8 +431,11 @@ def test_a_program_the_object_leaves_off_is_loaded_not_attached(
     assert (section.attach, section.autoload, section.program_type.name) == (AttachKind.NONE, False, "TRACEPOINT")
     assert section.main_span.start == 1 and section.to_json()["autoload"] is False
     shutil.copy(DATA / "ringbuf" / "autoload.c", built / "autoload.c")
+    workload = f"aload_{os.getpid()}"  # autoload.c sends for the task of that comm only
+    shutil.copy(built / "getppid", built / workload)
     monkeypatch.chdir(built)
-    status, out, err = _record("--format", "json", "-e", "./autoload.c", "--", "./getppid", "5")
+    status, out, err = _record("--format", "json", "-e", f"./autoload.c/var:targ_comm='{workload}'/", "--",
+                               f"./{workload}", "5")
     assert status == 0, err
     records = [json.loads(line) for line in out.splitlines()][:-1]
     assert [int.from_bytes(bytes.fromhex(r["raw_hex"]), "little") for r in records] == [2] * 5

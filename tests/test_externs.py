@@ -6,6 +6,7 @@ to the instructions and the BTF, and each refusal with its message."""
 from __future__ import annotations
 
 import gzip
+import os
 import shutil
 import struct
 import subprocess
@@ -23,12 +24,14 @@ from evspec.loader.object.externs import (
     ExternSources,
     ExternValues,
     apply_externs,
+    libbpf_order,
     resolve_externs,
+    running_system,
 )
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.spec import ObjectSpec
+from evspec.loader.object.spec import ExternSpec, ObjectSpec
 from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes
@@ -80,7 +83,8 @@ def small_vmlinux() -> TargetBtf:
 
 
 def sources(config: str | None = CONFIG, kallsyms: Iterable[tuple[int, str, str]] = (),
-            release: str = "5.10.300-test", modules: Sequence[ModuleBtf] = ()) -> ExternSources:
+            release: str = "5.10.300-test", modules: Sequence[ModuleBtf] = (), version: str = "",
+            version_signature: str | None = None) -> ExternSources:
     def read_config() -> tuple[dict[str, str], str]:
         if config is None:
             raise kc.KconfigUnreadable([("/boot/config-x", "No such file or directory"),
@@ -89,7 +93,7 @@ def sources(config: str | None = CONFIG, kallsyms: Iterable[tuple[int, str, str]
 
     return ExternSources(release=release, bpf_cookie=True, syscall_wrapper=False, kconfig=read_config,
                          kallsyms=lambda: list(kallsyms), vmlinux=small_vmlinux,
-                         modules=lambda: modules)
+                         modules=lambda: modules, version=version, version_signature=version_signature)
 
 
 def _insn(spec: ObjectSpec, index: int) -> abi.BpfInsn:
@@ -209,6 +213,39 @@ def test_kfuncs_get_their_btf_ids_and_a_weak_missing_one_is_poisoned(build) -> N
     assert fixed.find("bpf_rcu_read_lock", BtfKind.FUNC).vlen == 1  # type: ignore[union-attr]  # global
 
 
+# libbpf 1.1.2's extern list for order.c, as its debug log gives it ("extern (kcfg) #0: symbol 20, off 0,
+# name CONFIG_EVSPEC_NO_SUCH_U64" ...); tests/test_externs_live.py reads it from the installed libbpf
+ORDER_C_LIBBPF = ["CONFIG_EVSPEC_NO_SUCH_U64", "CONFIG_HZ", "LINUX_KERNEL_VERSION", "LINUX_HAS_BPF_COOKIE",
+                  "CONFIG_LOCALVERSION", "__start_rodata", "aa_evspec_missing", "bpf_rcu_read_lock",
+                  "bpf_rcu_read_unlock", "evspec_no_such_var", "zz_evspec_missing"]
+
+
+def test_a_weak_missing_kfunc_is_poisoned_with_its_index_in_libbpfs_extern_list(build) -> None:  # type: ignore[no-untyped-def]
+    """order.c declares its externs out of order (zz_evspec_missing is symbol 1 of 11,
+    aa_evspec_missing symbol 9); libbpf sorts them: kconfig ones first (alignment 8, 4, 4, then 1
+    by size), then ksyms and kfuncs by name, '_' before 'a'."""
+    spec = build("order")
+    assert [e.name for e in spec.externs].index("zz_evspec_missing") == 1  # what the old index was
+    assert [e.name for e in libbpf_order(Btf(spec.btf or b""), spec.externs)] == ORDER_C_LIBBPF
+    srcs = sources(config=CONFIG + "CONFIG_EVSPEC_NO_SUCH_U64=7\n", kallsyms=[(RODATA, "D", "__start_rodata")])
+    applied = apply_externs(spec, resolve_externs(spec, srcs))
+    for name in ("aa_evspec_missing", "zz_evspec_missing"):
+        call = _insn(applied, _rel(spec, name, "kfunc"))
+        assert (call.code, call.src_reg, call.dst_reg, call.off, call.imm) == (
+            abi.OP_CALL, 0, 0, 0, POISON_KFUNC_BASE + ORDER_C_LIBBPF.index(name))
+    assert _insn(applied, _rel(spec, "bpf_rcu_read_unlock", "kfunc")).imm == 4
+    offsets = {e.name: e.offset for e in spec.externs if e.kind == "kconfig"}
+    assert offsets == {"CONFIG_EVSPEC_NO_SUCH_U64": 0, "CONFIG_HZ": 8, "LINUX_KERNEL_VERSION": 12,
+                       "LINUX_HAS_BPF_COOKIE": 16, "CONFIG_LOCALVERSION": 17}  # libbpf's offsets too
+
+
+def test_libbpf_order_compares_names_as_bytes() -> None:
+    """strcmp order: 'Z' (0x5a) before '_' before 'a', and a UTF-8 name after every ASCII one."""
+    ksyms = [ExternSpec(name, "ksym", False, 1, 0, "void") for name in ("é_sym", "a_sym", "_sym", "Z_sym")]
+    btf = Btf(write_btf([_int()], b"\0int\0"))
+    assert [e.name for e in libbpf_order(btf, ksyms)] == ["Z_sym", "_sym", "a_sym", "é_sym"]
+
+
 def test_a_typed_ksym_becomes_a_btf_id_load(build) -> None:  # type: ignore[no-untyped-def]
     spec = build("typed")
     applied = apply_externs(spec, resolve_externs(spec, sources()))
@@ -303,10 +340,79 @@ def test_kconfig_values_fit_their_types_or_are_refused() -> None:
         kc.parse_kconfig("CONFIG_X=y\nCONFIG_Y=\n", "f")
 
 
-def test_kernel_version_is_computed_as_libbpf_does() -> None:
-    assert kc.kernel_version_code("6.18.44-fc-v657") == (6 << 16) + (18 << 8) + 44
-    assert kc.kernel_version_code("4.19.300") == (4 << 16) + (19 << 8) + 255  # patch capped at 255
-    assert kc.kernel_version_code("6.18-rc1") == 0  # no a.b.c: the load fails, as libbpf's does
+def _version(major: int, minor: int, patch: int) -> int:
+    return (major << 16) + (minor << 8) + min(patch, 255)
+
+
+UBUNTU_FOCAL = "Ubuntu 5.4.0-100.113-generic 5.4.166\n"
+DEBIAN_BUSTER = "#1 SMP Debian 4.19.260-1 (2022-09-29)"
+
+
+@pytest.mark.parametrize(("release", "version", "signature", "code"), [
+    ("6.18.44-fc-v657", "#1 SMP PREEMPT_DYNAMIC @0", None, _version(6, 18, 44)),
+    ("4.19.300", "", None, _version(4, 19, 255)),  # patch capped at 255
+    ("6.18-rc1", "", None, 0),  # no a.b.c: the load fails, as libbpf's does
+    ("6.18.x", "", None, 0),
+    ("6.+18.-1", "", None, _version(6, 18, 255)),  # %u takes a sign: -1 is 2**32 - 1, capped
+    (" 6. 18.  7-x", "", None, _version(6, 18, 7)),  # and white space before the digits
+    ("6.18. 7", "", None, _version(6, 18, 7)),
+    ("6 .18.7", "", None, 0),  # but not before a '.'
+    (f"6.18.{1 << 64}", "", None, _version(6, 18, 255)),  # strtoul saturates
+    # Ubuntu: the third word of /proc/version_signature, whatever uname says
+    ("5.4.0-100-generic", "#113-Ubuntu SMP Thu Feb 3 18:43:29 UTC 2022", UBUNTU_FOCAL, _version(5, 4, 166)),
+    ("5.4.0-100-generic", "", "Ubuntu  5.4.0-100.113-generic\t 5.4.300", _version(5, 4, 255)),
+    ("5.4.0-100-generic", "", "Ubuntu 5.4.0-100.113-generic", _version(5, 4, 0)),  # no third word: uname
+    ("5.4.0-100-generic", "", "Ubuntu 5.4.0-100.113-generic 5.4", _version(5, 4, 0)),
+    ("5.4.0-100-generic", "", "", _version(5, 4, 0)),
+    # Debian: the a.b.c after the first "Debian " of uname -v, when there is no Ubuntu signature
+    ("4.19.0-22-amd64", DEBIAN_BUSTER, None, _version(4, 19, 255)),
+    ("6.1.0-18-amd64", "#1 SMP PREEMPT_DYNAMIC Debian 6.1.76-1 (2024-02-01)", None, _version(6, 1, 76)),
+    ("6.1.0-18-amd64", "#1 SMP Debian 6.1.76-1", UBUNTU_FOCAL, _version(5, 4, 166)),  # Ubuntu first
+    ("6.1.0-18-amd64", "#1 SMP Debian  6.1.76-1", None, _version(6, 1, 76)),  # " " matches any white space
+    ("6.1.0-18-amd64", "#1 SMP Debian 6.1 Debian 6.1.76", None, _version(6, 1, 0)),  # only the first counts
+    ("6.1.0-18-amd64", "#1 SMP Debian-6.1.76", None, _version(6, 1, 0)),  # "Debian " with its space
+    ("6.1-amd64", "#1 SMP Debian", None, 0),
+])
+def test_kernel_version_is_computed_as_libbpf_does(release: str, version: str, signature: str | None,
+                                                    code: int) -> None:
+    """libbpf 1.2 to 1.7's get_kernel_version (libbpf 1.1 has the Ubuntu rule and not the Debian one)."""
+    assert kc.kernel_version_code(release, version, signature) == code
+
+
+def test_linux_kernel_version_comes_from_the_sources_release_version_and_signature(build) -> None:  # type: ignore[no-untyped-def]
+    spec = build("values")
+    at = next(e.offset for e in spec.externs if e.name == "LINUX_KERNEL_VERSION")
+
+    def version_of(release: str, version: str = "", signature: str | None = None) -> int:
+        srcs = sources(kallsyms=[(RODATA, "D", "__start_rodata")], release=release, version=version,
+                       version_signature=signature)
+        return int.from_bytes(resolve_externs(spec, srcs).kconfig[at:at + 4], "little")
+
+    assert version_of("5.4.0-100-generic", signature=UBUNTU_FOCAL) == _version(5, 4, 166)
+    assert version_of("4.19.0-22-amd64", version=DEBIAN_BUSTER) == _version(4, 19, 255)
+    assert version_of("4.19.0-22-amd64") == _version(4, 19, 0)
+    with pytest.raises(ObjectError) as err:
+        version_of("6.18-rc1", "#1 SMP", "Ubuntu x")
+    assert err.value.code == codes.EXTERN_UNRESOLVED
+    assert err.value.message.endswith("extern 'LINUX_KERNEL_VERSION': no kernel version a.b.c in the release "
+                                      "'6.18-rc1', nor after 'Debian ' in the version '#1 SMP', nor as the "
+                                      "third word of /proc/version_signature ('Ubuntu x')")
+
+
+def test_the_running_system_reads_uname_and_the_signature_only_for_the_kernel_version(build, tmp_path: Path  # type: ignore[no-untyped-def]
+                                                                                      ) -> None:
+    signature = tmp_path / "version_signature"
+    signature.write_text(UBUNTU_FOCAL)
+    uname = os.uname_result(("Linux", "box", "5.4.0-100-generic", "#113-Ubuntu SMP", "x86_64"))
+    srcs = running_system(build("values"), lambda: True, uname=lambda: uname, version_signature=signature)
+    assert (srcs.release, srcs.version, srcs.version_signature) == ("5.4.0-100-generic", "#113-Ubuntu SMP",
+                                                                    UBUNTU_FOCAL)
+    assert kc.kernel_version_code(srcs.release, srcs.version, srcs.version_signature) == _version(5, 4, 166)
+    unreadable = running_system(build("values"), lambda: True, uname=lambda: uname,
+                                version_signature=tmp_path / "none")
+    assert unreadable.version_signature is None
+    kfuncs = running_system(build("kfuncs"), lambda: True, uname=lambda: uname, version_signature=signature)
+    assert kfuncs.version_signature is None  # no LINUX_KERNEL_VERSION: the file is not read
 
 
 def test_kconfig_is_read_from_boot_then_proc_gzipped_or_plain(tmp_path: Path) -> None:

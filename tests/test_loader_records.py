@@ -66,7 +66,7 @@ FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
     (elf.Rel, True, ["offset", "symbol", "type"]),
     (externs.UndefinedSymbol, True, ["name", "weak"]),
     (externs.ExternSources, True, ["release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux",
-                                   f"modules={NO_MODULE}"]),
+                                   f"modules={NO_MODULE}", "version=''", "version_signature=None"]),
     (externs.ExternValues, True, ["kconfig=b''", "ksyms={}", "kfuncs={}", "warnings=()", "fd_array=()"]),
     (kconfig.KconfigType, True, ["kind", "size", "signed=False"]),
     (btf_fixup.BtfFeatures, True, ["func=True", "datasec=True", "global_func=True", "float=True", "decl_tag=True",

@@ -39,7 +39,7 @@ def test_module_kfuncs_and_ksyms_load_with_their_btf_fds(
         (2, 10, 0),  # bpf_vm_kfunc, vmlinux's
         (2, NAT_FLAGS, 2),  # bpf_nat_flags, nf_nat's
         (2, CT_SET_MARK, 1), (2, CT_SET_MARK, 1),  # bpf_ct_set_mark, nf_conntrack's
-        (0, 2002000000 + 5, 0)]  # bpf_nowhere, weak and nobody's: poisoned
+        (0, 2002000000 + 2, 0)]  # bpf_nowhere, weak and nobody's: poisoned (libbpf's extern order: #2)
     ksym = next(r.insn_index for r in spec.programs[0].relocations if r.target == "nf_conntrack_count")
     first, second = (abi.BpfInsn.from_buffer_copy(insns, (ksym + i) * 8) for i in (0, 1))
     assert (first.src_reg, first.imm, second.imm) == (abi.BPF_PSEUDO_BTF_ID, CT_COUNT, ct_fd)

@@ -356,13 +356,14 @@ def test_typed_ring_records_print_typed_from_the_capture(
     from evspec.loader.output.typed import RecordDecoder
 
     require_tools("clang", "cc")
+    workload = f"typed_{os.getpid()}"  # typed.c counts the getppid() calls of the task of that comm only
     copy_sources(DATA / "typed", ("typed.c",), tmp_path)
     copy_sources(DATA / "ringbuf", ("getppid.c",), tmp_path)
     build_bpf(tmp_path, "typed.c", "typed.o")
-    build_program(tmp_path, "getppid.c", "getppid")
+    build_program(tmp_path, "getppid.c", workload)
     monkeypatch.chdir(tmp_path)
     status, _, err = run(add_record_parser, record_main, "record", "-o", "typed.data", "-e",
-                         "./typed.o/map:events.type=event/", "--", "./getppid", "5")
+                         f"./typed.o/map:events.type=event,var:targ_comm='{workload}'/", "--", f"./{workload}", "5")
     assert status == 0, err
     decoder = RecordDecoder.named(read_object(tmp_path / "typed.o").btf, "event")
     data = pd.read_perf_data(tmp_path / "typed.data")
@@ -373,8 +374,10 @@ def test_typed_ring_records_print_typed_from_the_capture(
     lines = [RingRecordLine("events", raw, decoder.decode(raw))
              for raw in (bytes.fromhex(json.loads(line)["raw_hex"]) for line in rings)]
     assert rings == [ring_record_json(line).rstrip("\n") for line in lines]
-    mine = [json.loads(line) for line in rings if json.loads(line)["fields"]["comm"] == "getppid"]
-    assert len(mine) >= 5 and all(r["fields"]["k"] == "KIND_ENTER" and r["size"] == 40 for r in mine)
+    records = [json.loads(line) for line in rings]
+    assert len(records) == 5 and len({r["fields"]["pid"] for r in records}) == 1
+    assert all(r["fields"]["comm"] == workload and r["fields"]["k"] == "KIND_ENTER" and r["size"] == 40
+               for r in records)
     status, text, err = run(add_script_parser, script_main, "script", "-i", "typed.data")
     assert status == 0 and err == ""
     width = name_width(data)

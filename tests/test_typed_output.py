@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import re
 from pathlib import Path
 
@@ -32,6 +33,10 @@ from evspec.span import Span
 
 OBJ = "./typed.o"
 TERMS = "map:events.type=event,map:__bpf_stdout__.type=out_t"
+# typed.c counts the getppid() calls of the task called targ_comm only: this copy of getppid.c,
+# named after this process so that no other run's workload counts either
+WORKLOAD = f"typed_{os.getpid()}"
+ONLY_WORKLOAD = f"var:targ_comm='{WORKLOAD}'"
 
 
 @pytest.fixture(scope="module")
@@ -40,7 +45,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
     out = tmp_path_factory.mktemp("typed")
     copy_sources(DATA / "typed", ("typed.c", "bytes.c"), out)
     copy_sources(DATA / "ringbuf", ("getppid.c",), out)
-    build_program(out, "getppid.c", "getppid")
+    build_program(out, "getppid.c", WORKLOAD)
     build_bpf(out, "typed.c", "typed.o")
     build_bpf(out, "bytes.c", "bytes.o")
     return out
@@ -170,7 +175,7 @@ def test_a_typed_sample_prints_as_a_tracepoint_line(built: Path) -> None:
 
 def test_record_prints_typed_records_as_text(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(built)
-    status, out, err = _record("-e", f"{OBJ}/{TERMS}/", "--", "./getppid", "3")
+    status, out, err = _record("-e", f"{OBJ}/{TERMS},{ONLY_WORKLOAD}/", "--", f"./{WORKLOAD}", "3")
     assert status == 0, err
     width = len("syscalls:sys_enter_getppid")
     rings = [line for line in out.splitlines() if line.startswith(f"{'events':>{width}}: ")]
@@ -178,36 +183,37 @@ def test_record_prints_typed_records_as_text(built: Path, root_kernel: None, mon
     assert len(rings) == 3 and len(samples) == 3
     pids = set()
     for line in rings:
-        m = re.fullmatch(rf"{'events':>{width}}: pid=(\d+) ts=(\d+) comm=getppid k=KIND_ENTER", line)
+        m = re.fullmatch(rf"{'events':>{width}}: pid=(\d+) ts=(\d+) comm={WORKLOAD} k=KIND_ENTER", line)
         assert m is not None, line
         pids.add(int(m.group(1)))
     (pid,) = pids
     for seq, line in enumerate(samples):
-        m = re.fullmatch(rf" +getppid +(\d+) \[\d{{3}}\] +\d+\.\d{{6}}: +__bpf_stdout__: "
+        m = re.fullmatch(rf" +{WORKLOAD} +(\d+) \[\d{{3}}\] +\d+\.\d{{6}}: +__bpf_stdout__: "
                          rf"seq={seq} nested=\{{a=7, b=9\}} tag=ok!", line)
         assert m is not None and int(m.group(1)) == pid, line
 
 
 def test_record_prints_typed_records_as_json(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(built)
-    status, out, err = _record("--format", "json", "-e", f"{OBJ}/{TERMS}/", "--", "./getppid", "4")
+    status, out, err = _record("--format", "json", "-e", f"{OBJ}/{TERMS},{ONLY_WORKLOAD}/", "--", f"./{WORKLOAD}",
+                               "4")
     assert status == 0, err
     lines = [json.loads(line) for line in out.splitlines()][:-1]
     rings = [r for r in lines if r["event"] == "events"]
     samples = [r for r in lines if r["event"] == "__bpf_stdout__"]
     assert len(rings) == 4 and len(samples) == 4
-    (pid,) = {s["pid"] for s in samples}  # the workload's (the program runs on its getppid() only)
+    (pid,) = {s["pid"] for s in samples}  # the workload's (the program counts its getppid() only)
     for r in rings:
         assert r["ringbuf"] and r["size"] == 40 and "short" not in r
-        assert {k: v for k, v in r["fields"].items() if k != "ts"} == {"pid": pid, "comm": "getppid", "k": "KIND_ENTER"}
+        assert {k: v for k, v in r["fields"].items() if k != "ts"} == {"pid": pid, "comm": WORKLOAD, "k": "KIND_ENTER"}
     assert [r["fields"]["ts"] for r in rings] == sorted(r["fields"]["ts"] for r in rings)
     assert [s["fields"] for s in samples] == [{"seq": n, "nested": {"a": 7, "b": 9}, "tag": "ok!"} for n in range(4)]
-    assert all(s["comm"] == "getppid" and s["size"] == 12 for s in samples)
+    assert all(s["comm"] == WORKLOAD and s["size"] == 12 for s in samples)
 
 
 def test_record_refuses_a_type_the_object_lacks(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(built)
-    status, out, err = _record("-e", f"{OBJ}/map:events.type=evnt/", "--", "./getppid", "1")
+    status, out, err = _record("-e", f"{OBJ}/map:events.type=evnt/", "--", f"./{WORKLOAD}", "1")
     assert status != 0 and out == ""
     assert "error[EB152]: no struct, union or typedef named 'evnt' in the object's BTF" in err
 
@@ -219,8 +225,8 @@ def test_the_samples_of_a_named_bpf_output_event_in_the_map_are_typed(
     samples are the ones decoded."""
     monkeypatch.chdir(built)
     status, out, err = _record("--format", "json", "-e", "bpf-output/no-inherit,name=evt/", "-e",
-                               f"{OBJ}/map:__bpf_stdout__.event=evt,map:__bpf_stdout__.type=out_t/",
-                               "--", "./getppid", "2")
+                               f"{OBJ}/map:__bpf_stdout__.event=evt,map:__bpf_stdout__.type=out_t,{ONLY_WORKLOAD}/",
+                               "--", f"./{WORKLOAD}", "2")
     assert status == 0, err
     samples = [r for r in map(json.loads, out.splitlines()[:-1]) if r["event"] != "events"]
     assert [(s["event"], s["fields"]) for s in samples] == [

@@ -5,9 +5,11 @@ them; no syscalls (what the running system says comes in as ``ExternSources``).
   FUNC of that name in the BTF, listed by the ``.kconfig`` DATASEC (``kconfig``: a variable of a
   type ``kconfig.kconfig_type`` accepts; functions are refused there) or by ``.ksyms`` (``ksym``
   variables, ``kfunc`` functions). Kconfig values are laid out the way libbpf lays out its
-  ``.kconfig`` map: sorted by alignment (largest first), then size, then name, each aligned.
-* ``resolve_externs``: LINUX_KERNEL_VERSION, LINUX_HAS_BPF_COOKIE and LINUX_HAS_SYSCALL_WRAPPER
-  from the sources, CONFIG_* from the Kconfig text (read only when one is wanted), typeless
+  ``.kconfig`` map: sorted by alignment (largest first), then size, then name, each aligned
+  (``libbpf_order``, the order of libbpf's extern list).
+* ``resolve_externs``: LINUX_KERNEL_VERSION (``kconfig.kernel_version_code``: Ubuntu's and
+  Debian's rules, then the release), LINUX_HAS_BPF_COOKIE and LINUX_HAS_SYSCALL_WRAPPER from the
+  sources, CONFIG_* from the Kconfig text (read only when one is wanted), typeless
   ksyms from kallsyms (``NAME.llvm.N`` data symbols count as NAME; two addresses are ambiguous),
   typed ksyms and kfuncs from the vmlinux BTF (a VAR or FUNC of that name whose type or
   prototype is compatible, bpf_core_types_are_compat). Weak externs that are not found are 0; a
@@ -18,8 +20,10 @@ them; no syscalls (what the running system says comes in as ``ExternSources``).
   (BPF_PSEUDO_BTF_ID with the VAR's id and the BTF object fd, 0 for vmlinux, or the address split
   in two halves), kfunc calls patched (BPF_PSEUDO_KFUNC_CALL, imm the FUNC's id, off its module
   BTF's index in the programs' fd_array, ``ExternValues.fd_array``; an unresolved weak one becomes
-  libbpf's poisoned helper call 2002000000 + index, which the verifier refuses only if reached),
-  and the BTF rewritten so that the kernel takes it (``extern_btf``).
+  libbpf's poisoned helper call 2002000000 + its index in libbpf's extern list (``libbpf_order``),
+  which the verifier refuses only if reached: "invalid func unknown#2002000003". That is libbpf
+  1.2 and later; libbpf 1.1 leaves a kfunc call of BTF id 0, which the verifier also drops when
+  dead), and the BTF rewritten so that the kernel takes it (``extern_btf``).
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ import os
 import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from pathlib import Path
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
@@ -155,13 +160,25 @@ def collect_externs(path: str, btf: Btf | None, symbols: Sequence[UndefinedSymbo
     return _lay_out_kconfig(btf, out)
 
 
+def libbpf_order(btf: Btf, externs: Iterable[ExternSpec]) -> list[ExternSpec]:
+    """The externs in the order of libbpf's ``obj->externs`` once collected (``cmp_externs``, the
+    same in libbpf 1.1 to 1.7): the kconfig ones first, by alignment (largest first), then size,
+    then name; then the ksyms, typed, typeless and kfuncs alike, by name. Names compare as
+    strcmp compares them, byte by byte."""
+    def key(e: ExternSpec) -> tuple[int, int, int, bytes]:
+        if e.kind == "kconfig":
+            return (0, -kc.align_of(btf, e.type_id), e.size, e.name.encode())
+        return (1, 0, 0, e.name.encode())
+
+    return sorted(externs, key=key)
+
+
 def _lay_out_kconfig(btf: Btf, externs: list[ExternSpec]) -> tuple[ExternSpec, ...]:
-    kconfig = [e for e in externs if e.kind == "kconfig"]
-    aligns = {e.name: kc.align_of(btf, e.type_id) for e in kconfig}
     offsets: dict[str, int] = {}
     off = 0
-    for e in sorted(kconfig, key=lambda e: (-aligns[e.name], e.size, e.name)):
-        off = -(-off // aligns[e.name]) * aligns[e.name]
+    for e in libbpf_order(btf, (e for e in externs if e.kind == "kconfig")):
+        align = kc.align_of(btf, e.type_id)
+        off = -(-off // align) * align
         offsets[e.name] = off
         off += e.size
     return tuple(replace(e, offset=offsets[e.name]) if e.name in offsets else e for e in externs)
@@ -178,7 +195,8 @@ def kconfig_size(externs: Iterable[ExternSpec]) -> int:
 class ExternSources(Record):
     """What externs are resolved against. Kconfig, kallsyms and BTF are read only when needed."""
 
-    __slots__ = ("release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux", "modules")
+    __slots__ = ("release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux", "modules",
+                 "version", "version_signature")
     release: str  # uname -r
     bpf_cookie: bool
     syscall_wrapper: bool
@@ -186,12 +204,15 @@ class ExternSources(Record):
     kallsyms: Callable[[], Iterable[tuple[int, str, str]]]  # (address, type letter, name)
     vmlinux: Callable[[], TargetBtf]
     modules: Callable[[], Sequence[ModuleBtf]]  # the module BTFs, asked for when vmlinux lacks a name
+    version: str  # uname -v
+    version_signature: str | None  # /proc/version_signature (Ubuntu's kernels), None: none
 
     def __init__(
         self, release: str, bpf_cookie: bool, syscall_wrapper: bool,
         kconfig: Callable[[], tuple[Mapping[str, str], str]],
         kallsyms: Callable[[], Iterable[tuple[int, str, str]]], vmlinux: Callable[[], TargetBtf],
-        modules: Callable[[], Sequence[ModuleBtf]] = lambda: (),
+        modules: Callable[[], Sequence[ModuleBtf]] = lambda: (), version: str = "",
+        version_signature: str | None = None,
     ) -> None:
         set_field(self, "release", release)
         set_field(self, "bpf_cookie", bpf_cookie)
@@ -200,6 +221,8 @@ class ExternSources(Record):
         set_field(self, "kallsyms", kallsyms)
         set_field(self, "vmlinux", vmlinux)
         set_field(self, "modules", modules)
+        set_field(self, "version", version)
+        set_field(self, "version_signature", version_signature)
 
 
 class ExternValues(Record):
@@ -283,10 +306,14 @@ def _kconfig_value(spec: ObjectSpec, local: Btf, sources: ExternSources, warning
 
 def _virtual(spec: ObjectSpec, ext: ExternSpec, sources: ExternSources) -> int:
     if ext.name == "LINUX_KERNEL_VERSION":
-        code = kc.kernel_version_code(sources.release)
+        code = kc.kernel_version_code(sources.release, sources.version, sources.version_signature)
         if not code:
-            raise _fail(spec.path, f"extern {ext.name!r}: the kernel release {sources.release!r} "
-                        "has no version a.b.c", codes.EXTERN_UNRESOLVED)
+            signature = ("" if sources.version_signature is None else
+                         f", nor as the third word of {kc.VERSION_SIGNATURE} "
+                         f"({sources.version_signature.strip()!r})")
+            raise _fail(spec.path, f"extern {ext.name!r}: no kernel version a.b.c in the release "
+                        f"{sources.release!r}, nor after 'Debian ' in the version {sources.version!r}"
+                        f"{signature}", codes.EXTERN_UNRESOLVED)
         return code
     return int(sources.bpf_cookie if ext.name == "LINUX_HAS_BPF_COOKIE" else sources.syscall_wrapper)
 
@@ -388,7 +415,7 @@ def apply_externs(spec: ObjectSpec, values: ExternValues) -> ObjectSpec:
     if not spec.externs or spec.externs_applied:
         return spec
     assert spec.btf is not None
-    index = {e.name: i for i, e in enumerate(spec.externs)}
+    index = {e.name: i for i, e in enumerate(libbpf_order(Btf(spec.btf), spec.externs))}
     maps = tuple(replace(m, initial_value=values.kconfig) if m.section == KCONFIG_SEC else m
                  for m in spec.maps)
     btf, layouts = extern_btf(spec.btf, spec.externs)
@@ -413,7 +440,7 @@ def _patch(prog: ProgramSpec, values: ExternValues, index: Mapping[str, int]) ->
             buf[at + abi.INSN_SIZE:at + 2 * abi.INSN_SIZE] = bytes(second)
         else:
             call = values.kfuncs[rel.target]
-            if call is None:  # libbpf's poison: an unknown helper, refused only if reached
+            if call is None:  # libbpf's poison (1.2 on; 1.1 leaves a kfunc call of id 0)
                 insn.src_reg, insn.dst_reg, insn.off = 0, 0, 0
                 insn.imm = POISON_KFUNC_BASE + index[rel.target]
             else:
@@ -524,13 +551,17 @@ def kallsyms_entries(path: str = "/proc/kallsyms") -> Iterable[tuple[int, str, s
 
 
 def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool],
-                   modules: Callable[[], Sequence[ModuleBtf]] = lambda: ()) -> ExternSources:
+                   modules: Callable[[], Sequence[ModuleBtf]] = lambda: (), *,
+                   uname: Callable[[], os.uname_result] = os.uname,
+                   version_signature: Path = kc.VERSION_SIGNATURE) -> ExternSources:
     """The sources of the running kernel. ``bpf_cookie`` probes for bpf_get_attach_cookie (one
     program load); LINUX_HAS_SYSCALL_WRAPPER is decided by ``__<arch>_sys_bpf`` being in
     kallsyms (libbpf probes a kprobe on it, which needs the same symbol). Both are looked at only
-    when ``spec`` has that extern. ``modules``: the kernel's module BTFs, opened by the caller
-    (it holds their fds), asked for when an extern is not in vmlinux's BTF."""
-    release = os.uname().release
+    when ``spec`` has that extern, and so is ``version_signature`` (for LINUX_KERNEL_VERSION).
+    ``modules``: the kernel's module BTFs, opened by the caller (it holds their fds), asked for
+    when an extern is not in vmlinux's BTF. ``uname``: release and version (``uname -r``, ``-v``)."""
+    system = uname()
+    release = system.release
 
     def has_wrapper() -> bool:
         import platform  # only for an object with this extern: the module costs a cold start 3 ms
@@ -546,7 +577,9 @@ def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool],
         release=release, bpf_cookie="LINUX_HAS_BPF_COOKIE" in names and bpf_cookie(),
         syscall_wrapper="LINUX_HAS_SYSCALL_WRAPPER" in names and has_wrapper(),
         kconfig=lambda: kc.read_kconfig(release), kallsyms=kallsyms_entries,
-        vmlinux=TargetBtf.running_kernel, modules=modules)
+        vmlinux=TargetBtf.running_kernel, modules=modules, version=system.version,
+        version_signature=(kc.read_version_signature(version_signature)
+                           if "LINUX_KERNEL_VERSION" in names else None))
 
 
 # libbpf's arch_specific_syscall_pfx by machine (uname -m)

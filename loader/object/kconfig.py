@@ -9,7 +9,12 @@
   ``0x`` hex, leading ``0`` octal) into an integer or char they fit in;
 * the Kconfig text: ``CONFIG_NAME=VALUE`` lines (the first one of a name counts), read from
   ``/boot/config-RELEASE`` and then ``/proc/config.gz``;
-* ``LINUX_KERNEL_VERSION``: KERNEL_VERSION(a, b, c) of the release ``a.b.c...``, c capped at 255.
+* ``LINUX_KERNEL_VERSION``: KERNEL_VERSION(a, b, c), c capped at 255, of the first of these that
+  has three numbers (libbpf 1.2 to 1.7's get_kernel_version; 1.1 has no Debian rule): the
+  ``a.b.c`` after two words of ``/proc/version_signature`` (Ubuntu: "Ubuntu 5.4.0-12.15-generic
+  5.4.8"), the ``a.b.c`` after the first "Debian " of ``uname -v`` ("#1 SMP Debian 4.19.260-1
+  (2022-09-29)"), the release ``a.b.c...`` (``uname -r``). The numbers are read as scanf's
+  ``%u`` reads them: white space before each, a sign, decimal digits, kept modulo 2**32.
 """
 
 from __future__ import annotations
@@ -194,22 +199,88 @@ def read_kconfig(release: str, paths: Sequence[Path] | None = None) -> tuple[dic
     raise KconfigUnreadable(tried)
 
 
-def kernel_version_code(release: str) -> int:
-    """KERNEL_VERSION(a, b, c) of ``a.b.c...`` (c capped at 255); 0 when the release has no three
-    numbers (libbpf's get_kernel_version then fails the load)."""
-    parts = []
-    for field in release.split(".", 2):
-        digits = ""
-        for ch in field:
-            if not ch.isdigit():
-                break
-            digits += ch
-        if not digits:
-            break
-        parts.append(int(digits))
-        if len(digits) != len(field) and len(parts) < 3:
-            break
-    if len(parts) < 3:
-        return 0
-    major, minor, patch = parts
-    return (major << 16) + (minor << 8) + min(patch, 255)
+VERSION_SIGNATURE = Path("/proc/version_signature")
+_C_SPACE = " \t\n\v\f\r"
+_U32 = (1 << 32) - 1
+
+
+def _skip_space(text: str, at: int) -> int:
+    while at < len(text) and text[at] in _C_SPACE:
+        at += 1
+    return at
+
+
+def _scan_u32(text: str, at: int) -> tuple[int, int] | None:
+    """scanf's ``%u`` at ``at``: (the value modulo 2**32, where it ends), None if no digits."""
+    at = _skip_space(text, at)
+    negative = at < len(text) and text[at] == "-"
+    if at < len(text) and text[at] in "+-":
+        at += 1
+    end = at
+    while end < len(text) and text[end] in "0123456789":
+        end += 1
+    if end == at:
+        return None
+    value = int(text[at:end])
+    if value > _U64:
+        return _U32, end  # strtoul's ULONG_MAX, whatever the sign
+    return (-value if negative else value) & _U32, end
+
+
+def _scan_version(text: str, at: int = 0) -> int:
+    """KERNEL_VERSION of scanf's ``%u.%u.%u`` at ``at``; 0 unless all three numbers are there."""
+    numbers = []
+    for i in range(3):
+        if i:
+            if not text.startswith(".", at):
+                return 0
+            at += 1
+        scanned = _scan_u32(text, at)
+        if scanned is None:
+            return 0
+        value, at = scanned
+        numbers.append(value)
+    major, minor, patch = numbers
+    return ((major << 16) + (minor << 8) + min(patch, 255)) & _U32
+
+
+def release_version_code(release: str) -> int:
+    """KERNEL_VERSION(a, b, c) of a release ``a.b.c...`` (``uname -r``), 0 without three numbers."""
+    return _scan_version(release)
+
+
+def ubuntu_version_code(signature: str) -> int:
+    """KERNEL_VERSION of the ``a.b.c`` after the first two words of Ubuntu's
+    ``/proc/version_signature`` ("Ubuntu 5.4.0-100.113-generic 5.4.166"), 0 without one."""
+    at = 0
+    for _word in range(2):
+        at = _skip_space(signature, at)
+        end = at
+        while end < len(signature) and signature[end] not in _C_SPACE:
+            end += 1
+        if end == at:
+            return 0
+        at = end
+    return _scan_version(signature, at)
+
+
+def debian_version_code(uname_version: str) -> int:
+    """KERNEL_VERSION of the ``a.b.c`` after the first "Debian " of ``uname -v`` ("#1 SMP Debian
+    4.19.260-1 (2022-09-29)"), 0 when there is none or it has no three numbers."""
+    at = uname_version.find("Debian ")
+    return 0 if at < 0 else _scan_version(uname_version, at + len("Debian "))
+
+
+def kernel_version_code(release: str, uname_version: str = "", version_signature: str | None = None) -> int:
+    """LINUX_KERNEL_VERSION (see the module docstring): Ubuntu's signature, else Debian's
+    ``uname -v``, else the release; 0 when none has a version (libbpf then fails the load)."""
+    return ((ubuntu_version_code(version_signature) if version_signature is not None else 0)
+            or debian_version_code(uname_version) or release_version_code(release))
+
+
+def read_version_signature(path: Path = VERSION_SIGNATURE) -> str | None:
+    """The text of ``/proc/version_signature`` (Ubuntu kernels have it), None if it cannot be read."""
+    try:
+        return path.read_bytes().decode("utf-8", "replace")
+    except OSError:
+        return None

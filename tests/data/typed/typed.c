@@ -2,7 +2,9 @@
 /* typed.c - typed output maps (map:NAME.type=TYPE, COMPAT 1.14): every getppid() of the workload
  * puts a `struct event` into the ring buffer `events` and a `struct out` into __bpf_stdout__
  * (a perf event array: perf record's automatic bpf-output event). `counters` is an ARRAY map
- * (not an output map: .type refuses it); `unused_event` and `unused_out` put a .bss map in the object. */
+ * (not an output map: .type refuses it); `unused_event` and `unused_out` put a .bss map in the object.
+ * The tracepoint program runs for every task's getppid(): only a task whose comm is targ_comm
+ * (var:targ_comm='NAME', the tests' copy of the workload under a name of their own) counts. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
 
@@ -32,6 +34,8 @@ typedef struct out out_t;
 struct event *unused_event __attribute__((unused));
 out_t *unused_out __attribute__((unused));
 
+const volatile char targ_comm[16] = {};
+
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 16);
@@ -50,6 +54,20 @@ struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
+static __always_inline int is_workload(void)
+{
+	char comm[16];
+
+	bpf_get_current_comm(comm, sizeof(comm));
+	for (int i = 0; i < 16; i++) {
+		if (comm[i] != targ_comm[i])
+			return 0;
+		if (!comm[i])
+			break;
+	}
+	return 1;
+}
+
 SEC("syscalls:sys_enter_getppid")
 int on_getppid(void *ctx)
 {
@@ -58,7 +76,7 @@ int on_getppid(void *ctx)
 	struct event *e;
 	out_t o = {};
 
-	if (!n)
+	if (!n || !is_workload())
 		return 0;
 	e = bpf_ringbuf_reserve(&events, sizeof(*e), 0);
 	if (e) {
