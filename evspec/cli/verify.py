@@ -6,8 +6,9 @@ Like ``bpftool prog loadall``, but one verdict per program: the object's BTF and
 once, then each program is linked and loaded on its own, so that one the verifier refuses does not
 hide the others. A section name of libbpf 1.1's table is loaded as libbpf loads it (program type,
 expected attach type, BPF_F_SLEEPABLE / BPF_F_XDP_HAS_FRAGS, the attach_btf_id of an ``fentry/``,
-``lsm/``, ``iter/`` or ``tp_btf/`` target in the running kernel's BTF), whatever its target says,
-since only attaching reads it; the other names of evspec's language (perf's ``SYS:EVENT`` and
+``lsm/``, ``iter/`` or ``tp_btf/`` target in the running kernel's BTF, or in a module's when
+vmlinux's lacks it: then with that module's BTF as attach_btf_obj_fd), whatever else its target
+says, since only attaching reads it; the other names of evspec's language (perf's ``SYS:EVENT`` and
 ``EVENT=PROBE``, ``tc/egress``) get the program type ``record`` gives them. No probe, tracepoint
 event or link is created. Maps pinned by name are pinned under a private bpffs directory that is
 removed again.
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
     from evspec.loader.kernel import Kernel
+    from evspec.loader.object.module_ksyms import ModuleBtf
     from evspec.loader.object.spec import ObjectSpec, ProgramSpec
     from evspec.loader.object.target_btf import TargetBtf
 
@@ -48,7 +50,7 @@ def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private su
 
 class ProgramResult(Record, frozen=False):
     __slots__ = ("object", "name", "section", "loaded", "insns", "xlated", "verifier", "error", "errno",
-                 "relocations", "poisoned")
+                 "relocations", "poisoned", "attach_target")
     object: str
     name: str
     section: str
@@ -60,11 +62,13 @@ class ProgramResult(Record, frozen=False):
     errno: str | None  # the kernel's errno (its name), when the kernel refused the load
     relocations: int  # CO-RE relocations applied to the program and the functions it calls
     poisoned: list[dict[str, object]]
+    attach_target: str | None  # ``MODULE:NAME`` of a BTF target only a module's BTF has
 
     def __init__(
         self, object: str, name: str, section: str, loaded: bool = False, insns: int = 0,
         xlated: int | None = None, verifier: str | None = None, error: str | None = None,
         errno: str | None = None, relocations: int = 0, poisoned: list[dict[str, object]] | None = None,
+        attach_target: str | None = None,
     ) -> None:
         set_field(self, "object", object)
         set_field(self, "name", name)
@@ -77,11 +81,13 @@ class ProgramResult(Record, frozen=False):
         set_field(self, "errno", errno)
         set_field(self, "relocations", relocations)
         set_field(self, "poisoned", [] if poisoned is None else poisoned)
+        set_field(self, "attach_target", attach_target)
 
     def to_json(self) -> dict[str, object]:
         return {"object": self.object, "name": self.name, "section": self.section, "loaded": self.loaded,
                 "insns": self.insns, "xlated": self.xlated, "verifier": self.verifier, "error": self.error,
-                "errno": self.errno, "relocations": self.relocations, "poisoned": self.poisoned}
+                "errno": self.errno, "relocations": self.relocations, "poisoned": self.poisoned,
+                "attach_target": self.attach_target}
 
 
 class MapResult(Record, frozen=False):
@@ -159,10 +165,14 @@ class ProgramLoad(Record):
 
 class KernelBtf:
     """The running kernel's BTF, read once when a program's attach_btf_id needs it (the kernel
-    takes ids of its own BTF, whatever ``--btf`` gives CO-RE)."""
+    takes ids of its own BTF, whatever ``--btf`` gives CO-RE), and its module BTFs, opened through
+    ``kernel`` (default: this system's) the first time a target is not in vmlinux's; their
+    descriptors stay open until ``close`` (the programs are loaded with them)."""
 
-    def __init__(self) -> None:
+    def __init__(self, kernel: Kernel | None = None) -> None:
         self._btf: TargetBtf | None = None
+        self._kernel = kernel
+        self._modules: tuple[ModuleBtf, ...] | None = None
 
     def get(self) -> TargetBtf:
         if self._btf is None:
@@ -171,12 +181,34 @@ class KernelBtf:
             self._btf = load_target(None)
         return self._btf
 
+    def modules(self) -> tuple[ModuleBtf, ...]:
+        if self._modules is None:
+            from evspec.codes import kernel as codes
+            from evspec.loader.errors import ObjectError
+            from evspec.loader.kernel import Kernel, KernelError
+            from evspec.loader.kernel.btf_objects import open_module_btfs
+            from evspec.loader.object.btf import BtfError
+
+            self._kernel = self._kernel or Kernel()
+            try:
+                self._modules = open_module_btfs(self._kernel, self.get())
+            except (KernelError, BtfError) as exc:
+                raise ObjectError(codes.ATTACH_UNSUPPORTED, "the target is not in vmlinux's BTF, and the module "
+                                  f"BTFs cannot be read: {getattr(exc, 'message', exc)}") from None
+        return self._modules
+
+    def close(self) -> None:
+        modules, self._modules = self._modules or (), None
+        if modules and self._kernel is not None:
+            self._kernel.close_all(m.fd for m in modules)
+
 
 def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
     """How a program of ``section`` is loaded: as libbpf 1.1 loads it for a name of its table,
     else with the program type ``record`` gives the section. ``EvspecError`` (a section evspec
     cannot read) or ``ObjectError`` (one libbpf cannot load from its name, a target the kernel
-    lacks)."""
+    lacks). A target only a module's BTF has is a ``ModuleTypeId`` (``attach_target_name`` says
+    ``MODULE:TARGET``), its descriptor held by ``kernel_btf``."""
     from evspec.loader.object.libbpf_sections import load_params
 
     params = load_params(section)
@@ -188,7 +220,7 @@ def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
         params = load_params(main) if main != section else None
         if params is None:
             return ProgramLoad(int(parsed.program_type))
-    btf_id = params.attach_btf_id(kernel_btf.get()) if params.btf_name else 0
+    btf_id = params.attach_btf_id(kernel_btf.get(), kernel_btf.modules) if params.btf_name else 0
     return ProgramLoad(params.prog_type, params.expected_attach_type, btf_id, params.prog_flags)
 
 
@@ -266,13 +298,24 @@ def _is_bpffs(path: str) -> bool:
 def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None,
                   kernel_btf: KernelBtf | None = None) -> ObjectResult:
     """Load ``spec``'s maps and programs (``spec`` read, not yet relocated) and close them again;
-    CO-RE relocations against ``target`` (None: the running kernel's BTF, ``kernel_btf``)."""
+    CO-RE relocations against ``target`` (None: the running kernel's BTF, ``kernel_btf``, which
+    the caller closes; one made here is closed before this returns)."""
+    if kernel_btf is not None:
+        return _verify_object(spec, kernel, target, kernel_btf)
+    own = KernelBtf(kernel)
+    try:
+        return _verify_object(spec, kernel, target, own)
+    finally:
+        own.close()
+
+
+def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, kernel_btf: KernelBtf) -> ObjectResult:
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.core_patch import relocate_object
+    from evspec.loader.object.libbpf_sections import ModuleTypeId, attach_target, attach_target_name
     from evspec.loader.object.spec import replace
 
-    kernel_btf = kernel_btf or KernelBtf()
     result = ObjectResult(spec.path)
     result.maps = [MapResult(spec.path, m.name, _map_type_name(m.type)) for m in spec.maps]
     result.programs = [ProgramResult(spec.path, p.name, p.section) for p in spec.programs]
@@ -291,7 +334,10 @@ def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None,
     for prog in spec.programs:
         _count_core(_functions_of(spec, prog), by_name[prog.name])
         try:
-            loads[prog.name] = program_load(prog.section, kernel_btf)
+            load = loads[prog.name] = program_load(prog.section, kernel_btf)
+            if isinstance(load.attach_btf_id, ModuleTypeId):
+                by_name[prog.name].attach_target = attach_target_name(load.attach_btf_id,
+                                                                      attach_target(prog.section) or "")
         except EvspecError as exc:
             by_name[prog.name].error = (f"section '{prog.section}': {exc.diagnostics[0].message} (nor is it a "
                                         "section name of libbpf 1.1)")
@@ -444,7 +490,8 @@ def _render_text(results: Sequence[ObjectResult], out: TextIO) -> None:
             if p.poisoned:
                 core += f" ({len(p.poisoned)} poisoned)"
             if p.loaded:
-                print(f"  program {p.name} ({p.section}): loaded, {p.insns} insns{core}", file=out)
+                target = f" for {p.attach_target}" if p.attach_target else ""
+                print(f"  program {p.name} ({p.section}): loaded{target}, {p.insns} insns{core}", file=out)
             else:
                 print(f"  program {p.name} ({p.section}): NOT loaded{core}: {p.verifier or p.error}", file=out)
             for f in p.poisoned:
@@ -488,8 +535,11 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
             print(f"evspec verify: error[{exc.code}]: {exc.message}", file=stderr)
             return EXIT_USAGE
     kernel = Kernel()
-    kernel_btf = KernelBtf()
-    results = [verify_object(spec, kernel, target, kernel_btf) for spec in specs]
+    kernel_btf = KernelBtf(kernel)
+    try:
+        results = [verify_object(spec, kernel, target, kernel_btf) for spec in specs]
+    finally:
+        kernel_btf.close()
     if args.format == "json":
         import json
 

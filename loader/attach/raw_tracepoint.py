@@ -7,6 +7,11 @@ No perf event carries it: closing the descriptor the kernel returned detaches it
 with the expected attach type BPF_TRACE_RAW_TP and the id of the kernel's ``btf_trace_NAME``
 typedef, then attached with no name (the kernel knows the tracepoint from that id).
 
+A target vmlinux's BTF lacks is looked for in the modules' BTF, as libbpf 1.1 does: the module
+BTFs are opened the first time one is needed, and the program (and the trampoline probe) is
+loaded with the id in that module's BTF and its descriptor as attach_btf_obj_fd. The attacher
+holds the descriptors until it is closed, after the objects loaded with them.
+
 Trampoline programs (``fentry/FUNC``, ``fexit/``, ``fmod_ret/``, their sleepable ``.s`` forms,
 ``lsm/HOOK``, ``lsm.s/``) are attached the same way, with no name: loaded for the kernel BTF id of
 the function (``bpf_lsm_HOOK`` for an LSM hook) as libbpf loads them, they run through a BPF
@@ -24,12 +29,20 @@ from evspec.loader.abi import bpf as abi
 from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
+from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.load.live import LiveObject
 from evspec.loader.object.btf import BtfError
-from evspec.loader.object.libbpf_sections import LoadParams, load_params
+from evspec.loader.object.libbpf_sections import (
+    LoadParams,
+    ModuleTypeId,
+    attach_btf_obj_fd,
+    attach_target_name,
+    load_params,
+)
+from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.section import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
-from evspec.loader.object.target_btf import TargetBtf, btf_trace_type_id
+from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import kernel as codes
 
@@ -47,6 +60,7 @@ class RawTracepointAttacher:
         self.warnings: list[str] = []
         self._fds: list[tuple[str, int]] = []
         self._kernel_btf: TargetBtf | None = None
+        self._modules: tuple[ModuleBtf, ...] | None = None
 
     def _running_kernel_btf(self, spec: ObjectSpec, prog: ProgramSpec, kind: str) -> TargetBtf:
         if self._kernel_btf is None:
@@ -56,6 +70,23 @@ class RawTracepointAttacher:
                 raise ObjectError(codes.ATTACH_UNSUPPORTED, f"{spec.path}: program '{prog.name}': a {kind} program "
                                   f"needs the kernel's BTF: {exc}") from None
         return self._kernel_btf
+
+    def _attach_btf_id(self, spec: ObjectSpec, prog: ProgramSpec, params: LoadParams, kind: str) -> int:
+        """The program's attach_btf_id: vmlinux's, else a module's (a ``ModuleTypeId``);
+        ``ObjectError`` without the program's name in front when no BTF has the target."""
+        vmlinux = self._running_kernel_btf(spec, prog, kind)
+
+        def modules() -> tuple[ModuleBtf, ...]:
+            if self._modules is None:
+                try:
+                    self._modules = open_module_btfs(self.kernel, vmlinux)
+                except (KernelError, BtfError) as exc:
+                    raise ObjectError(codes.ATTACH_UNSUPPORTED, f"{spec.path}: program '{prog.name}': "
+                                      f"'{params.target}' is not in vmlinux's BTF, and the module BTFs cannot be "
+                                      f"read: {getattr(exc, 'message', exc)}") from None
+            return self._modules
+
+        return params.attach_btf_id(vmlinux, modules)
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ProgramAttach:
         target = section.target
@@ -68,12 +99,15 @@ class RawTracepointAttacher:
 
     def _btf_trace_id(self, spec: ObjectSpec, prog: ProgramSpec, event: str) -> int:
         """The kernel BTF's ``btf_trace_EVENT`` typedef, which a tp_btf program is loaded for."""
-        found = btf_trace_type_id(self._running_kernel_btf(spec, prog, "tp_btf"), event)
-        if found is None:
-            raise ObjectError(codes.NO_TRACEPOINT, f"{spec.path}: program '{prog.name}': the kernel has no BTF "
-                              f"tracepoint '{event}' (no btf_trace_{event} in its BTF)",
-                              help=("a tp_btf program is named by the raw tracepoint (tp_btf/sched_switch)",))
-        return found
+        try:
+            params = load_params(f"tp_btf/{event}")
+            assert params is not None and params.lookup is not None
+            return self._attach_btf_id(spec, prog, params, "tp_btf")
+        except ObjectError as exc:
+            if exc.code != codes.BAD_SECTION:
+                raise
+            raise ObjectError(codes.NO_TRACEPOINT, f"{spec.path}: program '{prog.name}': {exc.message}",
+                              help=("a tp_btf program is named by the raw tracepoint (tp_btf/sched_switch)",)) from None
 
     def program_fd(self, live: LiveObject, attach: ProgramAttach, event: ProbeEvent) -> int | None:
         return None
@@ -91,9 +125,11 @@ class RawTracepointAttacher:
                       "/sys/kernel/tracing/events/*/NAME",),
             ) from None
         self._fds.append((name, fd))
-        self.notes.append(f"program '{attach.program}' attached to raw tracepoint {name}")
+        self.notes.append(f"program '{attach.program}' attached to raw tracepoint "
+                          f"{attach_target_name(attach.attach_btf_id, name)}")
 
     def close(self) -> None:
+        """The attachments, then the module BTFs (the programs loaded with them hold their own)."""
         first: KernelError | None = None
         while self._fds:
             _, fd = self._fds.pop()
@@ -101,6 +137,11 @@ class RawTracepointAttacher:
                 self.kernel.close(fd)
             except KernelError as exc:
                 first = first or exc
+        modules, self._modules = self._modules or (), None
+        try:
+            self.kernel.close_all(m.fd for m in modules)
+        except KernelError as exc:
+            first = first or exc
         if first is not None:
             raise first
 
@@ -118,7 +159,7 @@ class TrampolineAttacher(RawTracepointAttacher):
 
     def __init__(self, kernel: Kernel, options: AttachOptions) -> None:
         super().__init__(kernel, options)
-        self._probed: dict[tuple[int, int, int, int], _Probe] = {}
+        self._probed: dict[tuple[int, int, int, int, int], _Probe] = {}
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ProgramAttach:
         target = section.target
@@ -127,9 +168,11 @@ class TrampolineAttacher(RawTracepointAttacher):
         assert params is not None and params.lookup is not None  # parse_section read a trampoline kind
         where = f"{spec.path}: program '{prog.name}' (section '{prog.section}')"
         try:
-            btf_id = params.attach_btf_id(self._running_kernel_btf(spec, prog, target.kind))
+            btf_id = self._attach_btf_id(spec, prog, params, target.kind)
         except ObjectError as exc:
-            raise ObjectError(exc.code, f"{where}: {exc.message}") from None
+            if exc.code != codes.BAD_SECTION:
+                raise
+            raise ObjectError(exc.code, f"{where}: {exc.message}", help=exc.help) from None
         refusal = self._probe(target.kind, params, btf_id).refusal
         if refusal is not None:
             raise ObjectError(codes.ATTACH_UNSUPPORTED, f"{where}: {refusal}",
@@ -138,7 +181,8 @@ class TrampolineAttacher(RawTracepointAttacher):
                              expected_attach_type=params.expected_attach_type, attach_btf_id=btf_id)
 
     def _probe(self, kind: str, params: LoadParams, btf_id: int) -> _Probe:
-        key = (params.prog_type, params.expected_attach_type, btf_id, params.prog_flags)
+        module = btf_id.module.btf_id if isinstance(btf_id, ModuleTypeId) else 0
+        key = (params.prog_type, params.expected_attach_type, module, btf_id, params.prog_flags)
         if key not in self._probed:
             self._probed[key] = self._ask_kernel(kind, params, btf_id)
         return self._probed[key]
@@ -147,11 +191,12 @@ class TrampolineAttacher(RawTracepointAttacher):
         """Load ``r0 = 0; exit`` as a ``kind`` program of ``params`` for ``btf_id``, attach it and
         close both."""
         insns = abi.encode_insn(0xB7) + abi.encode_insn(abi.OP_EXIT)  # BPF_ALU64|BPF_MOV|BPF_K r0, 0
-        what = f"a minimal {kind} program for '{params.target}'"
+        what = f"a minimal {kind} program for '{attach_target_name(btf_id, params.target or '')}'"
         try:
             fd = self.kernel.load_program(params.prog_type, insns, "GPL", name="evspec_probe",
                                           expected_attach_type=params.expected_attach_type,
-                                          prog_flags=params.prog_flags, attach_btf_id=btf_id)
+                                          prog_flags=params.prog_flags, attach_btf_id=btf_id,
+                                          attach_btf_obj_fd=attach_btf_obj_fd(btf_id))
         except VerifierError as exc:
             return _Probe(f"the kernel refuses {what}: {exc.summary.render()}")
         except KernelError as exc:
@@ -166,7 +211,7 @@ class TrampolineAttacher(RawTracepointAttacher):
         return _Probe(None)
 
     def attach_hooks(self, live: LiveObject, attach: ProgramAttach) -> None:
-        name = str(attach.detail)
+        name = attach_target_name(attach.attach_btf_id, str(attach.detail))
         try:
             fd = self.kernel.raw_tracepoint_open(None, live.program(attach.program).fd)
         except KernelError as exc:

@@ -328,6 +328,7 @@ class FakeKernel:
             self._map(attr.map_fd).frozen = True
             return 0
         if op == "BPF_PROG_LOAD":
+            args["attach_btf_obj_id"] = self._attach_btf_obj(attr)
             fd = self._new_fd("prog")
             self.programs[fd] = dict(args, id=self._new_id())
             return fd
@@ -363,6 +364,21 @@ class FakeKernel:
             return 0
         raise SyscallError(E.EINVAL, op)
 
+    def _attach_btf_obj(self, attr: Any) -> int:
+        """The id of the kernel BTF object ``attach_btf_obj_fd`` (the union's ``attach_prog_fd``)
+        is open on, as the kernel checks it; 0 for none (vmlinux's BTF) or a program fd."""
+        fd = attr.attach_prog_fd
+        if not fd or fd in self.programs:
+            return 0
+        if self.open_fds.get(fd) != "btf":
+            raise SyscallError(E.EINVAL, "BPF_PROG_LOAD")  # neither a program nor a BTF
+        btf_id = self.btf_fds.get(fd)  # None: one BPF_BTF_LOAD made
+        if btf_id is None or not self.btf_objects[btf_id][1]:
+            raise SyscallError(524, "BPF_PROG_LOAD")  # ENOTSUPP: a program's BTF, not the kernel's
+        if not attr.attach_btf_id:
+            raise SyscallError(E.EINVAL, "BPF_PROG_LOAD")
+        return btf_id
+
     def _info(self, attr: Any) -> int:
         if attr.bpf_fd in self.maps:
             m = self.maps[attr.bpf_fd]
@@ -385,6 +401,8 @@ class FakeKernel:
                 name=p["prog_name"].encode(),
                 xlated_prog_len=len(p["insns"]),
                 gpl_compatible=int(p["license"] == "GPL"),
+                attach_btf_obj_id=p["attach_btf_obj_id"],
+                attach_btf_id=p["attach_btf_id"],
             )
         else:
             raise SyscallError(E.EBADF, "BPF_OBJ_GET_INFO_BY_FD")

@@ -132,6 +132,7 @@ class ProgramOperations(KernelCore):
         line_records: Sequence[tuple[int, int, int, int]] = (),
         core_relos: Sequence[tuple[int, int, int, int]] = (),
         attach_btf_id: int = 0,
+        attach_btf_obj_fd: int = 0,
         fd_array: Sequence[int] = (),
     ) -> int:
         """Load a program; a rejection raises ``VerifierError`` with the verifier's log.
@@ -144,6 +145,8 @@ class ProgramOperations(KernelCore):
         ``core_relos`` (byte offset, type id and access string offset in that BTF, kind) are CO-RE
         relocations for the kernel (5.17+) to apply itself. ``fd_array``: the module BTF fds that
         the program's kfunc calls name by index (their ``off``; index 0 is vmlinux's).
+        ``attach_btf_id`` is a type of vmlinux's BTF, or of the module BTF open as
+        ``attach_btf_obj_fd`` (5.11+; 0: vmlinux's).
         The first attempt runs without a log (fast path); after a failure the load is repeated
         with ``log_level`` 1 (or the caller's level) and a buffer that grows until the log fits.
         """
@@ -171,6 +174,7 @@ class ProgramOperations(KernelCore):
                 prog_name=abi.object_name(name),
                 expected_attach_type=expected_attach_type,
                 attach_btf_id=attach_btf_id,
+                attach_prog_fd=attach_btf_obj_fd,  # the union's attach_btf_obj_fd
             )
             if btf_fd is not None:
                 attr.prog_btf_fd = btf_fd

@@ -44,7 +44,7 @@ from evspec.loader.object.btf_fixup import (
 )
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
-from evspec.loader.object.libbpf_sections import section_prog_flags
+from evspec.loader.object.libbpf_sections import attach_btf_obj_fd, section_prog_flags
 from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
 from evspec.loader.object.target_btf import TargetBtf
@@ -702,6 +702,8 @@ def load_linked(
     """Load a linked program of ``live`` with its BTF func/line info (when the object's BTF is
     loaded), ``prologue`` instructions having been put in front of ``linked.insns``; ``prog_flags``
     (None: what libbpf gives the section, BPF_F_SLEEPABLE for ``uprobe.s/``, ``lsm.s/``, ...).
+    ``attach_btf_id``: a type of vmlinux's BTF, or a module's (a ``ModuleTypeId``, loaded with its
+    module BTF's fd as attach_btf_obj_fd; the caller holds that fd open).
 
     If the kernel refuses the program with EINVAL while func/line info was given, the program is
     loaded again without it (the reason goes to ``live.program_notes`` and ``live.warnings``); if
@@ -724,6 +726,7 @@ def load_linked(
             kern_version=spec.kernel_version or 0,
             expected_attach_type=expected_attach_type,
             attach_btf_id=attach_btf_id,
+            attach_btf_obj_fd=attach_btf_obj_fd(attach_btf_id),
             prog_flags=flags,
             log_level=log_level,
             line_info=linked.line_info,
@@ -799,7 +802,9 @@ def load_object(
     """Create the maps and load the programs of ``spec``.
 
     ``expected_attach_types`` and ``attach_btf_ids`` (a kernel BTF type id: the ``btf_trace_NAME``
-    of a tp_btf program) are given per program name, for the program types that need them.
+    of a tp_btf program; a ``ModuleTypeId`` for a module's type, whose module BTF fd the caller
+    holds open until the object is loaded) are given per program name, for the program types that
+    need them.
 
     ``prog_types`` maps every program name to its BPF program type (decided by the caller from the
     section name); programs named in ``deferred`` are linked and loaded later by their caller.

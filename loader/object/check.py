@@ -17,8 +17,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evspec.loader.errors import ObjectError
+from evspec.loader.object.btf import BtfError
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
-from evspec.loader.object.libbpf_sections import load_params
+from evspec.loader.object.libbpf_sections import LoadParams, load_params
 from evspec.loader.object.section import (
     ADD_V_HELP,
     RECORD_ATTACH_KINDS,
@@ -39,7 +40,6 @@ from evspec.loader.object.terms.variables import check_var_terms
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf
 from evspec.codes import bpfconfig as codes
-from evspec.codes import kernel as codes_kernel
 from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
 from evspec.span import Span
 
@@ -562,8 +562,9 @@ def _check_raw_tracepoint(check: _ObjectCheck, p: _Program) -> None:
 
 def _check_trampoline_target(check: _ObjectCheck, p: _Program) -> None:
     """The kernel function or LSM hook of a trampoline program (fentry/, lsm/, ...) must be in the
-    system's kernel BTF, which record looks it up in; whether the kernel has trampolines at all only
-    record can ask (it loads and attaches a probe program)."""
+    system's kernel BTF, which record looks it up in: vmlinux's, else its modules' (this machine's
+    /sys/kernel/btf/MOD; a snapshot records vmlinux's alone); whether the kernel has trampolines at
+    all only record can ask (it loads and attaches a probe program)."""
     target = p.section.target
     if p.section.attach is not AttachKind.TRAMPOLINE or not isinstance(target, BtfTarget):
         return
@@ -572,18 +573,24 @@ def _check_trampoline_target(check: _ObjectCheck, p: _Program) -> None:
     why = "the system snapshot holds no kernel BTF" if btf is None else None
     if btf is not None and params is not None:
         try:
-            params.attach_btf_id(btf())
-            return
+            kernel = btf()
+            missing = _trampoline_target_missing(params, kernel)
         except ObjectError as exc:
-            if exc.code == codes_kernel.BAD_SECTION:
-                check.fail(
-                    codes.SECTION_NOT_RUNNABLE,
-                    f"section '{p.section.name}': {exc.message}",
-                    notes=_section_note(p.program, target.span),
-                    help=("name a function of the kernel's BTF (bpftool btf dump file /sys/kernel/btf/vmlinux)",),
-                )
-                return
-            why = exc.message
+            missing, why = None, exc.message
+        except BtfError as exc:
+            missing, why = None, f"it is not in vmlinux's BTF, and the module BTFs cannot be read: {exc}"
+        if missing is not None:
+            check.fail(
+                codes.SECTION_NOT_RUNNABLE,
+                f"section '{p.section.name}': {missing.message}",
+                notes=_section_note(p.program, target.span),
+                help=("name a function of the kernel's BTF (bpftool btf dump file /sys/kernel/btf/vmlinux)"
+                      if kernel.searches_modules else "a snapshot records vmlinux's BTF alone: check on the "
+                      "machine itself to search its modules' BTF too",),
+            )
+            return
+        if why is None:
+            return
     check.diagnostics.append(
         warning(
             codes.TRACEPOINT_UNCHECKED,
@@ -592,6 +599,19 @@ def _check_trampoline_target(check: _ObjectCheck, p: _Program) -> None:
             notes=_section_note(p.program, target.span),
         )
     )
+
+
+def _trampoline_target_missing(params: LoadParams, kernel: TargetBtf) -> ObjectError | None:
+    """Why ``params``' target is in none of ``kernel``'s BTFs (vmlinux's, then its modules' when
+    it has them, as libbpf looks), None when one has it. ``BtfError`` if a module's does not parse."""
+    if not params.btf_name or params.btf_id_in(kernel) is not None:
+        return None
+    if not kernel.searches_modules:
+        return params.missing(None)
+    modules = kernel.modules()
+    if any(params.btf_id_in(module) is not None for module in modules):
+        return None
+    return params.missing(len(modules))
 
 
 def _check_uprobe(check: _ObjectCheck, p: _Program) -> None:

@@ -10,6 +10,12 @@ by ``/`` and anything (``kprobe/do_unlinkat``); one without takes its exact name
 ``load_params`` is what a program of the section is loaded with, as libbpf loads it; what libbpf
 cannot load from the name alone (``fentry`` without a function, ``freplace``, which needs a target
 program, ``struct_ops``, which needs its struct_ops map) is an ``ObjectError`` naming it.
+
+The target's kernel BTF type is found as libbpf 1.1's ``find_kernel_btf_id`` finds it: in vmlinux's
+BTF, else in each module's (split on vmlinux's, in the kernel's order of BTF object ids), the
+first that has it; the program is then loaded with that module BTF's descriptor as
+``attach_btf_obj_fd`` (``ModuleTypeId``). libbpf 1.5 added a ``MODULE:FUNC`` form of the target;
+libbpf 1.1 has none, and such a target is refused naming the form.
 """
 
 from __future__ import annotations
@@ -25,6 +31,9 @@ from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from evspec.loader.object.module_ksyms import ModuleBtf
     from evspec.loader.object.target_btf import TargetBtf
 
 BPF_F_SLEEPABLE = 1 << 4
@@ -295,25 +304,102 @@ class LoadParams(Record):
         """The kernel BTF type whose id is the program's attach_btf_id."""
         return None if self.lookup is None or self.target is None else self.lookup.prefix + self.target
 
-    def attach_btf_id(self, kernel_btf: TargetBtf) -> int:
-        """The id of ``btf_name`` in the running kernel's BTF; 0 when none is needed.
-        ``ObjectError`` when the kernel has no such type (libbpf: ESRCH)."""
-        name, lookup = self.btf_name, self.lookup
-        if name is None or lookup is None:
+    def attach_btf_id(self, vmlinux: TargetBtf, modules: Callable[[], Sequence[ModuleBtf]] | None = None) -> int:
+        """The id of ``btf_name`` in the running kernel's BTF; 0 when none is needed. vmlinux's id
+        when vmlinux has the type, else a ``ModuleTypeId`` in the first of ``modules`` that has it
+        (``modules`` is called only then; None: no module is searched). ``ObjectError`` when none
+        has it (libbpf: ESRCH), or when the target is written ``MODULE:FUNC``."""
+        name = self.btf_name
+        if name is None:
             return 0
-        found = kernel_btf_id(kernel_btf, name, lookup.kind)
-        if found is None:
-            kind = "typedef" if lookup.kind == BtfKind.TYPEDEF else "function"
-            where = f" (no {kind} '{name}' in its BTF)" if lookup.prefix else " in its BTF"
-            raise ObjectError(codes.BAD_SECTION, f"the kernel has no {lookup.what} '{self.target}'{where}; libbpf "
-                              "fails the same way (ESRCH)")
-        return found
+        self._refuse_module_form()
+        found = self.btf_id_in(vmlinux)
+        if found is not None:
+            return found
+        searched = modules() if modules is not None else ()
+        for module in searched:
+            found = self.btf_id_in(module.target)
+            if found is not None:
+                return ModuleTypeId(found, module)
+        raise self.missing(len(searched))
+
+    def btf_id_in(self, target: TargetBtf) -> int | None:
+        """The id of ``btf_name`` among ``target``'s own types (a module's: those of its split BTF)."""
+        name, lookup = self.btf_name, self.lookup
+        assert name is not None and lookup is not None
+        return kernel_btf_id(target, name, lookup.kind)
+
+    def missing(self, modules_searched: int | None) -> ObjectError:
+        """The error for a target found nowhere, ``modules_searched`` module BTFs searched after
+        vmlinux's; None: the module BTFs are not known (a snapshot records vmlinux's alone)."""
+        name, lookup = self.btf_name, self.lookup
+        assert name is not None and lookup is not None
+        kind = "typedef" if lookup.kind == BtfKind.TYPEDEF else "function"
+        if modules_searched is None:
+            where = f" (no {kind} '{name}')" if lookup.prefix else ""
+            return ObjectError(codes.BAD_SECTION, f"the {lookup.what} '{self.target}' is not in vmlinux's BTF{where}, "
+                               "and no module BTF was recorded, where libbpf would look next")
+        searched = ""
+        if modules_searched:
+            modules = "its module's" if modules_searched == 1 else f"any of its {modules_searched} modules'"
+            searched = f"neither vmlinux's nor {modules}"
+        if lookup.prefix:
+            where = f" (no {kind} '{name}' in its BTF{': ' + searched if searched else ''})"
+        else:
+            where = f" in its BTF{f' ({searched})' if searched else ''}"
+        return ObjectError(codes.BAD_SECTION, f"the kernel has no {lookup.what} '{self.target}'{where}; libbpf "
+                           "fails the same way (ESRCH)")
+
+    def _refuse_module_form(self) -> None:
+        target, lookup = self.target, self.lookup
+        if target is None or lookup is None or ":" not in target:
+            return
+        module, _, func = target.partition(":")
+        raise ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf has "
+                          f"from version 1.5 on, not in 1.1 (which fails with ESRCH): name the {lookup.what} alone "
+                          f"('{func}'), and it is looked for in the modules' BTF when vmlinux's has none",
+                          help=(f"module '{module}' need not be named: the first module whose BTF has "
+                                f"'{lookup.prefix}{func}' is used, as libbpf 1.1 does",))
+
+
+class ModuleTypeId(int):
+    """A type id in a kernel module's BTF. Module BTFs are split on vmlinux's and their ids continue
+    after vmlinux's last, so the same number is another type in each module: this id keeps its
+    module (``module``: the name, and the descriptor BPF_PROG_LOAD takes as ``attach_btf_obj_fd``,
+    which whoever opened it keeps open until the program is loaded). An id of vmlinux's BTF is a
+    plain int."""
+
+    module: ModuleBtf
+
+    def __new__(cls, type_id: int, module: ModuleBtf) -> ModuleTypeId:
+        made = super().__new__(cls, type_id)
+        made.module = module
+        return made
+
+    def __repr__(self) -> str:
+        return f"ModuleTypeId({int(self)}, module={self.module.name!r})"
+
+
+def attach_btf_obj_fd(btf_id: int) -> int:
+    """BPF_PROG_LOAD's ``attach_btf_obj_fd`` for ``btf_id``: its module BTF's descriptor, 0 (vmlinux)
+    for a plain id."""
+    return btf_id.module.fd if isinstance(btf_id, ModuleTypeId) else 0
+
+
+def attach_target_name(btf_id: int, target: str) -> str:
+    """How messages name the target a program is loaded for: ``MODULE:TARGET`` for a module's
+    type, the target alone for vmlinux's."""
+    return f"{btf_id.module.name}:{target}" if isinstance(btf_id, ModuleTypeId) else target
 
 
 def kernel_btf_id(target: TargetBtf, name: str, kind: BtfKind) -> int | None:
-    """The first type of ``kind`` named exactly ``name`` (libbpf's btf__find_by_name_kind)."""
+    """The first of ``target``'s own types of ``kind`` named exactly ``name`` (libbpf's
+    btf__find_by_name_kind)."""
+    from evspec.loader.object.target_btf import essential_name
+
     btf = target.btf
-    return next((i for i in target.named(name) if btf.type(i).kind == kind and btf.type(i).name == name), None)
+    return next((i for i in target.named(essential_name(name))
+                 if btf.type(i).kind == kind and btf.type(i).name == name), None)
 
 
 def load_params(section: str) -> LoadParams | None:
