@@ -394,7 +394,7 @@ def test_the_running_kernels_modules_are_read_when_first_needed(
     _resolved(spec, target, {"vmlinux"})
     assert reads == []
     relocated, findings = relocate_object(spec, target)
-    assert reads == [sysfs] and len(findings) == 2
+    assert reads == [str(sysfs)] and len(findings) == 2
     assert [m.name for m in target.modules()] == ["module nf_conntrack", "module nf_nat"]
 
 
@@ -415,8 +415,8 @@ def test_an_unreadable_or_corrupt_module_is_an_error_naming_it(built: dict[str, 
 def test_this_machines_module_btfs() -> None:
     """Whatever modules this kernel has BTF for (none on this kind of machine) are each read as
     split BTF on vmlinux's, named after their files."""
-    root = target_btf.KERNEL_BTF.parent
-    if not target_btf.KERNEL_BTF.is_file():
+    root = Path(target_btf.KERNEL_BTF).parent
+    if not os.path.isfile(target_btf.KERNEL_BTF):
         pytest.skip(f"the kernel has no BTF ({target_btf.KERNEL_BTF})")
     files = sorted(name for name in os.listdir(root) if name != "vmlinux")
     target = TargetBtf.running_kernel()
@@ -656,13 +656,13 @@ def test_this_kernels_btf_objects(root_kernel: None) -> None:
         about = kernel.describe_btf(fd)
         seen[about.name or f"#{btf_id}"] = about
         if about.name == "vmlinux":
-            assert kernel.btf_data(fd, about.size) == target_btf.KERNEL_BTF.read_bytes()
+            assert kernel.btf_data(fd, about.size) == Path(target_btf.KERNEL_BTF).read_bytes()
         kernel.close(fd)
     mine = kernel.describe_btf(loaded)
     assert seen["vmlinux"].kernel_btf and not mine.kernel_btf and mine.name == ""
     kernel.close(loaded)
     modules = open_module_btfs(kernel, TargetBtf.running_kernel())
-    assert sorted(m.name for m in modules) == sorted(n for n in os.listdir(target_btf.KERNEL_BTF.parent)
+    assert sorted(m.name for m in modules) == sorted(n for n in os.listdir(os.path.dirname(target_btf.KERNEL_BTF))
                                                      if n != "vmlinux")
     kernel.close_all(m.fd for m in modules)
     assert set(os.listdir("/proc/self/fd")) == before

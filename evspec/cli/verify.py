@@ -21,7 +21,6 @@ import os
 import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
 
 from evspec.span import Record, set_field
 
@@ -468,11 +467,11 @@ def _failed(out: ProgramResult, exc: Exception) -> None:
 # ------------------------------------------------------------------------------------------ CLI
 
 
-def _read(path: str, cwd: Path) -> ObjectSpec:
+def _read(path: str, cwd: str) -> ObjectSpec:
     from evspec.loader.object.reader import read_object
     from evspec.loader.object.spec import replace
 
-    full = cwd / path
+    full: str | os.PathLike[str] = os.path.join(cwd, path)
     if path.endswith(".c"):
         from evspec.loader.object.compile import compile_source
 
@@ -519,14 +518,14 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
     target = None
     if args.btf is not None:
         try:
-            target = TargetBtf.from_file(Path(args.btf))  # read, and its header checked
+            target = TargetBtf.from_file(args.btf)  # read, and its header checked
         except BtfError as exc:
             print(f"evspec verify: error: --btf {args.btf}: {exc}", file=stderr)
             return EXIT_USAGE
-    cwd = Path.cwd()
+    cwd = os.getcwd()
     specs = []
     for path in args.objects:
-        if not (cwd / path).is_file():
+        if not os.path.isfile(os.path.join(cwd, path)):
             print(f"evspec verify: error: {path}: no such file", file=stderr)
             return EXIT_USAGE
         try:

@@ -32,7 +32,6 @@ import os
 import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
@@ -553,7 +552,7 @@ def kallsyms_entries(path: str = "/proc/kallsyms") -> Iterable[tuple[int, str, s
 def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool],
                    modules: Callable[[], Sequence[ModuleBtf]] = lambda: (), *,
                    uname: Callable[[], os.uname_result] = os.uname,
-                   version_signature: Path = kc.VERSION_SIGNATURE) -> ExternSources:
+                   version_signature: str | os.PathLike[str] = kc.VERSION_SIGNATURE) -> ExternSources:
     """The sources of the running kernel. ``bpf_cookie`` probes for bpf_get_attach_cookie (one
     program load); LINUX_HAS_SYSCALL_WRAPPER is decided by ``__<arch>_sys_bpf`` being in
     kallsyms (libbpf probes a kprobe on it, which needs the same symbol). Both are looked at only

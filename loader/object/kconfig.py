@@ -19,11 +19,11 @@
 
 from __future__ import annotations
 
+import os
 import struct
 import sys
 import zlib
 from collections.abc import Sequence
-from pathlib import Path
 
 from evspec.loader.object.btf import INT_BOOL, INT_SIGNED, Btf, BtfKind
 
@@ -179,15 +179,18 @@ def parse_kconfig(text: str, source: str) -> dict[str, str]:
     return out
 
 
-def read_kconfig(release: str, paths: Sequence[Path] | None = None) -> tuple[dict[str, str], str]:
+def read_kconfig(
+    release: str, paths: Sequence[str | os.PathLike[str]] | None = None,
+) -> tuple[dict[str, str], str]:
     """The running kernel's Kconfig and the file it came from (``/boot/config-RELEASE``, then
     ``/proc/config.gz``, either one plain or gzipped); ``KconfigUnreadable`` if neither can be read."""
     import gzip  # only for objects with a __kconfig extern
 
     tried = []
-    for path in paths or (Path(f"/boot/config-{release}"), Path("/proc/config.gz")):
+    for path in paths or (f"/boot/config-{release}", "/proc/config.gz"):
         try:
-            raw = path.read_bytes()
+            with open(path, "rb") as f:
+                raw = f.read()
             text = (gzip.decompress(raw) if raw[:2] == b"\x1f\x8b" else raw).decode("utf-8", "replace")
         except (EOFError, zlib.error, gzip.BadGzipFile) as exc:  # BadGzipFile is an OSError: first
             tried.append((str(path), f"not a readable gzip file ({exc})"))
@@ -199,7 +202,7 @@ def read_kconfig(release: str, paths: Sequence[Path] | None = None) -> tuple[dic
     raise KconfigUnreadable(tried)
 
 
-VERSION_SIGNATURE = Path("/proc/version_signature")
+VERSION_SIGNATURE = "/proc/version_signature"
 _C_SPACE = " \t\n\v\f\r"
 _U32 = (1 << 32) - 1
 
@@ -278,9 +281,10 @@ def kernel_version_code(release: str, uname_version: str = "", version_signature
             or debian_version_code(uname_version) or release_version_code(release))
 
 
-def read_version_signature(path: Path = VERSION_SIGNATURE) -> str | None:
+def read_version_signature(path: str | os.PathLike[str] = VERSION_SIGNATURE) -> str | None:
     """The text of ``/proc/version_signature`` (Ubuntu kernels have it), None if it cannot be read."""
     try:
-        return path.read_bytes().decode("utf-8", "replace")
+        with open(path, "rb") as f:
+            return f.read().decode("utf-8", "replace")
     except OSError:
         return None

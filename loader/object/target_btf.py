@@ -18,12 +18,11 @@ from __future__ import annotations
 import mmap
 import os
 from collections.abc import Callable, Iterable
-from pathlib import Path
 
 from evspec.loader.object import name_index
 from evspec.loader.object.btf import Btf, BtfError, BtfKind
 
-KERNEL_BTF = Path("/sys/kernel/btf/vmlinux")
+KERNEL_BTF = "/sys/kernel/btf/vmlinux"  # a str: pathlib costs a cold start 3-5 ms (urllib, ipaddress)
 _SYSFS_BTF = "/sys/kernel/btf/"
 
 
@@ -39,7 +38,7 @@ def essential_name(name: str) -> str:
 _MAPPED: dict[str, mmap.mmap] = {}  # the kernel's BTFs mapped so far, by path: one mapping per process
 
 
-def kernel_blob(path: Path) -> bytes | mmap.mmap:
+def kernel_blob(path: str | os.PathLike[str]) -> bytes | mmap.mmap:
     """The kernel's BTF, mapped read-only where the kernel allows it (6.16 and later), else read.
 
     Read, a sysfs file comes 4 KB a call (1,400 calls for vmlinux) into 5 MB of fresh memory, 5-10 ms
@@ -72,7 +71,7 @@ def kernel_blob(path: Path) -> bytes | mmap.mmap:
 ModuleBlobs = Callable[[], Iterable[tuple[str, bytes]]]  # (module name, its split BTF blob), in order
 
 
-def read_module_blobs(directory: Path) -> list[tuple[str, bytes]]:
+def read_module_blobs(directory: str | os.PathLike[str]) -> list[tuple[str, bytes]]:
     """The module BTFs of a directory laid out like ``/sys/kernel/btf`` (every file but
     ``vmlinux``), by module name; none when there is no such directory. ``BtfError`` if one
     cannot be read (a module unloaded meanwhile is skipped, as libbpf skips it)."""
@@ -84,15 +83,16 @@ def read_module_blobs(directory: Path) -> list[tuple[str, bytes]]:
         raise BtfError(f"cannot list the module BTFs in {directory}: {exc.strerror or exc}") from None
     out = []
     for entry in entries:
-        if entry == KERNEL_BTF.name:
+        if entry == os.path.basename(KERNEL_BTF):
             continue
+        path = os.path.join(directory, entry)
         try:
-            out.append((entry, (directory / entry).read_bytes()))
+            with open(path, "rb") as f:
+                out.append((entry, f.read()))
         except FileNotFoundError:
             continue
         except OSError as exc:
-            raise BtfError(f"cannot read the BTF of module {entry} ({directory / entry}): "
-                           f"{exc.strerror or exc}") from None
+            raise BtfError(f"cannot read the BTF of module {entry} ({path}): {exc.strerror or exc}") from None
     return out
 
 
@@ -135,18 +135,22 @@ class TargetBtf:
         self._modules: tuple[TargetBtf, ...] | None = None
 
     @classmethod
-    def from_file(cls, path: Path, name: str | None = None, modules: ModuleBlobs | None = None) -> TargetBtf:
+    def from_file(cls, path: str | os.PathLike[str], name: str | None = None,
+                  modules: ModuleBlobs | None = None) -> TargetBtf:
         """A BTF blob from a file; ``BtfError`` if it cannot be read or is not BTF."""
+        where = os.fspath(path)
         try:
-            data = path.read_bytes()
+            with open(where, "rb") as f:
+                data = f.read()
         except OSError as exc:
-            raise BtfError(f"cannot read the target BTF {path}: {exc.strerror or exc}") from None
-        return cls(data, name or (path.name if path != KERNEL_BTF else "vmlinux"), modules=modules)
+            raise BtfError(f"cannot read the target BTF {where}: {exc.strerror or exc}") from None
+        return cls(data, name or (os.path.basename(where) if where != os.fspath(KERNEL_BTF) else "vmlinux"),
+                   modules=modules)
 
     @classmethod
     def running_kernel(cls) -> TargetBtf:
         """vmlinux's BTF, with the module BTFs beside it (read when first needed)."""
-        directory = KERNEL_BTF.parent
+        directory = os.path.dirname(KERNEL_BTF)
         return cls(kernel_blob(KERNEL_BTF), "vmlinux", modules=lambda: read_module_blobs(directory))
 
     @property
