@@ -6,21 +6,22 @@ and in bpftool's dump; a program with a bpf-to-bpf call and a bpf_loop callback 
 from __future__ import annotations
 
 import ctypes
+import errno
 import json
 import os
 import re
 import shutil
 import struct
 import subprocess
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
 from evspec.loader.abi.perf import PerfEventAttr, PerfType
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel, VerifierError
+from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.btf import Btf, BtfKind
+from evspec.loader.object.btf import Btf, BtfKind, RawType, type_info, write_btf
 from evspec.loader.object.btf_fixup import BtfFeatures, fixup_btf
 from evspec.loader.object.compile import compile_source
 from evspec.loader.object.reader import read_object
@@ -225,3 +226,26 @@ def test_a_program_with_a_call_and_a_callback_runs(kernel: Kernel, built: dict[s
         (hidden,) = struct.unpack_from("=i", bss, offsets["hidden_count"])
         assert calls >= 22 and calls % 22 == 0 and hidden * 22 == calls * 6
         assert struct.unpack_from("=i", data, offsets["seed"]) == (7,)
+
+
+@pytest.mark.parametrize(("blob", "says"), [
+    (lambda: _btf_with_header(32, b"\x01" + bytes(7)), "the BTF header is 32 bytes with non-zero bytes past the 24"),
+    (lambda: bytes(17 << 20), "the BTF is 17825792 bytes, more than the kernel's limit of 16777216"),
+])
+def test_btf_the_kernel_finds_too_big_says_why(root_kernel: None, blob: Callable[[], bytes], says: str) -> None:
+    with pytest.raises(KernelError) as caught:
+        Kernel().load_btf(blob())
+    assert caught.value.errno == errno.E2BIG
+    assert caught.value.message.startswith(f"BPF_BTF_LOAD: {says}") and caught.value.message.endswith("(E2BIG)")
+
+
+def test_a_longer_header_of_zeros_is_taken(root_kernel: None) -> None:
+    kernel = Kernel()
+    kernel.close(kernel.load_btf(_btf_with_header(32, bytes(8))))
+
+
+def _btf_with_header(hdr_len: int, extra: bytes) -> bytes:
+    """A one-type BTF whose header is ``hdr_len`` bytes: the usual 24, then ``extra``."""
+    plain = write_btf([RawType(1, type_info(BtfKind.INT), 4, struct.pack("<I", 32))], b"\0int\0")
+    magic, version, flags, _len, *areas = struct.unpack_from("<HBBIIIII", plain)
+    return struct.pack("<HBBIIIII", magic, version, flags, hdr_len, *areas) + extra + plain[24:]

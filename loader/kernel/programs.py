@@ -24,6 +24,8 @@ LINE_INFO = struct.Struct("=IIII")  # struct bpf_line_info: insn_off, file_name_
 CORE_RELO = struct.Struct("=IIII")  # struct bpf_core_relo: insn_off, type_id, access_str_off, kind
 # Failures that a repeated load with a log cannot explain better.
 _FINAL_CODES = (codes.PERMISSION, codes.MEMLOCK, codes.ATTR_TOO_BIG)
+BTF_MAX_SIZE = 16 << 20  # the kernel's limit on a BPF_BTF_LOAD blob
+_BTF_HEADER_LEN = 24  # struct btf_header as every kernel since 4.18 knows it
 # expected attach types of programs that run through a BPF trampoline: fentry, fexit, fmod_ret, lsm
 # (enum bpf_attach_type: BPF_TRACE_FENTRY, BPF_TRACE_FEXIT, BPF_MODIFY_RETURN, BPF_LSM_MAC, BPF_LSM_CGROUP)
 _TRAMPOLINE_ATTACH_TYPES = {24: "fentry", 25: "fexit", 26: "fmod_ret", 27: "lsm", 43: "lsm_cgroup"}
@@ -236,6 +238,8 @@ class ProgramOperations(KernelCore):
         if first.fd is not None:
             return first.fd
         assert first.error is not None
+        if first.error.errno == E.E2BIG:  # every field set here is one the first BPF_BTF_LOAD had
+            raise _btf_too_big(first.error, data) from None
         if first.error.code in _FINAL_CODES:
             raise first.error
         fd, error, log = _with_growing_log(attempt)
@@ -301,3 +305,19 @@ class ProgramOperations(KernelCore):
             prog_fd=prog_fd, target_fd=perf_fd, attach_type=abi.BPF_PERF_EVENT, bpf_cookie=cookie
         )
         return self._bpf(abi.Cmd.LINK_CREATE, attr, f"perf event fd {perf_fd}")
+
+
+def _btf_too_big(exc: KernelError, data: bytes) -> KernelError:
+    """BPF_BTF_LOAD's E2BIG (with every attribute the kernel knows): the kernel says it for a blob
+    over ``BTF_MAX_SIZE`` and for a header longer than its struct btf_header whose extra bytes are
+    not zero ("Unsupported btf_header"); which of the two, from the blob."""
+    hdr_len = struct.unpack_from("<I" if data[:2] == b"\x9f\xeb" else ">I", data, 4)[0] if len(data) >= 8 else 0
+    if len(data) > BTF_MAX_SIZE:
+        why = f"the BTF is {len(data)} bytes, more than the kernel's limit of {BTF_MAX_SIZE} (BTF_MAX_SIZE)"
+    elif _BTF_HEADER_LEN < hdr_len <= len(data) and any(data[_BTF_HEADER_LEN:hdr_len]):
+        why = (f"the BTF header is {hdr_len} bytes with non-zero bytes past the {_BTF_HEADER_LEN} this kernel's "
+               "struct btf_header has (\"Unsupported btf_header\"): it was written for a newer kernel")
+    else:
+        why = "the kernel says the BTF is too large or its header too long for it"
+    return KernelError(codes.ATTR_TOO_BIG, f"BPF_BTF_LOAD: {why} (E2BIG)", errno=exc.errno,
+                       operation=exc.operation)
