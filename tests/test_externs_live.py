@@ -232,3 +232,6 @@ def test_a_reached_poisoned_kfunc_call_is_refused_with_libbpfs_index(kernel: Ker
     index = order.index("zz_evspec_missing")
     assert index == 10 and err.value.errno == ref["errno"]
     assert f"invalid func unknown#{POISON_KFUNC_BASE + index}" in str(err.value)
+    assert err.value.summary.message.endswith(
+        "(the poisoned call of the weak kfunc 'zz_evspec_missing', which this kernel does not have: guard it "
+        "with bpf_ksym_exists(zz_evspec_missing))")

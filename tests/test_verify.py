@@ -51,6 +51,29 @@ char _license[] SEC("license") = "GPL";
 """
 
 
+SUB_POISONED = r"""
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_core_read.h>
+
+struct task_struct___s { int pid; int no_such_field; } __attribute__((preserve_access_index));
+
+static __noinline int missing(struct task_struct___s *t)
+{
+	return BPF_CORE_READ(t, no_such_field);
+}
+
+SEC("raw_syscalls:sys_enter")
+int calls_missing(void *ctx)
+{
+	struct task_struct___s *t = (void *)bpf_get_current_task();
+
+	return BPF_CORE_READ(t, pid) + missing(t);
+}
+char _license[] SEC("license") = "GPL";
+"""
+
+
 def _clang(src: Path, out: Path) -> None:
     if shutil.which("clang") is None:
         pytest.fail("clang is needed (scripts/test.sh installs it)")
@@ -67,6 +90,8 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _clang(DATA / "libbpf" / f"{name}.c", out / f"{name}.o")
     (out / "two.c").write_text(TWO)
     _clang(out / "two.c", out / "two.o")
+    (out / "sub_poisoned.c").write_text(SUB_POISONED)
+    _clang(out / "sub_poisoned.c", out / "sub_poisoned.o")
     return out
 
 
@@ -142,6 +167,23 @@ def test_a_poisoned_relocation(root_kernel: None, built: Path, monkeypatch: pyte
     assert finding["insn"] == 9
     assert "struct task_struct___k.no_such_field (access 0:1)" in finding["message"]
     assert "at insn 9 `call unknown#195896080`" in prog["verifier"]
+    assert prog["verifier"].startswith(  # what the poisoned call stands for, said where the verifier stops
+        "invalid func unknown#195896080 (the poisoned instruction of a CO-RE relocation this kernel cannot "
+        "satisfy: field_byte_offset of struct task_struct___k (access 0:1): field "
+        "struct task_struct___k.no_such_field (access 0:1) is in none of vmlinux's struct task_struct")
+    assert prog["verifier"].split("; ")[0].endswith("(function 'poisoned', instruction 9))")
+
+
+def test_a_poisoned_relocation_in_a_subprogram(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verifier stops in the called function: the explanation names it, and the instruction
+    counted from its own start, where the relocation is."""
+    status, out, _ = _verify(built, monkeypatch, "--format", "json", "sub_poisoned.o")
+    assert status == 1
+    [prog] = json.loads(out)["programs"]
+    [finding] = prog["poisoned"]
+    assert finding["function"] == "missing"
+    assert f"(function 'missing', instruction {finding['insn']}))" in prog["verifier"]
+    assert "struct task_struct___s.no_such_field" in prog["verifier"].split("; ")[0]
 
 
 def test_btf_file_is_the_target(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch,

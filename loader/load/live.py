@@ -23,14 +23,16 @@ from __future__ import annotations
 
 import errno as E
 import os
+import re
 import struct
 from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription
+from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
 from evspec.loader.kernel.btf_objects import open_module_btfs
+from evspec.loader.kernel.verifier import VerifierSummary
 from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
 from evspec.loader.object.btf_fixup import (
     BtfFeatures,
@@ -42,8 +44,14 @@ from evspec.loader.object.btf_fixup import (
     probe_blobs,
     program_btf_info,
 )
-from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
-from evspec.loader.object.externs import apply_externs, resolve_externs, running_system
+from evspec.loader.object.core_patch import CORE_HELP, POISON_HELPER, load_target, relocate_object
+from evspec.loader.object.externs import (
+    POISON_KFUNC_BASE,
+    apply_externs,
+    libbpf_order,
+    resolve_externs,
+    running_system,
+)
 from evspec.loader.object.libbpf_sections import attach_btf_obj_fd, section_prog_flags
 from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
@@ -718,6 +726,12 @@ def load_linked(
         info = info.shifted(prologue)
 
     def load(with_btf: ProgramBtfInfo | None) -> int:
+        try:
+            return _load(with_btf)
+        except VerifierError as exc:
+            raise _poison_explained(exc, spec, linked, prologue) from None
+
+    def _load(with_btf: ProgramBtfInfo | None) -> int:
         return kernel.load_program(
             prog_type,
             linked.insns,
@@ -762,6 +776,37 @@ def load_linked(
             f"logs and bpftool lose its source lines): the kernel refused it: {first.message}"
         )
         return fd
+
+
+_UNKNOWN_FUNC = re.compile(r"invalid func unknown#(\d+)")
+
+
+def _poison_explained(exc: VerifierError, spec: ObjectSpec, linked: LinkedProgram, prologue: int) -> VerifierError:
+    """``exc`` with its summary saying what a poisoned call the verifier reached stands for: the CO-RE
+    relocation this kernel cannot satisfy (``core_patch``), or the weak kfunc it lacks (``externs``);
+    ``exc`` itself for any other refusal."""
+    summary = exc.summary
+    found = _UNKNOWN_FUNC.search(summary.message)
+    if found is None or summary.insn_index is None:
+        return exc
+    number, at = int(found.group(1)), summary.insn_index - prologue
+    why = None
+    if number == POISON_HELPER:
+        function, local = next(((name, at - base) for name, base in reversed(linked.layout) if base <= at), ("", at))
+        fn = _function(spec, function)
+        poison = next((r.poison for r in fn.core_relocations if r.insn == local and r.poison), None) if fn else None
+        if poison is not None:
+            why = (f"the poisoned instruction of a CO-RE relocation this kernel cannot satisfy: {poison} "
+                   f"(function '{function}', instruction {local})")
+    elif spec.externs and spec.btf is not None and 0 <= number - POISON_KFUNC_BASE < len(spec.externs):
+        ext = libbpf_order(Btf(spec.btf), spec.externs)[number - POISON_KFUNC_BASE]
+        if ext.kind == "kfunc":
+            why = (f"the poisoned call of the weak kfunc '{ext.name}', which this kernel does not have: "
+                   f"guard it with bpf_ksym_exists({ext.name})")
+    if why is None:
+        return exc
+    explained = VerifierSummary(f"{summary.message} ({why})", summary.insn_index, summary.insn_text, summary.source)
+    return VerifierError(exc.program, exc.errno or 0, exc.log, explained)
 
 
 def _global_functions(spec: ObjectSpec, linked: LinkedProgram) -> list[str]:
