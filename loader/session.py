@@ -53,6 +53,7 @@ from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 from evspec.loader.output.tracefs_format import TracepointDecoders
 from evspec.loader.output.typed import RecordDecoder, TypedDecoders
+from evspec.loader.output.typed_capture import TypedOutput, btf_file_id, is_bpf_output, output_file_attr
 
 from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
@@ -87,6 +88,8 @@ _COMM = struct.Struct("<II")
 _LOST = struct.Struct("<QQ")
 _RECORD_HEADER = struct.Struct("<IHH")
 _POLL_MS = 200
+_OWN_EVENT_HELP = ("give each typed map a bpf-output event of its own "
+                   "(bpf-output/no-inherit,name=NAME/ and map:MAP.event=NAME)",)
 _FIRST_RUN, _MAX_RUN = 16, 4096  # samples the decoder looks ahead for a run of equal ones
 DEFAULT_RING_PAGES = 128  # perf record's default for root: 512 KiB of data per ring
 DEFAULT_BACKLOG_BYTES = 256 << 20  # ring bytes taken and not yet decoded, at most
@@ -354,6 +357,7 @@ class RecordSession:
         self._typed_rings: dict[int, RecordDecoder] = {}  # id(reader) -> its map's map:NAME.type
         self._ring_btf: dict[int, int] = {}  # id(reader) of a typed ring -> its object's index
         self.typed_events = TypedDecoders()  # bpf-output event name -> its map's map:NAME.type
+        self._typed_outputs: dict[str, TypedOutput] = {}  # the same, with the map and its object
         self._record_types: list[dict[str, str]] = []  # per object: map name -> TYPE
         self._ring_bytes = 0
 
@@ -605,28 +609,67 @@ class RecordSession:
                     self._ring_btf[id(reader)] = index
             for u in obj.updates:
                 if u.event is not None and u.map_name in types:
-                    self.typed_events.add(u.event, RecordDecoder.named(spec.btf, types[u.map_name]))
+                    self._type_event(u.event, TypedOutput(index, u.map_name,
+                                                          RecordDecoder.named(spec.btf, types[u.map_name])))
+        for obj, types in zip(self.objects, self._record_types, strict=True):
+            for u in obj.updates:
+                typed = self._typed_outputs.get(u.event) if u.event is not None else None
+                if typed is not None and u.map_name not in types:
+                    raise ObjectError(CODE_OBJECT, f"event {u.event} carries the records of {self._typed_where(typed)} "
+                                                   f"and of map {u.map_name} of {obj.path}, which has no type: its "
+                                                   "samples cannot be told apart", help=_OWN_EVENT_HELP)
+
+    def _type_event(self, event: str, typed: TypedOutput) -> None:
+        """``event``'s samples decoded as ``typed`` says. An event in several typed maps must have
+        one type in all (the same type of the same BTF): its samples do not say which map they
+        came through."""
+        earlier = self._typed_outputs.get(event)
+        if earlier is None:
+            self._typed_outputs[event] = typed
+            self.typed_events.add(event, typed.decoder)
+            return
+        if (self.objects[earlier.object_index].live.spec.btf == self.objects[typed.object_index].live.spec.btf
+                and earlier.decoder.type_id == typed.decoder.type_id):
+            return
+
+        raise ObjectError(CODE_OBJECT, f"event {event} carries the records of {self._typed_where(earlier)} and of "
+                                       f"{self._typed_where(typed)}: its samples cannot be decoded as both types",
+                          help=_OWN_EVENT_HELP)
+
+    def _typed_where(self, t: TypedOutput) -> str:
+        return f"map {t.map_name} of {self.objects[t.object_index].path} (map:{t.map_name}.type={t.decoder.name})"
 
     def file_attrs(self) -> list[FileAttr]:
-        """The events as a perf.data file lists them (name, attr, the ids of their fds), then an
-        event of its own for each ring buffer map (``ringbuf_capture``; a typed map's names its
-        type in ``ring_btfs``)."""
+        """The events as a perf.data file lists them (name, attr, the ids of their fds; a typed
+        bpf-output event's attr naming its type), then an event of its own for each ring buffer
+        map (``ringbuf_capture``; a typed map's naming its type). The types are in the BTF objects
+        of ``file_btfs`` (``typed_capture``)."""
         rings = []
         for reader, ident in self.ring_events():
             decoder = self._typed_rings.get(id(reader))
-            attr = ring_event_attr() if decoder is None else ring_event_attr(self._ring_btf[id(reader)] + 1,
-                                                                            decoder.type_id)
+            attr = ring_event_attr() if decoder is None else ring_event_attr(
+                btf_file_id(self._ring_btf[id(reader)]), decoder.type_id)
             rings.append(FileAttr.of(reader.name, attr, (ident,)))
-        return [FileAttr.of(ev.name, ev.attr, ev.ids) for ev in self.events] + rings
+        return [FileAttr.of(ev.name, self._file_attr(ev), ev.ids) for ev in self.events] + rings
+
+    def _file_attr(self, ev: OpenedEvent) -> PerfEventAttr:
+        """``ev``'s attr as a capture file holds it: a typed bpf-output event's copy names its type
+        (``typed_capture``), the others are as opened."""
+        if ev.tracking or not is_bpf_output(ev.attr):
+            return ev.attr
+        return output_file_attr(ev.name, ev.attr, self._typed_outputs.get(ev.name))
 
     def ring_events(self) -> list[tuple[BpfRingReader, int]]:
         """Every ring buffer map's reader with the id of its event in a capture file."""
         return [(reader, RING_ID_BASE + i) for i, reader in enumerate(self.bpf_rings)]
 
-    def ring_btfs(self) -> dict[int, bytes]:
-        """The BTF of each object with a typed ring buffer map, by the id ``file_attrs`` gives it
-        (the object's index + 1), for a capture file's HEADER_BPF_BTF."""
-        return {index + 1: self.objects[index].live.spec.btf or b"" for index in self._ring_btf.values()}
+    def file_btfs(self) -> dict[int, bytes]:
+        """The BTF of each object with a typed map (a ring buffer, or a perf event array's
+        bpf-output events), once, by the id ``file_attrs`` gives it (``btf_file_id``), for a
+        capture file's HEADER_BPF_BTF."""
+        indexes = {*self._ring_btf.values(), *(t.object_index for t in self._typed_outputs.values())}
+        return {btf_file_id(index): self.objects[index].live.spec.btf or b"" for index in sorted(indexes)}
+
 
     @property
     def name_width(self) -> int:

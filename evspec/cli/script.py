@@ -2,8 +2,10 @@
 
 The file may be evspec's capture or perf record's own. Records are replayed in time order (as perf
 script does): COMM and FORK records name the tasks, samples become ``SampleLine``s (those of a ring
-buffer map's event ``RingRecordLine``s, typed from the file's BTF when the map was) and
-PERF_RECORD_LOST records ``LostLine``s, rendered by ``evspec.loader.output.script``. The
+buffer map's event ``RingRecordLine``s) and PERF_RECORD_LOST records ``LostLine``s, rendered by
+``evspec.loader.output.script``. The samples of an event whose attr names a BTF type (a typed
+ring buffer map's, a typed bpf-output event's: ``typed_capture``) are decoded with the file's
+HEADER_BPF_BTF by the decoder live ``record`` uses, and print as it prints them. The
 PERF_RECORD_LOST_SAMPLES records written at the end of a recording (each event instance's exact
 loss count) follow, one line each; JSON output ends with record's summary line (samples, lost).
 """
@@ -115,35 +117,61 @@ def tracepoint_formats(data: PerfData) -> dict[int, TraceFormat]:
     return out
 
 
-def ring_decoder(data: PerfData, attr: FileAttr) -> RecordDecoder | None:
-    """The decoder of a typed ring buffer map's records (map:NAME.type=TYPE), from the BTF the
-    file carries; None for an untyped map."""
+def typed_decoder(data: PerfData, attr: FileAttr) -> RecordDecoder | None:
+    """The decoder of the samples of an event whose attr names their type (``typed_capture``: a
+    typed ring buffer map's event, a typed bpf-output event), from the BTF the file carries; None
+    for any other event. What the attr names must be there, and be what map:NAME.type takes (a
+    struct, union or typedef); a sample shorter than the type is decoded as far as it goes and
+    says so (``TypedFields.short``), as live."""
     from evspec.codes import kernel as codes
+    from evspec.loader.abi.perf import SampleType
     from evspec.loader.errors import ObjectError
-    from evspec.loader.object.btf import Btf, BtfError
-    from evspec.loader.output.ringbuf_capture import ring_event_type
+    from evspec.loader.object.btf import RECORD_TYPE_KINDS, Btf, BtfError
+    from evspec.loader.output.ringbuf_capture import is_ring_event, ring_event_type
     from evspec.loader.output.typed import RecordDecoder
+    from evspec.loader.output.typed_capture import (
+        PERF_EVENT_ARRAY_MAP_TYPE,
+        config_type,
+        is_typed_output_event,
+    )
 
-    typed = ring_event_type(attr.parsed())
-    if typed is None:
+    def corrupt(message: str) -> ObjectError:
+        return ObjectError(codes.PERF_DATA_CORRUPT, f"{data.path}: {message}")
+
+    parsed = attr.parsed()
+    if is_ring_event(parsed):
+        what, typed = f"ring buffer map {attr.name}", ring_event_type(parsed)
+        if typed is None:
+            return None
+    elif is_typed_output_event(parsed):
+        what, typed = f"bpf-output event {attr.name}", config_type(parsed.config2)
+        if typed is None:
+            raise corrupt(f"{what} is marked typed (config1 = {PERF_EVENT_ARRAY_MAP_TYPE}) but names no type "
+                          "(config2 = 0)")
+    else:
         return None
+    if not parsed.sample_type & SampleType.RAW:
+        raise corrupt(f"{what} is typed, but its samples carry no raw data (sample_type {parsed.sample_type:#x})")
     btf_id, type_id = typed
     blob = data.btfs().get(btf_id)
     if blob is None:
-        raise ObjectError(codes.PERF_DATA_CORRUPT, f"{data.path}: ring buffer map {attr.name} is typed by BTF "
-                                                   f"object {btf_id}, which HEADER_BPF_BTF does not hold")
+        raise corrupt(f"{what} is typed by BTF object {btf_id}, which HEADER_BPF_BTF does not hold")
     try:
         btf = Btf(blob)
-        return RecordDecoder(btf, btf.type(type_id))
+        found = btf.type(type_id)
+        if found.kind not in RECORD_TYPE_KINDS:
+            raise corrupt(f"the type {type_id} of {what} in BTF object {btf_id} is {found.kind.name} "
+                          f"'{found.name}', not a struct, union or typedef")
+        return RecordDecoder(btf, found)
     except BtfError as exc:
-        raise ObjectError(codes.PERF_DATA_CORRUPT, f"{data.path}: the type {type_id} of ring buffer map {attr.name} "
-                                                   f"in BTF object {btf_id}: {exc}") from None
+        raise corrupt(f"the type {type_id} of {what} in BTF object {btf_id}: {exc}") from None
 
 
 def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator[SampleLine | LostLine | RingRecordLine]:
     """The file's samples and losses in time order, with task names from its COMM/FORK records;
     ``totals`` (when given) counts them and collects the PERF_RECORD_LOST_SAMPLES records. The
-    samples of a ring buffer map's event (``ringbuf_capture``) are its records, as live."""
+    samples of a ring buffer map's event (``ringbuf_capture``) are its records, and those of an
+    event that names their type are decoded (``typed_decoder``), as live."""
     from evspec.loader.abi.perf import AttrFlag, RecordType
     from evspec.loader.output.perfdata import SampleIdTrailer
     from evspec.loader.output.ringbuf import SampleLayout
@@ -155,7 +183,8 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
     first = data.attrs[0]
     layouts = {id(a): SampleLayout(a.sample_type) for a in data.attrs}
     formats = tracepoint_formats(data)
-    rings = {id(a): ring_decoder(data, a) for a in data.attrs if is_ring_event(a.parsed())}
+    rings = {id(a) for a in data.attrs if is_ring_event(a.parsed())}
+    typed = {id(a): typed_decoder(data, a) for a in data.attrs}
     trailer = SampleIdTrailer(first.sample_type if first.parsed().flags & AttrFlag.SAMPLE_ID_ALL else 0)
     buf = data.buf
 
@@ -208,15 +237,18 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
         elif kind == _RING_RECORD:
             attr, _fields, raw = values
             totals.samples += 1
-            typed, record = rings[id(attr)], raw or b""
-            yield RingRecordLine(attr.name, record, None if typed is None else typed.decode(record))  # type: ignore[attr-defined, arg-type]
+            decoder, record = typed[id(attr)], raw or b""
+            yield RingRecordLine(attr.name, record, None if decoder is None else decoder.decode(record))  # type: ignore[attr-defined, arg-type]
         else:
             attr, fields, raw = values
             f: dict[str, int] = fields  # type: ignore[assignment]
             pid, tid = f.get("pid", 0), f.get("tid", 0)
             comm = comms.get(tid) or comms.get(pid) or f":{tid}"
-            fmt = formats.get(id(attr))
-            decoded = tuple(fmt.decode(raw).items()) if fmt is not None and raw is not None else None  # type: ignore[arg-type]
+            fmt, decoder = formats.get(id(attr)), typed[id(attr)]
+            if decoder is not None:  # a typed bpf-output event's: its raw data is checked to be there
+                decoded = decoder.decode(raw)  # type: ignore[arg-type]
+            else:
+                decoded = tuple(fmt.decode(raw).items()) if fmt is not None and raw is not None else None  # type: ignore[arg-type]
             totals.samples += 1
             yield SampleLine(attr.name, comm, pid, tid, f.get("cpu", 0), time, f.get("period", 0), raw, decoded)  # type: ignore[arg-type, union-attr]
 

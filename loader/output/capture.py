@@ -199,7 +199,8 @@ class Capture:
 
     ``bpf_rings``: the readers of BPF ring buffer maps, each with the id of its event among
     ``attrs`` (``ringbuf_capture``); their records are written as samples stamped by ``clock``
-    (perf's clock: ``PerfClock.now``). ``btfs``: the BTF objects the typed ring events name."""
+    (perf's clock: ``PerfClock.now``). ``btfs``: the BTF objects, by id, that the attrs of typed
+    events name (ring buffer maps' and bpf-output events': ``typed_capture``), for HEADER_BPF_BTF."""
 
     def __init__(
         self,

@@ -4,11 +4,12 @@ Each ring buffer map of a recording is an event of the file that no kernel event
 PERF_TYPE_SOFTWARE / PERF_COUNT_SW_BPF_OUTPUT attr (so ``perf script`` prints its samples as
 bpf-output samples: hexdump, ``BPF string:``), named after the map in HEADER_EVENT_DESC, with
 ``config1`` = BPF_MAP_TYPE_RINGBUF (27: the mark by which ``evspec script`` knows it; the kernel's
-bpf-output events have 0 there) and an id of its own from ``RING_ID_BASE`` up (the kernel's event
-ids count up from 1 and never come near it). The event of a typed map (``map:NAME.type=TYPE``)
-says which type in ``config2``: the BTF type id in the low 32 bits, in the high ones the id of the
-object's BTF in the file's HEADER_BPF_BTF section (ids of the file's own, 1 for the first object;
-perf keeps that section's BTF objects by id and prints samples without them).
+bpf-output events are opened with 0 there, and a typed one's copy in the file has 4) and an id of
+its own from ``RING_ID_BASE`` up (the kernel's event ids count up from 1 and never come near it).
+The event of a typed map (``map:NAME.type=TYPE``) says which type in ``config2``, as a typed
+bpf-output event's copy in the file does (``typed_capture``: the BTF type id in the low 32 bits,
+in the high ones the id of the object's BTF in the file's HEADER_BPF_BTF section, one BTF object
+per BPF object whatever kinds of maps it types).
 
 Every record becomes a PERF_RECORD_SAMPLE of the sample_type the session's events sample
 (``RING_SAMPLE_TYPE``: perf reads every sample's id at the same place, and refuses to print a
@@ -44,10 +45,10 @@ from evspec.loader.abi.perf import (
 )
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.bpf_ringbuf import HEADER_SIZE, RecordRun, run_payloads
+from evspec.loader.output.typed_capture import RINGBUF_MAP_TYPE, config_type, type_config
 
 from evspec.codes import kernel as codes
 
-RINGBUF_MAP_TYPE = 27  # BPF_MAP_TYPE_RINGBUF, in config1 of the synthetic attr
 RING_ID_BASE = 1 << 63
 RING_SAMPLE_TYPE = (
     SampleType.IDENTIFIER
@@ -69,7 +70,8 @@ def ring_event_attr(btf_id: int = 0, type_id: int = 0) -> PerfEventAttr:
     """The attr of a ring buffer map's event in a capture file; a typed map's (map:NAME.type=TYPE)
     names its type: ``type_id`` in the BTF object ``btf_id`` of the file's HEADER_BPF_BTF."""
     attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.BPF_OUTPUT, sample_period=1,
-                         sample_type=RING_SAMPLE_TYPE, config1=RINGBUF_MAP_TYPE, config2=btf_id << 32 | type_id)
+                         sample_type=RING_SAMPLE_TYPE, config1=RINGBUF_MAP_TYPE,
+                         config2=type_config(btf_id, type_id))
     attr.size = PERF_ATTR_SIZE_VER7
     attr.flags = AttrFlag.SAMPLE_ID_ALL
     return attr
@@ -83,9 +85,7 @@ def is_ring_event(attr: PerfEventAttr) -> bool:
 
 def ring_event_type(attr: PerfEventAttr) -> tuple[int, int] | None:
     """(BTF object id, type id) of a typed ring buffer map's event, None for an untyped one."""
-    if not attr.config2:
-        return None
-    return attr.config2 >> 32, attr.config2 & 0xFFFFFFFF
+    return config_type(attr.config2)
 
 
 def sample_size(length: int) -> int:
