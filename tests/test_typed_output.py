@@ -151,6 +151,18 @@ def test_a_whole_record_a_short_one_and_a_long_one(built: Path) -> None:
     assert json.loads(ring_record_json(RingRecordLine("events", EVENT + b"\xde\xad", long)))["rest_hex"] == "dead"
 
 
+def test_a_bpf_output_samples_kernel_padding_is_not_part_of_the_record(built: Path) -> None:
+    """The kernel pads a sample's raw data so that it and its u32 size end on 8 bytes: a 40-byte
+    struct comes as 44. Only zeros of exactly that length are padding; a ring buffer record, which
+    the kernel does not pad, keeps them."""
+    decoder = _decoder(built, "event")
+    padded = decoder.decode_sample(EVENT + bytes(4))
+    assert (padded.size, padded.rest, list(padded)) == (40, b"", list(decoder.decode(EVENT)))
+    assert decoder.decode_sample(EVENT + b"\0\0\0\x01").rest == b"\0\0\0\x01"  # written by the program
+    assert decoder.decode_sample(EVENT + bytes(12)).rest == bytes(12)  # more than padding
+    assert decoder.decode(EVENT + bytes(4)).rest == bytes(4)
+
+
 def test_only_char_arrays_are_text(built: Path) -> None:
     btf = Btf(_spec(built, "bytes.o").btf or b"")
     found = find_record_type(btf, "bytes")

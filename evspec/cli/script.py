@@ -246,7 +246,7 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
             comm = comms.get(tid) or comms.get(pid) or f":{tid}"
             fmt, decoder = formats.get(id(attr)), typed[id(attr)]
             if decoder is not None:  # a typed bpf-output event's: its raw data is checked to be there
-                decoded = decoder.decode(raw)  # type: ignore[arg-type]
+                decoded = decoder.decode_sample(raw)  # type: ignore[arg-type]
             else:
                 decoded = tuple(fmt.decode(raw).items()) if fmt is not None and raw is not None else None  # type: ignore[arg-type]
             totals.samples += 1

@@ -5,6 +5,8 @@ of the object (with ``map_dump``'s decoder: enums by name, char arrays as string
 A record's decoded fields are a ``TypedFields``: the ``(name, value)`` pairs of the type's members,
 with the record's size and the type's, and the bytes past the type (``rest``). A record shorter
 than the type (a variable tail) has the members that fit, a char array cut where the record ends.
+A bpf-output sample's padding (the kernel rounds its raw data up to 8 bytes with its u32 size) is
+not part of the record (``decode_sample``).
 """
 
 from __future__ import annotations
@@ -55,6 +57,15 @@ class RecordDecoder:
             raise ValueError(f"no struct, union or typedef named '{name}' in the object's BTF")
         return cls(btf, found)
 
+    def decode_sample(self, raw: bytes) -> TypedFields:
+        """A bpf-output sample's raw data decoded. The kernel pads it so that the data and its u32
+        size end on an 8-byte boundary (a 16-byte record comes as 20 bytes): zero bytes past the
+        type that this padding alone accounts for are not part of the record."""
+        size = self.size
+        if len(raw) > size and len(raw) == ((size + 4 + 7) & ~7) - 4 and not any(raw[size:]):
+            raw = raw[:size]
+        return self.decode(raw)
+
     def decode(self, raw: bytes) -> TypedFields:
         btf, t, size = self.btf, self.type, self.size
         rest = raw[size:]
@@ -103,7 +114,7 @@ class TypedDecoders:
 
     def fields(self, event: str, raw: bytes | None) -> TypedFields | None:
         decoder = self._by_event.get(event)
-        return None if decoder is None or raw is None else decoder.decode(raw)
+        return None if decoder is None or raw is None else decoder.decode_sample(raw)
 
 
 # -- text and JSON ------------------------------------------------------------------------------
