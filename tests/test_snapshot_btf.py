@@ -1,7 +1,9 @@
 """`evspec system snapshot --btf` saves the kernel's BTF inside the snapshot (compressed), read
-back byte for byte; `evspec check --system SNAPSHOT` resolves an object's CO-RE relocations
-against that BTF (a relocation that does not resolve there is reported with its type, field and
-access path; one that resolves is accepted), and says "not checked" for a snapshot without it."""
+back byte for byte, and beside it what externs are resolved against (``extern_sources``: its
+checks are tests/test_check_externs.py); `evspec check --system SNAPSHOT` resolves an object's
+CO-RE relocations against that BTF (a relocation that does not resolve there is reported with its
+type, field and access path; one that resolves is accepted), and says "not checked" for a
+snapshot without it."""
 
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from evspec.cli.system import snapshot_main
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.system.fixtures import corpus_data
+from evspec.system.model import ExternFactsUnavailable
 from evspec.system.snapshot import SnapshotError, SnapshotSystem, encode_btf, read_snapshot
 
 VMLINUX = Path("/sys/kernel/btf/vmlinux")
@@ -68,10 +71,13 @@ def test_snapshot_with_btf_round_trip(tmp_path: Path) -> None:
     system = read_snapshot(path)
     assert system.has_kernel_btf()
     assert system.kernel_btf() == vmlinux
+    assert system.extern_facts().release == system.features().kernel_release
     assert snapshot_main(argparse.Namespace(output=str(tmp_path / "plain.json"), btf=False)) == 0
     plain = read_snapshot(tmp_path / "plain.json")
-    assert "kernel_btf" not in json.loads((tmp_path / "plain.json").read_text())
+    assert not {"kernel_btf", "extern_sources"} & set(json.loads((tmp_path / "plain.json").read_text()))
     assert not plain.has_kernel_btf() and plain.kernel_btf() is None
+    with pytest.raises(ExternFactsUnavailable, match="written without --btf"):
+        plain.extern_facts()
 
 
 def test_a_damaged_btf_is_a_snapshot_error(built: Path) -> None:

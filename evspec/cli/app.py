@@ -133,8 +133,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         s = ssub.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
         s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
         s.add_argument("--btf", action="store_true",
-                       help="also save the running kernel's BTF (compressed), for checking CO-RE "
-                            "relocations against this kernel elsewhere")
+                       help="also save the running kernel's BTF and what BPF externs resolve against (uname, "
+                            "Kconfig, kallsyms names; compressed), for checking CO-RE relocations and "
+                            "externs against this kernel elsewhere")
 
     if every or command == "record":
         from evspec.cli.record import add_record_parser

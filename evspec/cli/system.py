@@ -1,6 +1,7 @@
 """``evspec system snapshot``: this machine's PMUs, tracepoints, CPUs and features, for checks
-elsewhere; with ``--btf`` also the kernel's BTF, so that CO-RE relocations can be checked against
-this kernel there."""
+elsewhere; with ``--btf`` also the kernel's BTF and what BPF externs are resolved against (uname,
+Kconfig, the names of /proc/kallsyms), so that CO-RE relocations and externs can be checked
+against this kernel there."""
 
 from __future__ import annotations
 
@@ -25,7 +26,8 @@ def snapshot_main(args: argparse.Namespace) -> int:
             return 2
     system = load_system("live")
     assert system is not None
-    text = snapshot_text(system, kernel_btf=kernel_btf)
+    extern_facts = system.extern_facts() if kernel_btf is not None else None
+    text = snapshot_text(system, kernel_btf=kernel_btf, extern_facts=extern_facts)
     if args.output == "-":
         sys.stdout.write(text)
     else:

@@ -1,4 +1,5 @@
-"""Codes ``EB0xx``: BPF objects and sources that cannot be read or compiled."""
+"""Codes ``EB0xx``: BPF objects and sources that cannot be read or compiled, or whose CO-RE
+relocations and externs do not resolve."""
 
 from __future__ import annotations
 
@@ -23,8 +24,12 @@ EXTERN_INVALID = "EB016"
 EXTERN_UNRESOLVED = "EB017"
 EXTERN_TYPE = "EB018"
 KCONFIG_UNREADABLE = "EB019"
+EXTERN_SOURCES_CORRUPT = "EB020"
 CACHE_REFUSED = "WB001"
 CORE_UNRESOLVED = "WB002"
+EXTERN_WEAK_MISSING = "WB003"
+EXTERN_UNCHECKED = "WB004"
+EXTERN_VALUE_CUT = "WB005"
 
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
@@ -194,6 +199,17 @@ CODES: tuple[CodeInfo, ...] = (
         "Install the kernel's config file in /boot, or load the configs module (modprobe configs).",
     ),
     CodeInfo(
+        EXTERN_SOURCES_CORRUPT,
+        "the system snapshot's extern sources cannot be used",
+        "`evspec check --system SNAPSHOT` resolves the object's __kconfig and __ksym externs against "
+        "the snapshot's `extern_sources` block (uname, the Kconfig values, the names of "
+        "/proc/kallsyms; written by `evspec system snapshot --btf`). The block is damaged: a field "
+        "of the wrong type, base64 or zlib data that does not decode, a line that is not what the "
+        "field holds. The message names the field.",
+        "",
+        "Write the snapshot again on the machine it describes: evspec system snapshot --btf -o FILE.",
+    ),
+    CodeInfo(
         CACHE_REFUSED,
         "compile cache not used",
         "The cache directory for compiled sources ($XDG_CACHE_HOME/evspec/bpf or "
@@ -214,5 +230,41 @@ CODES: tuple[CodeInfo, ...] = (
         "",
         "Guard the access with bpf_core_field_exists(), or use a flavour (struct x___v2) that "
         "matches this kernel.",
+    ),
+    CodeInfo(
+        EXTERN_WEAK_MISSING,
+        "weak extern not found on the system",
+        "A __weak extern has no value on the system checked against: a CONFIG_ option its Kconfig "
+        "does not set, a __ksym its BTF or /proc/kallsyms lacks, a kfunc its BTF lacks (or has with "
+        "another prototype). libbpf loads the object anyway: a weak __kconfig or __ksym is 0 (its "
+        "address NULL), and each call of a weak kfunc is poisoned (the helper call 2002000000 + the "
+        "extern's index in libbpf's extern list), which the verifier refuses only if the program "
+        "can reach it.",
+        "",
+        "Test the extern before use: bpf_ksym_exists(kfunc) around its calls, `if (&sym)` for a "
+        "ksym, and treat a kconfig value of 0 as not set.",
+    ),
+    CodeInfo(
+        EXTERN_UNCHECKED,
+        "externs not checked",
+        "The object's __kconfig or __ksym externs (or kfuncs) could not be resolved against the "
+        "system checked against, because the description of the system does not hold what they "
+        "need: a system snapshot written without --btf or before it saved extern sources, one "
+        "whose machine's Kconfig or /proc/kallsyms could not be read when it was written, a kfunc "
+        "or ksym that is not in vmlinux's BTF (a snapshot records no module BTF), or kallsyms "
+        "addresses that were hidden, so that whether a name listed twice is ambiguous cannot be "
+        "told.",
+        "",
+        "Write the snapshot again with `evspec system snapshot --btf` (as root, so that kallsyms "
+        "addresses can be compared), or check on the machine itself.",
+    ),
+    CodeInfo(
+        EXTERN_VALUE_CUT,
+        "extern value changed to fit",
+        "The value of a __kconfig extern was changed to fit its type, as libbpf changes it (and "
+        "warns): a Kconfig string longer than its char array is cut to the array's size, with its "
+        "NUL.",
+        "",
+        "Declare the char array large enough for the value and its NUL.",
     ),
 )

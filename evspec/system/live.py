@@ -16,6 +16,7 @@ from evspec.cpus import parse_cpu_list
 from evspec.system.model import (
     TRACEFS_NON_EVENTS,
     TRACEFS_NON_SYSTEMS,
+    ExternFacts,
     Features,
     Pmu,
     PmuAlias,
@@ -268,6 +269,70 @@ class LiveSystem(System):
 
     def file_exists(self, path: str) -> bool:
         return os.path.isfile(os.path.join(self._cwd, path))
+
+    # ---- what BPF externs are resolved against
+
+    def extern_facts(self, *, kconfig: bool = True, kallsyms: bool = True) -> ExternFacts:
+        """Read as libbpf reads them when it loads an object (``uname``, the Kconfig files
+        ``kconfig.read_kconfig`` looks in, ``/proc/kallsyms``, ``/proc/version_signature``); under a
+        fake ``root`` the names ``uname`` gives come from ``proc/sys/kernel/{osrelease,version,arch}``."""
+        from evspec.loader.object import kconfig as kc  # the BPF side: only for objects with externs
+
+        if self._root == Path("/"):
+            uname = os.uname()
+            release, version, machine = uname.release, uname.version, uname.machine
+        else:
+            release, version, machine = ((self._fs.read(self._path(f"proc/sys/kernel/{name}")) or "").strip()
+                                         for name in ("osrelease", "version", "arch"))
+        config: tuple[dict[str, str], str] | None = None
+        tried: tuple[tuple[str, str], ...] = ()
+        invalid = None
+        if kconfig:
+            try:
+                config = kc.read_kconfig(release, [self._path(f"boot/config-{release}"), self._path("proc/config.gz")])
+            except kc.KconfigUnreadable as exc:
+                tried = exc.tried
+            except kc.KconfigError as exc:
+                invalid = str(exc)
+        names: tuple[tuple[str, str], ...] | None = None
+        ambiguous: dict[str, int] | None = None
+        unreadable = "not read"
+        if kallsyms:
+            try:
+                names, ambiguous = read_kallsyms_names(self._path("proc/kallsyms"))
+            except OSError as exc:
+                unreadable = exc.strerror or str(exc)
+        btf_dir = self._path("sys/kernel/btf")
+        modules = (tuple(sorted(name for name in self._fs.listdir(btf_dir) if name != "vmlinux"))
+                   if self._fs.exists(btf_dir / "vmlinux") else None)
+        return ExternFacts(
+            release=release, version=version, machine=machine,
+            version_signature=kc.read_version_signature(self._path("proc/version_signature")),
+            kconfig=config, kconfig_unreadable=tried, kconfig_invalid=invalid,
+            kallsyms=names, kallsyms_unreadable=unreadable, ambiguous=ambiguous, module_btfs=modules)
+
+
+def read_kallsyms_names(path: Path) -> tuple[tuple[tuple[str, str], ...], dict[str, int] | None]:
+    """The (type letter, name) of each line of a kallsyms file, and the names it lists at two
+    addresses or more (a data symbol's ``.llvm.N`` suffix dropped, as libbpf matches ksyms) with
+    how many; None for those when every address is 0 (hidden from this user: kptr_restrict)."""
+    from evspec.loader.object.externs import kallsyms_base_name
+
+    names: list[tuple[str, str]] = []
+    addresses: dict[str, set[str]] = {}
+    seen_address = False
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            parts = line.split()
+            if len(parts) < 3:
+                continue
+            address, letter, name = parts[:3]
+            names.append((letter, name))
+            seen_address = seen_address or address.strip("0") != ""
+            addresses.setdefault(kallsyms_base_name(letter, name), set()).add(address)
+    if not seen_address:
+        return tuple(names), None
+    return tuple(names), {name: len(found) for name, found in addresses.items() if len(found) > 1}
 
 
 def _plain_name(part: str) -> bool:

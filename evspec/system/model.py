@@ -1,8 +1,9 @@
 """What semantic checks know about a machine: PMUs, tracepoints, CPUs, kernel features, files.
 
-A ``System`` answers questions lazily; the data classes here are plain values. Two kinds of
-system implement it: ``LiveSystem`` (sysfs/tracefs of this machine) and ``SnapshotSystem`` (a saved
-description of some machine). Checks run without a system at all when the caller passes ``None``.
+A ``System`` answers questions lazily; the data classes here are plain values (``ExternFacts``:
+what BPF objects' externs are resolved against). Two kinds of system implement it:
+``LiveSystem`` (sysfs/tracefs of this machine) and ``SnapshotSystem`` (a saved description of some
+machine). Checks run without a system at all when the caller passes ``None``.
 """
 
 from __future__ import annotations
@@ -191,6 +192,42 @@ class Features:
     btf_vmlinux: bool = False
 
 
+@dataclass(frozen=True, slots=True)
+class ExternFacts:
+    """What a BPF object's ``__kconfig`` and ``__ksym`` externs are resolved against, besides the
+    kernel's BTF: ``uname -r``, ``-v`` and ``-m``, ``/proc/version_signature``, the Kconfig values
+    and the names of ``/proc/kallsyms``, without their addresses. What was not read says why.
+
+    ``recorded``: read from a record of the machine (a snapshot), not from the machine itself: what
+    could not be read there was not checked, where on the machine itself the load would fail."""
+
+    release: str
+    version: str
+    machine: str
+    version_signature: str | None  # None: the machine has none (not an Ubuntu kernel)
+    kconfig: tuple[Mapping[str, str], str] | None  # (CONFIG_NAME -> its value text, the file read)
+    kconfig_unreadable: tuple[tuple[str, str], ...]  # when kconfig is None: each file tried, and why
+    kconfig_invalid: str | None  # when kconfig is None: the file read does not parse (KconfigError)
+    kallsyms: tuple[tuple[str, str], ...] | None  # (type letter, name) of each line, in order
+    kallsyms_unreadable: str  # when kallsyms is None: why
+    # names (a data symbol's ``.llvm.N`` dropped) listed at two addresses or more, with how many;
+    # None: the addresses were hidden (kptr_restrict), so that cannot be told
+    ambiguous: Mapping[str, int] | None
+    # the modules with a BTF (/sys/kernel/btf/MODULE), by name; None: not known. A snapshot
+    # records their names, not their BTF: an extern in none of vmlinux's is then not checked,
+    # unless the machine had no module BTF at all
+    module_btfs: tuple[str, ...] | None = None
+    recorded: bool = False
+
+
+class ExternFactsUnavailable(Exception):
+    """Raised by ``System.extern_facts`` when the system description holds none."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
+
+
 # --------------------------------------------------------------------------------------------
 # the System interface
 
@@ -298,6 +335,14 @@ class System(ABC):
 
     @abstractmethod
     def file_exists(self, path: str) -> bool: ...
+
+    # ---- what BPF externs are resolved against
+
+    def extern_facts(self, *, kconfig: bool = True, kallsyms: bool = True) -> ExternFacts:
+        """The facts externs are resolved against; ``kconfig``/``kallsyms`` False: those need not
+        be read (a system that has them at hand may give them anyway). ``ExternFactsUnavailable``
+        when this description holds none."""
+        raise ExternFactsUnavailable("this system description holds no extern sources")
 
 
 @dataclass(frozen=True, slots=True)

@@ -18,6 +18,24 @@ The snapshot is JSON::
 ``kernel_btf`` (written by ``evspec system snapshot --btf``, absent otherwise) is the machine's
 ``/sys/kernel/btf/vmlinux``, zlib-compressed and base64-encoded: checks against the snapshot
 resolve BPF objects' CO-RE relocations against it (``SnapshotSystem.kernel_btf()``).
+``extern_sources`` (written with it) holds the rest of what their ``__kconfig``/``__ksym`` externs
+and kfuncs are resolved against (``SnapshotSystem.extern_facts()``)::
+
+     "extern_sources": {
+      "uname": {"release": "6.1.0", "version": "#1 SMP Debian 6.1.76-1", "machine": "x86_64"},
+      "version_signature": null,
+      "kconfig": {"source": "/boot/config-6.1.0", "encoding": "zlib+base64", "size": 123, "data": "eJ..."},
+      "kallsyms": {"encoding": "zlib+base64", "size": 3338073, "lines": 122169, "data": "eJ...",
+                   "ambiguous": {"pgd_val": 2}},
+      "module_btfs": ["nf_conntrack", "nf_nat"]}
+
+``kconfig`` holds the ``CONFIG_NAME=VALUE`` lines of the Kconfig file the machine's libbpf reads,
+or why none could be read (``{"unreadable": [[FILE, WHY], ...]}``, or ``{"invalid": WHY}`` for a
+file that does not parse); ``kallsyms`` the ``LETTER NAME`` of each line of ``/proc/kallsyms``,
+without addresses, and the names listed at more than one address (null: the addresses were
+hidden from the user who wrote the snapshot), or ``{"unreadable": WHY}``; ``module_btfs`` the
+names of the modules that had a BTF (their BTF itself is not saved). A snapshot without the
+block (no ``--btf``, or written before it existed) leaves externs unchecked.
 
 Files named in event strings are looked up on the machine that runs the check, relative to the
 working directory (a snapshot describes the kernel of another machine, not the repository being
@@ -34,6 +52,8 @@ from typing import Any
 
 from evspec.cpus import parse_cpu_list
 from evspec.system.model import (
+    ExternFacts,
+    ExternFactsUnavailable,
     Features,
     FormatField,
     Pmu,
@@ -45,6 +65,7 @@ from evspec.system.model import (
 
 SNAPSHOT_VERSION = 1
 BTF_ENCODING = "zlib+base64"
+EXTERN_SOURCES = "extern_sources"
 
 
 class SnapshotError(ValueError):
@@ -71,6 +92,7 @@ class SnapshotSystem(System):
         self._tracefs_help = tuple(tracefs.get("help") or ())
         self._tracepoints: Mapping[str, Mapping[str, int]] = tracefs.get("events") or {}
         self._kernel_btf: bytes | None = None
+        self._extern_facts: ExternFacts | None = None
 
     # ---- the kernel's BTF
 
@@ -84,6 +106,21 @@ class SnapshotSystem(System):
         if self._kernel_btf is None and self.has_kernel_btf():
             self._kernel_btf = decode_btf(self._data["kernel_btf"])
         return self._kernel_btf
+
+    # ---- what BPF externs are resolved against
+
+    def extern_facts(self, *, kconfig: bool = True, kallsyms: bool = True) -> ExternFacts:
+        """The ``extern_sources`` block, decoded once (the whole of it: ``kconfig`` and
+        ``kallsyms`` are ignored); ``ExternFactsUnavailable`` without one, ``SnapshotError`` naming
+        the field when it cannot be decoded."""
+        if self._extern_facts is None:
+            raw = self._data.get(EXTERN_SOURCES)
+            if raw is None:
+                raise ExternFactsUnavailable(
+                    "the system snapshot holds no extern sources: write it again with 'evspec system "
+                    "snapshot --btf'" + ("" if self.has_kernel_btf() else " (it was written without --btf)"))
+            self._extern_facts = decode_extern_facts(raw)
+        return self._extern_facts
 
     # ---- PMUs
 
@@ -173,7 +210,7 @@ def _format_json(f: FormatField) -> str:
 
 
 def encode_btf(data: bytes) -> dict[str, Any]:
-    """A BTF blob as the snapshot holds it."""
+    """A BTF blob as the snapshot holds it (any blob: the extern sources' texts too)."""
     import base64
     import zlib
 
@@ -181,25 +218,139 @@ def encode_btf(data: bytes) -> dict[str, Any]:
             "data": base64.b64encode(zlib.compress(data, 6)).decode("ascii")}
 
 
-def decode_btf(raw: Any) -> bytes:  # noqa: ANN401 - JSON data
+def decode_btf(raw: Any, field: str = "kernel_btf") -> bytes:  # noqa: ANN401 - JSON data
+    """A blob written by ``encode_btf``; ``SnapshotError`` naming ``field`` if it is not one."""
     import base64
     import binascii
     import zlib
 
     if not isinstance(raw, Mapping) or raw.get("encoding") != BTF_ENCODING or not isinstance(raw.get("data"), str):
-        raise SnapshotError(f"the snapshot's kernel_btf is not {BTF_ENCODING} data")
+        raise SnapshotError(f"the snapshot's {field} is not {BTF_ENCODING} data")
     try:
         data = zlib.decompress(base64.b64decode(raw["data"], validate=True))
     except (binascii.Error, zlib.error, ValueError) as exc:
-        raise SnapshotError(f"the snapshot's kernel_btf cannot be decoded: {exc}") from exc
+        raise SnapshotError(f"the snapshot's {field} cannot be decoded: {exc}") from exc
     if raw.get("size") is not None and raw["size"] != len(data):
-        raise SnapshotError(f"the snapshot's kernel_btf is {len(data)} bytes, not the {raw['size']} it says")
+        raise SnapshotError(f"the snapshot's {field} is {len(data)} bytes, not the {raw['size']} it says")
     return data
 
 
-def snapshot(system: System, *, kernel_btf: bytes | None = None) -> dict[str, Any]:
+def encode_extern_facts(facts: ExternFacts) -> dict[str, Any]:
+    """``facts`` as the snapshot's ``extern_sources`` block (see the module docstring)."""
+    kconfig: dict[str, Any]
+    if facts.kconfig is not None:
+        values, source = facts.kconfig
+        text = "".join(f"{name}={value}\n" for name, value in values.items())
+        kconfig = {"source": source, **encode_btf(text.encode())}
+    elif facts.kconfig_invalid is not None:
+        kconfig = {"invalid": facts.kconfig_invalid}
+    else:
+        kconfig = {"unreadable": [list(tried) for tried in facts.kconfig_unreadable]}
+    kallsyms: dict[str, Any]
+    if facts.kallsyms is not None:
+        text = "".join(f"{letter} {name}\n" for letter, name in facts.kallsyms)
+        ambiguous = None if facts.ambiguous is None else dict(sorted(facts.ambiguous.items()))
+        kallsyms = {**encode_btf(text.encode()), "lines": len(facts.kallsyms), "ambiguous": ambiguous}
+    else:
+        kallsyms = {"unreadable": facts.kallsyms_unreadable}
+    return {"uname": {"release": facts.release, "version": facts.version, "machine": facts.machine},
+            "version_signature": facts.version_signature, "kconfig": kconfig, "kallsyms": kallsyms,
+            "module_btfs": None if facts.module_btfs is None else list(facts.module_btfs)}
+
+
+def decode_extern_facts(raw: Any) -> ExternFacts:  # noqa: ANN401 - JSON data
+    """The ``extern_sources`` block read back; ``SnapshotError`` naming the field that is wrong."""
+    where = EXTERN_SOURCES
+    block = _mapping(raw, where)
+    uname = _mapping(block.get("uname"), f"{where}.uname")
+    release, version, machine = (_string(uname.get(key), f"{where}.uname.{key}")
+                                 for key in ("release", "version", "machine"))
+    signature = block.get("version_signature")
+    if signature is not None:
+        signature = _string(signature, f"{where}.version_signature")
+    kconfig = _mapping(block.get("kconfig"), f"{where}.kconfig")
+    values: tuple[dict[str, str], str] | None = None
+    tried: tuple[tuple[str, str], ...] = ()
+    invalid = None
+    if "data" in kconfig:
+        text = _text(kconfig, f"{where}.kconfig")
+        config: dict[str, str] = {}
+        for number, line in enumerate(text.splitlines(), 1):
+            name, sep, value = line.partition("=")
+            if not sep or not name.startswith("CONFIG_") or not value:
+                raise SnapshotError(f"the snapshot's {where}.kconfig, line {number}: {line!r} is not CONFIG_NAME=VALUE")
+            config.setdefault(name, value)
+        values = config, _string(kconfig.get("source"), f"{where}.kconfig.source")
+    elif "invalid" in kconfig:
+        invalid = _string(kconfig["invalid"], f"{where}.kconfig.invalid")
+    else:
+        listed = kconfig.get("unreadable")
+        if not isinstance(listed, list) or not all(
+                isinstance(t, list) and len(t) == 2 and all(isinstance(x, str) for x in t) for t in listed):
+            raise SnapshotError(f"the snapshot's {where}.kconfig has neither data nor a list of [FILE, WHY] "
+                                "as 'unreadable'")
+        tried = tuple((path, why) for path, why in listed)
+    kallsyms = _mapping(block.get("kallsyms"), f"{where}.kallsyms")
+    names: tuple[tuple[str, str], ...] | None = None
+    ambiguous: dict[str, int] | None = None
+    unreadable = ""
+    if "data" in kallsyms:
+        names = _kallsyms_lines(_text(kallsyms, f"{where}.kallsyms"), f"{where}.kallsyms")
+        if kallsyms.get("lines") is not None and kallsyms["lines"] != len(names):
+            raise SnapshotError(f"the snapshot's {where}.kallsyms has {len(names)} lines, not the "
+                                f"{kallsyms['lines']} it says")
+        listed = kallsyms.get("ambiguous")
+        if listed is not None:
+            if not isinstance(listed, Mapping) or not all(
+                    isinstance(n, str) and type(c) is int and c > 1 for n, c in listed.items()):
+                raise SnapshotError(f"the snapshot's {where}.kallsyms.ambiguous is not an object of names and "
+                                    "address counts (over 1)")
+            ambiguous = dict(listed)
+    else:
+        unreadable = _string(kallsyms.get("unreadable"), f"{where}.kallsyms.unreadable")
+    modules = block.get("module_btfs")
+    if modules is not None and (not isinstance(modules, list) or not all(isinstance(m, str) for m in modules)):
+        raise SnapshotError(f"the snapshot's {where}.module_btfs is not a list of module names")
+    return ExternFacts(release=release, version=version, machine=machine, version_signature=signature,
+                       kconfig=values, kconfig_unreadable=tried, kconfig_invalid=invalid, kallsyms=names,
+                       kallsyms_unreadable=unreadable, ambiguous=ambiguous,
+                       module_btfs=None if modules is None else tuple(modules), recorded=True)
+
+
+def _mapping(raw: Any, field: str) -> Mapping[str, Any]:  # noqa: ANN401 - JSON data
+    if not isinstance(raw, Mapping):
+        raise SnapshotError(f"the snapshot's {field} is not a JSON object")
+    return raw
+
+
+def _string(raw: Any, field: str) -> str:  # noqa: ANN401 - JSON data
+    if not isinstance(raw, str):
+        raise SnapshotError(f"the snapshot's {field} is not a string")
+    return raw
+
+
+def _text(raw: Mapping[str, Any], field: str) -> str:
+    try:
+        return decode_btf(raw, field).decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"the snapshot's {field} is not UTF-8 text: {exc}") from None
+
+
+def _kallsyms_lines(text: str, field: str) -> tuple[tuple[str, str], ...]:
+    out = []
+    for number, line in enumerate(text.splitlines(), 1):
+        letter, sep, name = line.partition(" ")
+        if not sep or len(letter) != 1 or not name or " " in name:
+            raise SnapshotError(f"the snapshot's {field}, line {number}: {line!r} is not 'LETTER NAME'")
+        out.append((letter, name))
+    return tuple(out)
+
+
+def snapshot(system: System, *, kernel_btf: bytes | None = None,
+             extern_facts: ExternFacts | None = None) -> dict[str, Any]:
     """Everything the checks read from ``system``, as JSON-ready data; with ``kernel_btf`` (the
-    machine's ``/sys/kernel/btf/vmlinux``), that too, compressed."""
+    machine's ``/sys/kernel/btf/vmlinux``), that too, compressed, and with ``extern_facts`` the
+    ``extern_sources`` block."""
     pmus: dict[str, Any] = {}
     for pmu in system.pmus():
         pmus[pmu.name] = {
@@ -247,6 +398,8 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None) -> dict[str, An
     }
     if kernel_btf is not None:
         out["kernel_btf"] = encode_btf(kernel_btf)
+    if extern_facts is not None:
+        out[EXTERN_SOURCES] = encode_extern_facts(extern_facts)
     return out
 
 
@@ -262,10 +415,10 @@ def _cpu_list_text(cpus: tuple[int, ...]) -> str:
     return ",".join(parts)
 
 
-def snapshot_text(system: System, *, kernel_btf: bytes | None = None) -> str:
+def snapshot_text(system: System, *, kernel_btf: bytes | None = None, extern_facts: ExternFacts | None = None) -> str:
     """The snapshot file's text. Not sort_keys: trace systems and events keep the machine's
     directory order (perf's glob order); everything else is sorted by ``snapshot`` already."""
-    return json.dumps(snapshot(system, kernel_btf=kernel_btf), indent=1) + "\n"
+    return json.dumps(snapshot(system, kernel_btf=kernel_btf, extern_facts=extern_facts), indent=1) + "\n"
 
 
 def write_snapshot(system: System, path: str | os.PathLike[str]) -> None:

@@ -349,7 +349,7 @@ def _kallsyms(spec: ObjectSpec, wanted: Mapping[str, ExternSpec], sources: Exter
     try:
         entries = sources.kallsyms()
         for addr, letter, name in entries:
-            base = name.split(".llvm.", 1)[0] if letter == "d" and ".llvm." in name else name
+            base = kallsyms_base_name(letter, name)
             if base not in wanted:
                 continue
             if base in found and found[base] != addr:
@@ -361,6 +361,11 @@ def _kallsyms(spec: ObjectSpec, wanted: Mapping[str, ExternSpec], sources: Exter
                     f"/proc/kallsyms, which cannot be read: {exc.strerror or exc}",
                     codes.EXTERN_UNRESOLVED) from None
     return found
+
+
+def kallsyms_base_name(letter: str, name: str) -> str:
+    """The name a kallsyms line offers typeless ksyms: a data symbol's ``NAME.llvm.N`` is NAME."""
+    return name.split(".llvm.", 1)[0] if letter == "d" and ".llvm." in name else name
 
 
 def _kernel_btf_id(spec: ObjectSpec, local: Btf, ext: ExternSpec, kind: BtfKind,
@@ -579,6 +584,58 @@ def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool],
         vmlinux=TargetBtf.running_kernel, modules=modules, version=system.version,
         version_signature=(kc.read_version_signature(version_signature)
                            if "LINUX_KERNEL_VERSION" in names else None))
+
+
+# ------------------------------------------------------------------ without the system itself
+
+
+class NotRecorded(Exception):  # noqa: N818 - what it says, not an error of the object
+    """Raised by the sources of ``offline_sources`` for what the description of a system does not
+    hold (a snapshot's module BTFs, a Kconfig it could not read); ``resolve_externs`` lets it
+    through, so that the caller can say the extern was not checked, and ``why``."""
+
+    def __init__(self, why: str) -> None:
+        super().__init__(why)
+        self.why = why
+
+
+def has_attach_cookie(vmlinux: TargetBtf) -> bool:
+    """LINUX_HAS_BPF_COOKIE told from the kernel's BTF: its ``enum bpf_func_id`` lists
+    BPF_FUNC_get_attach_cookie exactly when the kernel has the helper (5.15 added both, for
+    tracepoints among the first). libbpf probes instead, loading a tracepoint program that calls
+    it (``_has_bpf_cookie`` of the loader); tests hold both answers equal on the test kernel."""
+    btf = vmlinux.btf
+    for type_id in vmlinux.named("bpf_func_id"):
+        t = btf.type(type_id)
+        if t.kind in (BtfKind.ENUM, BtfKind.ENUM64) and t.name == "bpf_func_id":
+            return any(e.name == "BPF_FUNC_get_attach_cookie" for e in t.enumerators)
+    return False
+
+
+def offline_sources(spec: ObjectSpec, *, release: str, version: str, machine: str, version_signature: str | None,
+                    kconfig: Callable[[], tuple[Mapping[str, str], str]],
+                    kallsyms_names: Callable[[], Iterable[tuple[str, str]]],
+                    vmlinux: Callable[[], TargetBtf], modules: Callable[[], Sequence[ModuleBtf]]) -> ExternSources:
+    """The sources of a system described rather than asked (``evspec check``), with no syscall:
+    LINUX_HAS_BPF_COOKIE from ``vmlinux``'s BTF (``has_attach_cookie``), LINUX_HAS_SYSCALL_WRAPPER
+    from ``__<arch>_sys_bpf`` being among ``kallsyms_names`` ((type letter, name) pairs: ``machine``
+    is ``uname -m``). Without addresses each name is at address 1: a typeless ksym resolves
+    where the name is listed, and whether two lines of a name differ is the caller's to tell.
+    Each source may raise ``NotRecorded``; the two values are decided now, when ``spec`` has them."""
+    names = {e.name for e in spec.externs}
+
+    def has_wrapper() -> bool:
+        wrapper = f"__{_SYSCALL_PREFIX.get(machine, '')}_sys_bpf"
+        try:
+            return any(name == wrapper for _letter, name in kallsyms_names())
+        except OSError:  # as running_system: no kallsyms, no wrapper
+            return False
+
+    return ExternSources(
+        release=release, bpf_cookie="LINUX_HAS_BPF_COOKIE" in names and has_attach_cookie(vmlinux()),
+        syscall_wrapper="LINUX_HAS_SYSCALL_WRAPPER" in names and has_wrapper(), kconfig=kconfig,
+        kallsyms=lambda: ((1, letter, name) for letter, name in kallsyms_names()), vmlinux=vmlinux,
+        modules=modules, version=version, version_signature=version_signature)
 
 
 # libbpf's arch_specific_syscall_pfx by machine (uname -m)

@@ -2,6 +2,8 @@
 (libbpf.c ``find_ksym_btf_id`` and its callers); no system call (the module BTFs come in as
 ``ModuleBtf``, opened by the kernel layer, ``kernel.btf_objects.open_module_btfs``).
 
+* ``unopened_modules``: the module BTFs of a ``TargetBtf`` as ModuleBtf without descriptors,
+  for resolving without loading (``evspec check``).
 * ``find_ksym``: the VAR or FUNC of that name in vmlinux's BTF; only when vmlinux has none, in
   each module's own types, module by module in the kernel's order of BTF object ids: the first
   module that has one. The modules are asked for only then.
@@ -26,6 +28,7 @@ from evspec.loader.object.target_btf import TargetBtf, essential_name
 from evspec.span import Record, set_field
 
 FD_ARRAY_LIMIT = 0x7FFF  # a kfunc call's off is signed 16-bit: indexes 1 .. 32767
+NO_FD = -1  # the fd of a ModuleBtf read from its file (``unopened_modules``): never loaded with
 
 
 class KsymError(ValueError):
@@ -48,6 +51,17 @@ class ModuleBtf(Record):
         set_field(self, "btf_id", btf_id)
         set_field(self, "fd", fd)
         set_field(self, "target", target)
+
+
+def unopened_modules(vmlinux: TargetBtf) -> tuple[ModuleBtf, ...]:
+    """``vmlinux``'s module BTFs (``TargetBtf.modules()``: the files of /sys/kernel/btf, read, not
+    opened through bpf(2)) as ModuleBtf, for resolving externs without loading them (``evspec
+    check``): fd ``NO_FD``, btf_id the module's place in that list, 1 on (the kernel's ids and fds
+    would need syscalls; the fd_array made of them only says which modules a load would name).
+    They are in file-name order, where libbpf goes in BTF object id order: that decides only which
+    of two modules having the same name wins. ``BtfError`` if a module BTF does not parse."""
+    return tuple(ModuleBtf(target.name.removeprefix("module "), at, NO_FD, target)
+                 for at, target in enumerate(vmlinux.modules(), 1))
 
 
 class KsymFound(Record):
