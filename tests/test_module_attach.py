@@ -30,7 +30,7 @@ from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import load_object
 from evspec.loader.object import target_btf
 from evspec.loader.object.btf import Btf, BtfKind
-from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, core_target_of
+from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, core_target_of, extern_facts_of
 from evspec.loader.object.libbpf_sections import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, replace
@@ -40,7 +40,8 @@ from split_btf import btf_section, split_btf
 from evspec.ast import BpfEvent
 from evspec.cli.verify import KernelBtf, _render_text, verify_object
 from evspec.span import Span
-from evspec.system.snapshot import SNAPSHOT_VERSION, SnapshotSystem, encode_btf
+from evspec.system.model import ExternFacts
+from evspec.system.snapshot import SNAPSHOT_VERSION, SnapshotSystem, encode_btf, encode_extern_facts
 
 VMLINUX_C = r"""
 typedef void (*btf_trace_sched_switch)(void *, int);
@@ -388,13 +389,15 @@ def test_verify_loads_a_module_target_with_its_obj_fd(built: dict[str, bytes], b
 # -- evspec check ---------------------------------------------------------------------------
 
 
-def check_env(built: dict[str, bytes], tmp_path: Path, core_target: object) -> ObjectEnvironment:
+def check_env(built: dict[str, bytes], tmp_path: Path, core_target: object,
+              snapshot: SnapshotSystem | None = None) -> ObjectEnvironment:
     for name in PROGRAMS:
         (tmp_path / f"{name}.o").write_bytes(built[name])
+    more = {} if snapshot is None else {"extern_facts": extern_facts_of(snapshot)}
     return ObjectEnvironment(cwd=tmp_path, tracepoint_exists=lambda system, event: True, kprobe_events=True,
                              uprobe_events=True, read_object=lambda path: read_object_bytes(path.read_bytes(),
                                                                                              path.name),
-                             core_target=core_target)  # type: ignore[arg-type]
+                             core_target=core_target, **more)  # type: ignore[arg-type]
 
 
 def bpf_event(path: str) -> BpfEvent:
@@ -416,15 +419,41 @@ def test_check_searches_this_machines_module_btfs(built: dict[str, bytes], blobs
                                    "fails the same way (ESRCH)")
 
 
-def test_check_against_a_snapshot_says_modules_were_not_recorded(built: dict[str, bytes], blobs: dict[str, bytes],
-                                                                 tmp_path: Path) -> None:
-    snapshot = SnapshotSystem({"evspec_system": SNAPSHOT_VERSION, "kernel_btf": encode_btf(blobs["vmlinux"])})
-    env = check_env(built, tmp_path, core_target_of(snapshot))
+@pytest.mark.parametrize(("modules", "said"), [
+    (None, "not listed"),  # a snapshot without extern sources: the machine's module BTFs are not known
+    (("bpf_testmod", "nf_nat"), "bpf_testmod, nf_nat"),
+])
+def test_check_against_a_snapshot_does_not_know_the_modules_btf(
+    built: dict[str, bytes], blobs: dict[str, bytes], tmp_path: Path, modules: tuple[str, ...] | None, said: str,
+) -> None:
+    """A snapshot holds vmlinux's BTF alone: a target vmlinux lacks may be in a module's, so it is
+    not checked (a warning), where the machine itself would tell."""
+    snapshot = _snapshot(blobs, modules)
+    env = check_env(built, tmp_path, core_target_of(snapshot), snapshot)
     assert check_bpf_event(bpf_event("./vmtargets.o"), env, {}) == []
     [d] = check_bpf_event(bpf_event("./modtargets.o"), env, {})  # tp_btf is checked against tracefs
-    assert (d.code, d.message) == ("EB108", "section 'fentry/bpf_testmod_test_read': the function "
-                                   "'bpf_testmod_test_read' is not in vmlinux's BTF, and no module BTF was recorded, "
-                                   "where libbpf would look next")
-    assert "no function 'bpf_testmod_test_read' in its BTF" not in d.message
-    assert d.help == ("a snapshot records vmlinux's BTF alone: check on the machine itself to search its modules' "
-                      "BTF too",)
+    assert not d.is_error
+    assert d.message == ("section 'fentry/bpf_testmod_test_read': fentry target 'bpf_testmod_test_read' not checked: "
+                         "it is not in vmlinux's BTF, and the snapshot does not hold the BTF of the machine's modules "
+                         f"({said}), where libbpf looks next: check on the machine itself")
+
+
+def test_check_against_a_snapshot_of_a_machine_without_module_btf(built: dict[str, bytes], blobs: dict[str, bytes],
+                                                                 tmp_path: Path) -> None:
+    """The snapshot says the machine had no module BTF: a target vmlinux lacks is missing there."""
+    snapshot = _snapshot(blobs, ())
+    env = check_env(built, tmp_path, core_target_of(snapshot), snapshot)
+    [d] = check_bpf_event(bpf_event("./modtargets.o"), env, {})
+    assert (d.code, d.is_error, d.message) == ("EB108", True, "section 'fentry/bpf_testmod_test_read': the kernel has "
+                                               "no function 'bpf_testmod_test_read' in its BTF; libbpf fails the same "
+                                               "way (ESRCH)")
+
+
+def _snapshot(blobs: dict[str, bytes], modules: tuple[str, ...] | None) -> SnapshotSystem:
+    data: dict[str, object] = {"evspec_system": SNAPSHOT_VERSION, "kernel_btf": encode_btf(blobs["vmlinux"])}
+    if modules is not None:
+        data["extern_sources"] = encode_extern_facts(ExternFacts(
+            release="6.18.0", version="#1", machine="x86_64", version_signature=None, kconfig=None,
+            kconfig_unreadable=(), kconfig_invalid=None, kallsyms=(), kallsyms_unreadable="", ambiguous={},
+            module_btfs=modules))
+    return SnapshotSystem(data)

@@ -684,7 +684,7 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
     for p in programs:
         _check_tracepoint(check, p)
         _check_raw_tracepoint(check, p)
-        _check_trampoline_target(check, p)
+        _check_trampoline_target(check, p, spec)
     for p in programs:
         if p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False:
             check.fail(
@@ -815,11 +815,12 @@ def _check_raw_tracepoint(check: _ObjectCheck, p: _Program) -> None:
         )
 
 
-def _check_trampoline_target(check: _ObjectCheck, p: _Program) -> None:
+def _check_trampoline_target(check: _ObjectCheck, p: _Program, spec: ObjectSpec) -> None:
     """The kernel function or LSM hook of a trampoline program (fentry/, lsm/, ...) must be in the
     system's kernel BTF, which record looks it up in: vmlinux's, else its modules' (this machine's
-    /sys/kernel/btf/MOD; a snapshot records vmlinux's alone); whether the kernel has trampolines at
-    all only record can ask (it loads and attaches a probe program)."""
+    /sys/kernel/btf/MOD; a snapshot records vmlinux's BTF alone, and the names of the module BTFs:
+    a target vmlinux lacks is then missing for certain only where there were none); whether the
+    kernel has trampolines at all only record can ask (it loads and attaches a probe program)."""
     target = p.section.target
     if p.section.attach is not AttachKind.TRAMPOLINE or not isinstance(target, BtfTarget):
         return
@@ -834,14 +835,20 @@ def _check_trampoline_target(check: _ObjectCheck, p: _Program) -> None:
             missing, why = None, exc.message
         except BtfError as exc:
             missing, why = None, f"it is not in vmlinux's BTF, and the module BTFs cannot be read: {exc}"
+        if missing is not None and not kernel.searches_modules:
+            modules = _recorded_module_btfs(check, spec)
+            if modules == ():
+                missing = params.missing(0)  # the machine had no module BTF to look in
+            else:
+                missing, why = None, (f"it is not in vmlinux's BTF, and the snapshot does not hold the BTF of "
+                                      f"the machine's modules ({', '.join(modules) if modules else 'not listed'}), "
+                                      "where libbpf looks next: check on the machine itself")
         if missing is not None:
             check.fail(
                 codes.SECTION_NOT_RUNNABLE,
                 f"section '{p.section.name}': {missing.message}",
                 notes=_section_note(p.program, target.span),
-                help=("name a function of the kernel's BTF (bpftool btf dump file /sys/kernel/btf/vmlinux)"
-                      if kernel.searches_modules else "a snapshot records vmlinux's BTF alone: check on the "
-                      "machine itself to search its modules' BTF too",),
+                help=("name a function of the kernel's BTF (bpftool btf dump file /sys/kernel/btf/vmlinux)",),
             )
             return
         if why is None:
@@ -854,6 +861,16 @@ def _check_trampoline_target(check: _ObjectCheck, p: _Program) -> None:
             notes=_section_note(p.program, target.span),
         )
     )
+
+
+def _recorded_module_btfs(check: _ObjectCheck, spec: ObjectSpec) -> tuple[str, ...] | None:
+    """The names of the module BTFs a snapshot's machine had; None when it does not say."""
+    from evspec.system.model import ExternFactsUnavailable
+
+    try:
+        return check.env.extern_facts(spec).module_btfs
+    except (ExternFactsUnavailable, ObjectError):
+        return None
 
 
 def _trampoline_target_missing(params: LoadParams, kernel: TargetBtf) -> ObjectError | None:
