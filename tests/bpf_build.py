@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-BPF_FLAGS = ("-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu")
+INCLUDE = Path(__file__).parent / "data" / "include"  # headers the fixtures share (workload.h)
+BPF_FLAGS = ("-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", f"-I{INCLUDE}")
 
 
 def require_tools(*tools: str) -> None:

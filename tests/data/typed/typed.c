@@ -7,6 +7,7 @@
  * (var:targ_comm='NAME', the tests' copy of the workload under a name of their own) counts. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "workload.h" /* targ_comm, is_workload() */
 
 enum kind { KIND_NONE = 0, KIND_ENTER = 1, KIND_EXIT = 2 };
 
@@ -34,8 +35,6 @@ typedef struct out out_t;
 struct event *unused_event __attribute__((unused));
 out_t *unused_out __attribute__((unused));
 
-const volatile char targ_comm[16] = {};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
 	__uint(max_entries, 1 << 16);
@@ -53,20 +52,6 @@ struct {
 	__type(key, int);
 	__type(value, __u64);
 } counters SEC(".maps");
-
-static __always_inline int is_workload(void)
-{
-	char comm[16];
-
-	bpf_get_current_comm(comm, sizeof(comm));
-	for (int i = 0; i < 16; i++) {
-		if (comm[i] != targ_comm[i])
-			return 0;
-		if (!comm[i])
-			break;
-	}
-	return 1;
-}
 
 SEC("syscalls:sys_enter_getppid")
 int on_getppid(void *ctx)

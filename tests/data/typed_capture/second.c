@@ -6,6 +6,7 @@
  * into the ring buffer `notes`, and 8 untyped bytes into the perf event array `plain`. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "workload.h" /* targ_comm, is_workload() */
 
 struct sample {
 	__u32 seq;
@@ -20,8 +21,6 @@ struct note {
 
 struct sample *unused_sample __attribute__((unused));
 struct note *unused_note __attribute__((unused));
-
-const volatile char targ_comm[16] = {};
 
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
@@ -46,20 +45,6 @@ struct {
 	__type(key, int);
 	__type(value, __u32);
 } calls SEC(".maps");
-
-static __always_inline int is_workload(void)
-{
-	char comm[16];
-
-	bpf_get_current_comm(comm, sizeof(comm));
-	for (int i = 0; i < 16; i++) {
-		if (comm[i] != targ_comm[i])
-			return 0;
-		if (!comm[i])
-			break;
-	}
-	return 1;
-}
 
 SEC("syscalls:sys_enter_getppid")
 int on_getppid(void *ctx)

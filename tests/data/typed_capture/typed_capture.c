@@ -10,6 +10,7 @@
  * of 8, so the raw data of each sample is its bytes exactly. */
 #include <linux/bpf.h>
 #include <bpf/bpf_helpers.h>
+#include "workload.h" /* targ_comm, is_workload() */
 
 enum state { ST_IDLE = 0, ST_BUSY = 3, ST_DONE = 7 };
 
@@ -42,8 +43,6 @@ struct ring_rec {
 struct sample *unused_sample __attribute__((unused));
 struct ring_rec *unused_ring_rec __attribute__((unused));
 
-const volatile char targ_comm[16] = {};
-
 struct {
 	__uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY);
 	__uint(key_size, sizeof(int));
@@ -61,20 +60,6 @@ struct {
 	__type(key, int);
 	__type(value, __u32);
 } calls SEC(".maps");
-
-static __always_inline int is_workload(void)
-{
-	char comm[16];
-
-	bpf_get_current_comm(comm, sizeof(comm));
-	for (int i = 0; i < 16; i++) {
-		if (comm[i] != targ_comm[i])
-			return 0;
-		if (!comm[i])
-			break;
-	}
-	return 1;
-}
 
 SEC("syscalls:sys_enter_getppid")
 int on_getppid(void *ctx)
