@@ -40,13 +40,18 @@ def test_other_files_are_read(tmp_path: Path) -> None:
         kernel_blob(tmp_path / "missing")
 
 
-def test_a_kernel_that_refuses_the_mapping_is_read(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sysfs = tmp_path / "btf"
-    sysfs.mkdir()
-    (sysfs / "vmlinux").write_bytes(b"\x9f\xeb" + bytes(30))
-    monkeypatch.setattr(target_btf, "_SYSFS_BTF", f"{sysfs}/")
+@pytest.fixture
+def sysfs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A directory standing in for /sys/kernel/btf, with a small ``vmlinux``; nothing mapped yet."""
+    stand_in = tmp_path / "btf"
+    stand_in.mkdir()
+    (stand_in / "vmlinux").write_bytes(b"\x9f\xeb" + bytes(30))
+    monkeypatch.setattr(target_btf, "_SYSFS_BTF", f"{stand_in}/")
     monkeypatch.setattr(target_btf, "_MAPPED", {})
+    return stand_in
 
+
+def test_a_kernel_that_refuses_the_mapping_is_read(sysfs: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object, **_kwargs: object) -> mmap.mmap:
         raise PermissionError(13, "Permission denied")
 
@@ -56,12 +61,7 @@ def test_a_kernel_that_refuses_the_mapping_is_read(tmp_path: Path, monkeypatch: 
     assert _fds() == before and target_btf._MAPPED == {}
 
 
-def test_a_mapped_stand_in_is_kept(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    sysfs = tmp_path / "btf"
-    sysfs.mkdir()
-    (sysfs / "vmlinux").write_bytes(b"\x9f\xeb" + bytes(30))
-    monkeypatch.setattr(target_btf, "_SYSFS_BTF", f"{sysfs}/")
-    monkeypatch.setattr(target_btf, "_MAPPED", {})
+def test_a_mapped_stand_in_is_kept(sysfs: Path) -> None:
     mapped = kernel_blob(sysfs / "vmlinux")
     assert isinstance(mapped, mmap.mmap) and mapped[:] == b"\x9f\xeb" + bytes(30)
     assert kernel_blob(sysfs / "vmlinux") is mapped

@@ -491,35 +491,26 @@ def _record(built: Path, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[i
     return run(add_record_parser, record_main, "record", *argv, "--", f"./{WORKLOAD}", "2")
 
 
-def test_one_event_in_maps_of_two_types_is_an_error(
-    built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize(("second_terms", "second_said", "why"), [
+    # both typed `sample`, of two layouts: its samples could be either
+    ("map:outs.type=sample,", " (map:outs.type=sample)", "its samples cannot be decoded as both types"),
+    # second.o's outs untyped: its samples would be decoded as typed_capture.o's type
+    ("", ", which has no type", "its samples cannot be told apart"),
+])
+def test_one_event_in_maps_typed_differently_is_an_error(
+    built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch, second_terms: str, second_said: str, why: str,
 ) -> None:
-    """evt2 in __bpf_stdout__ of typed_capture.o and in outs of second.o, both typed `sample`, of
-    two layouts: its samples could be either, live as in a file."""
+    """evt2 in __bpf_stdout__ of typed_capture.o and in outs of second.o: live as in a file, its
+    samples do not say which map they came through."""
     status, out, err = _record(
         built, monkeypatch, "-e", "bpf-output/no-inherit,name=evt2/",
         "-e", f"./typed_capture.o/map:__bpf_stdout__.event=evt2,map:__bpf_stdout__.type=sample,{ONLY_WORKLOAD}/",
-        "-e", f"./second.o/map:outs.event=evt2,map:outs.type=sample,{ONLY_WORKLOAD}/")
+        "-e", f"./second.o/map:outs.event=evt2,{second_terms}{ONLY_WORKLOAD}/")
     assert (status, out) == (2, "")
     assert (f"evspec record: error: event evt2 carries the records of map __bpf_stdout__ of {built}/typed_capture.o "
-            f"(map:__bpf_stdout__.type=sample) and of map outs of {built}/second.o (map:outs.type=sample): its "
-            "samples cannot be decoded as both types\n  help: give each typed map a bpf-output event of its own "
+            f"(map:__bpf_stdout__.type=sample) and of map outs of {built}/second.o{second_said}: {why}\n"
+            "  help: give each typed map a bpf-output event of its own "
             "(bpf-output/no-inherit,name=NAME/ and map:MAP.event=NAME)\n") in err
-
-
-def test_one_event_in_a_typed_and_an_untyped_map_is_an_error(
-    built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """evt2 in typed_capture.o's typed __bpf_stdout__ and in second.o's untyped outs: second.o's
-    samples would be decoded as typed_capture.o's type."""
-    status, out, err = _record(
-        built, monkeypatch, "-e", "bpf-output/no-inherit,name=evt2/",
-        "-e", f"./typed_capture.o/map:__bpf_stdout__.event=evt2,map:__bpf_stdout__.type=sample,{ONLY_WORKLOAD}/",
-        "-e", f"./second.o/map:outs.event=evt2,{ONLY_WORKLOAD}/")
-    assert (status, out) == (2, "")
-    assert (f"evspec record: error: event evt2 carries the records of map __bpf_stdout__ of {built}/typed_capture.o "
-            f"(map:__bpf_stdout__.type=sample) and of map outs of {built}/second.o, which has no type: its samples "
-            "cannot be told apart\n  help: give each typed map a bpf-output event of its own") in err
 
 
 def test_one_event_in_maps_of_one_type_names_the_first_objects_btf(
