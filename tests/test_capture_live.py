@@ -6,8 +6,6 @@ record per call, so record counts are exact and multisets can be compared.
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import os
 import re
@@ -17,12 +15,11 @@ import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-
-from evspec.cli.record import add_record_parser, record_main
-from evspec.cli.script import add_script_parser, script_main
+from record_cli import run_record, run_script
 
 DATA = Path(__file__).parent / "data" / "capture"
 PAYLOAD = (bytes([7]) + bytes(7) + b"getppid record").ljust(56, b"\0") + bytes(4)  # + the kernel's padding
@@ -47,22 +44,19 @@ def _fds() -> set[str]:
     return set(os.listdir("/proc/self/fd"))
 
 
-def run(add_parser: object, main: object, name: str, *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers(dest="cmd"))  # type: ignore[operator]
-    out, err = io.StringIO(), io.StringIO()
+def _no_leak(command: Callable[..., tuple[int, str, str]], *argv: str) -> tuple[int, str, str]:
     before = _fds()
-    status = main(parser.parse_args([name, *argv]), stdout=out, stderr=err)  # type: ignore[operator]
+    result = command(*argv)
     assert _fds() == before, "descriptors left open"
-    return status, out.getvalue(), err.getvalue()
+    return result
 
 
 def record(*argv: str) -> tuple[int, str, str]:
-    return run(add_record_parser, record_main, "record", *argv)
+    return _no_leak(run_record, *argv)
 
 
 def script(*argv: str) -> tuple[int, str, str]:
-    return run(add_script_parser, script_main, "script", *argv)
+    return _no_leak(run_script, *argv)
 
 
 Row = tuple[str, str, int, int, int, str, bytes]  # event, comm, pid, tid, cpu, time (µs), payload

@@ -10,15 +10,12 @@ record's; then the samples' times, which must be perf's clock.
 
 from __future__ import annotations
 
-import argparse
 import ctypes
-import io
 import json
 import os
 import re
 import struct
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -41,23 +38,15 @@ from evspec.loader.output.ringbuf_capture import (
 )
 from evspec.loader.output.script import RingRecordLine, ring_record_json, ring_record_text
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
+from record_cli import run_record, run_script
 from test_bpf_ringbuf import PAGE, FakeRing
 
-from evspec.cli.record import add_record_parser, record_main
-from evspec.cli.script import add_script_parser, name_width, script_lines, script_main
+from evspec.cli.script import name_width, script_lines
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))
 TRACKING = pd.FileAttr.of("dummy:tracking", perf_attr({"type": PerfType.SOFTWARE, "config": SwConfig.DUMMY,
                                                       "sample_type": TRACKING_SAMPLE_TYPE, "sample_id_all": 1}), (1,))
 CALLS = 20_000
-
-
-def run(add_parser: Callable[..., object], main: Callable[..., int], *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = main(parser.parse_args(list(argv)), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
 
 
 def perf_script(perf: str, path: Path) -> str:
@@ -191,11 +180,11 @@ def test_hand_made_records_round_trip_through_evspec_script(tmp_path: Path) -> N
     events = [(t, raw) for ident, t, raw in seen if ident == RING_ID_BASE]
     assert [raw for _, raw in events] == kept
     assert {t for t, _ in events[:225]} == {times[0]} and {t for t, _ in events[225:265]} == {times[1]}
-    status, text, err = run(add_script_parser, script_main, "script", "-i", str(path))
+    status, text, err = run_script("-i", str(path))
     assert status == 0 and err == ""
     width = name_width(data)
     assert width == len("events") and text == "".join(ring_record_text(line, width) for line in lines)
-    status, text, err = run(add_script_parser, script_main, "script", "-i", str(path), "--format", "json")
+    status, text, err = run_script("-i", str(path), "--format", "json")
     assert status == 0 and err == ""
     assert text == "".join(map(ring_record_json, lines)) + f'{{"summary": {{"samples": {len(lines)}, "lost": 0}}}}\n'
 
@@ -203,7 +192,7 @@ def test_hand_made_records_round_trip_through_evspec_script(tmp_path: Path) -> N
 def test_perf_script_reads_the_hand_made_records_as_evspec_does(tmp_path: Path, perf_binary: str) -> None:
     path, kept, times = hand_capture(tmp_path, ROUNDS)
     perf = blocks(perf_script(perf_binary, path), _PERF_HEAD)
-    status, ours, _ = run(add_script_parser, script_main, "script", "-i", str(path))
+    status, ours, _ = run_script("-i", str(path))
     assert status == 0
     assert by_event(perf) == by_event(blocks(ours, _RING_HEAD))  # the same hexdump and string lines
     assert [payload(lines) for event, lines in perf if event == "events"] == kept
@@ -223,7 +212,7 @@ def test_a_typed_ring_event_whose_btf_the_file_lacks_is_an_error(tmp_path: Path)
     ring.write(b"abcd")
     capture.drain()
     capture.finish()
-    status, out, err = run(add_script_parser, script_main, "script", "-i", str(capture.path))
+    status, out, err = run_script("-i", str(capture.path))
     assert (status, out) == (2, "")
     assert "ring buffer map events is typed by BTF object 2, which HEADER_BPF_BTF does not hold" in err
 
@@ -262,7 +251,7 @@ def recorded(tmp_path_factory: pytest.TempPathFactory, root_kernel: None) -> dic
         results: dict[str, object] = {"dir": out}
         for name, argv in (("capture", ("-o", str(out / "cap.data"), "--format", "json")), ("text", ()),
                            ("json", ("--format", "json"))):
-            status, text, err = run(add_record_parser, record_main, "record", "--dump-maps", "counters", *argv,
+            status, text, err = run_record("--dump-maps", "counters", *argv,
                                     *command)
             assert status == 0, err
             results[name] = (text, err)
@@ -284,7 +273,7 @@ def test_record_o_writes_every_record_and_perf_script_agrees(recorded: dict[str,
     out, err = recorded["capture"]  # type: ignore[misc]
     _no_failed_writes(out)
     assert f"({total} samples, 0 lost) ]" in err, err
-    status, text, err = run(add_script_parser, script_main, "script", "-i", str(path), "--format", "json")
+    status, text, err = run_script("-i", str(path), "--format", "json")
     assert status == 0 and err == ""
     rows = [json.loads(line) for line in text.splitlines()]
     assert rows[-1] == {"summary": {"samples": total, "lost": 0}}
@@ -295,7 +284,7 @@ def test_record_o_writes_every_record_and_perf_script_agrees(recorded: dict[str,
     assert ours == want  # every record kept, in the order the program wrote them
     perf = blocks(perf_script(perf_binary, path), _PERF_HEAD)
     assert {event: [payload(lines) for lines in items] for event, items in by_event(perf).items()} == want
-    status, text, err = run(add_script_parser, script_main, "script", "-i", str(path))
+    status, text, err = run_script("-i", str(path))
     assert status == 0 and err == ""
     # the same hexdump and BPF string lines, record by record, ring buffers and perf ring alike
     assert by_event(blocks(text, _RING_HEAD, _EVSPEC_HEAD)) == by_event(perf)
@@ -306,7 +295,7 @@ def test_evspec_script_prints_ring_records_as_live_record(recorded: dict[str, ob
     live_text, _ = recorded["text"]  # type: ignore[misc]
     live_json, _ = recorded["json"]  # type: ignore[misc]
     _no_failed_writes(live_json)
-    status, text, _ = run(add_script_parser, script_main, "script", "-i", str(path))
+    status, text, _ = run_script("-i", str(path))
     assert status == 0
     live = by_event(blocks(live_text, _RING_HEAD, _EVSPEC_HEAD))
     script = by_event(blocks(text, _RING_HEAD, _EVSPEC_HEAD))
@@ -316,7 +305,7 @@ def test_evspec_script_prints_ring_records_as_live_record(recorded: dict[str, ob
     assert ring_text == {f"{'events':>{width}}: ring buffer record, {n} bytes" for n in (13, 16, 40)} | {
         f"{'texts':>{width}}: ring buffer record, 14 bytes"}
     assert ring_text == {line for line in live_text.split("\n") if "ring buffer record" in line}
-    status, text, _ = run(add_script_parser, script_main, "script", "-i", str(path), "--format", "json")
+    status, text, _ = run_script("-i", str(path), "--format", "json")
     assert status == 0
     for event in ("events", "texts"):
         assert [line for line in text.splitlines() if f'"event": "{event}"' in line] == [
@@ -362,13 +351,13 @@ def test_typed_ring_records_print_typed_from_the_capture(
     build_bpf(tmp_path, "typed.c", "typed.o")
     build_program(tmp_path, "getppid.c", workload)
     monkeypatch.chdir(tmp_path)
-    status, _, err = run(add_record_parser, record_main, "record", "-o", "typed.data", "-e",
+    status, _, err = run_record("-o", "typed.data", "-e",
                          f"./typed.o/map:events.type=event,var:targ_comm='{workload}'/", "--", f"./{workload}", "5")
     assert status == 0, err
     decoder = RecordDecoder.named(read_object(tmp_path / "typed.o").btf, "event")
     data = pd.read_perf_data(tmp_path / "typed.data")
     assert set(data.btfs()) == {1}
-    status, text, err = run(add_script_parser, script_main, "script", "-i", "typed.data", "--format", "json")
+    status, text, err = run_script("-i", "typed.data", "--format", "json")
     assert status == 0 and err == ""
     rings = [line for line in text.splitlines() if line.startswith('{"event": "events"')]
     lines = [RingRecordLine("events", raw, decoder.decode(raw))
@@ -378,7 +367,7 @@ def test_typed_ring_records_print_typed_from_the_capture(
     assert len(records) == 5 and len({r["fields"]["pid"] for r in records}) == 1
     assert all(r["fields"]["comm"] == workload and r["fields"]["k"] == "KIND_ENTER" and r["size"] == 40
                for r in records)
-    status, text, err = run(add_script_parser, script_main, "script", "-i", "typed.data")
+    status, text, err = run_script("-i", "typed.data")
     assert status == 0 and err == ""
     width = name_width(data)
     assert [line + "\n" for line in text.splitlines() if line.lstrip().startswith("events: ")] == [

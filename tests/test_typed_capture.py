@@ -15,8 +15,6 @@ the kernel got, the file's, its BTF objects, and the three printers against each
 
 from __future__ import annotations
 
-import argparse
-import io
 import json
 import os
 import re
@@ -48,9 +46,9 @@ from evspec.loader.output.typed_capture import (
     typed_output_attr,
 )
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, OpenedEvent, RecordSession, perf_attr
+from record_cli import run_record, run_script
 
-from evspec.cli.record import add_record_parser, record_main
-from evspec.cli.script import add_script_parser, name_width, script_lines, script_main
+from evspec.cli.script import name_width, script_lines
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))
 TRACKING_ID, OUTPUT_ID, PLAIN_ID = 1, 7, 8
@@ -68,16 +66,8 @@ def output_attr(**values: int) -> PerfEventAttr:
                       "sample_type": SAMPLE_TYPE, "sample_id_all": 1, **values})
 
 
-def run(add_parser: Callable[..., object], main: Callable[..., int], *argv: str) -> tuple[int, str, str]:
-    parser = argparse.ArgumentParser()
-    add_parser(parser.add_subparsers(dest="cmd"))
-    out, err = io.StringIO(), io.StringIO()
-    status = main(parser.parse_args(list(argv)), stdout=out, stderr=err)
-    return status, out.getvalue(), err.getvalue()
-
-
 def script(path: Path, *argv: str) -> tuple[int, str, str]:
-    return run(add_script_parser, script_main, "script", "-i", str(path), *argv)
+    return run_script("-i", str(path), *argv)
 
 
 # ------------------------------------------------------------------------------ what the fixture writes
@@ -340,7 +330,7 @@ def recorded(built: Path, root_kernel: None) -> dict[str, tuple[str, str]]:
     try:
         results = {}
         for name, argv in (("capture", ("-o", "cap.data")), ("text", ()), ("json", ("--format", "json"))):
-            status, out, err = run(add_record_parser, record_main, "record", *argv, *events, "--", f"./{WORKLOAD}",
+            status, out, err = run_record(*argv, *events, "--", f"./{WORKLOAD}",
                                    str(CALLS))
             assert status == 0, err
             results[name] = (out, err)
@@ -488,7 +478,7 @@ def test_perf_script_reads_the_capture_and_prints_the_typed_samples_as_bpf_outpu
 
 def _record(built: Path, monkeypatch: pytest.MonkeyPatch, *argv: str) -> tuple[int, str, str]:
     monkeypatch.chdir(built)
-    return run(add_record_parser, record_main, "record", *argv, "--", f"./{WORKLOAD}", "2")
+    return run_record(*argv, "--", f"./{WORKLOAD}", "2")
 
 
 @pytest.mark.parametrize(("second_terms", "second_said", "why"), [
