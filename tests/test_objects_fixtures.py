@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
+from evspec.loader.object import reader as reader_module
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapType, ObjectSpec
 
@@ -182,10 +183,10 @@ def test_unreadable_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Non
     target = tmp_path / "locked.o"
     target.write_bytes(b"")
 
-    def refuse(self: Path) -> bytes:
-        raise PermissionError(13, "Permission denied", str(self))
+    def refuse(path: str, *_args: object) -> object:
+        raise PermissionError(13, "Permission denied", path)
 
-    monkeypatch.setattr(Path, "read_bytes", refuse)
+    monkeypatch.setattr(reader_module, "open", refuse, raising=False)  # root could read it whatever its mode
     with pytest.raises(ObjectError) as info:
         read_object(target)
     assert info.value.code == "EB001"

@@ -95,6 +95,9 @@ INT_BOOL = 4
 VAR_STATIC, VAR_GLOBAL_ALLOCATED, VAR_GLOBAL_EXTERN = 0, 1, 2
 FUNC_STATIC, FUNC_GLOBAL = 0, 1  # a FUNC's linkage, kept in its vlen
 POINTER_SIZE = 8  # BPF is a 64-bit target
+# How deep types may nest (members in structs, elements in arrays): the kernel's and libbpf's
+# MAX_RESOLVE_DEPTH, past which they refuse BTF; deeper in a blob, a type contains itself.
+MAX_NESTING = 32
 
 
 class BtfMember(Record):
@@ -358,9 +361,12 @@ class Btf:
                 step = steps.get(info)
                 if step is None:
                     kind = (info >> 24) & 0x1F
-                    step = steps[info] = fixed[kind] + per_item[kind] * (info & 0xFFFF)  # type: ignore[operator]
+                    words_fixed = fixed[kind]
+                    if words_fixed is None:  # an unknown kind, which _index_checked names
+                        return None
+                    step = steps[info] = words_fixed + per_item[kind] * (info & 0xFFFF)
                 i += step
-        except (IndexError, TypeError):  # truncated, or an unknown kind (None in the tables)
+        except IndexError:  # a record's info word past the type section: truncated
             return None
         if i != n:
             return None

@@ -28,6 +28,7 @@ SYMBOL_SIZE = 24
 REL_SIZE = 16
 SHN_UNDEF = 0
 SHN_LORESERVE = 0xFF00
+_U32 = (1 << 32) - 1
 _ORDER = "<" if sys.byteorder == "little" else ">"  # objects in the other byte order are refused
 _STT = {0: "STT_NOTYPE", 1: "STT_OBJECT", 2: "STT_FUNC", 3: "STT_SECTION", 4: "STT_FILE",
         5: "STT_COMMON", 6: "STT_TLS"}
@@ -224,6 +225,12 @@ class BpfElf:
                     codes.CORRUPT_ELF,
                     f"truncated or corrupt ELF file: section {s.name!r} ({s.size} bytes at offset "
                     f"{s.offset}) extends past the end of the file ({size} bytes)",
+                    "Something wrong in libelf")
+            if s.type == "SHT_NOBITS" and s.size > _U32:
+                raise self._fail(
+                    codes.CORRUPT_ELF,
+                    f"corrupt ELF file: section {s.name!r} (SHT_NOBITS) is {s.size} bytes; the "
+                    "zero-filled data of a BPF object becomes a map value, whose size is 32 bits",
                     "Something wrong in libelf")
             sections.append(s)
         return tuple(sections)

@@ -20,8 +20,20 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evspec.loader.object.btf import INT_BOOL, INT_CHAR, INT_SIGNED, Btf, BtfKind, BtfType
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.btf import (
+    INT_BOOL,
+    INT_CHAR,
+    INT_SIGNED,
+    MAX_NESTING,
+    Btf,
+    BtfError,
+    BtfKind,
+    BtfType,
+)
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
+
+from evspec.codes import bpf as codes
 
 Decoded = int | bool | str | float | list["Decoded"] | dict[str, "Decoded"]
 
@@ -86,7 +98,17 @@ def is_histogram(m: MapSpec, btf: Btf | None) -> bool:
 
 
 def decode_map(spec: ObjectSpec, m: MapSpec, entries: Sequence[tuple[bytes, bytes]], cpus: int) -> MapDump:
-    """``entries`` (key bytes, value bytes: for a per-CPU map ``cpus`` strides) decoded, by key."""
+    """``entries`` (key bytes, value bytes: for a per-CPU map ``cpus`` strides) decoded, by key;
+    ``ObjectError`` when the object's BTF cannot decode them (the reader decodes only the types
+    it needs, and the kernel may have refused the BTF)."""
+    try:
+        return _decode_map(spec, m, entries, cpus)
+    except BtfError as exc:
+        raise ObjectError(codes.CORRUPT_BTF, f"{spec.path}: map {m.name!r}: its entries cannot be decoded "
+                          f"with the object's BTF: {exc}") from None
+
+
+def _decode_map(spec: ObjectSpec, m: MapSpec, entries: Sequence[tuple[bytes, bytes]], cpus: int) -> MapDump:
     btf = Btf(spec.btf) if spec.btf else None
     typed = btf is not None and m.value_type_id is not None
     symbols = next((dict(layout.symbols) for layout in spec.layouts if layout.name == m.section), {})
@@ -131,8 +153,12 @@ def _decode(btf: Btf | None, type_id: int | None, raw: bytes) -> Decoded:
     return decode_type(btf, btf.resolve(type_id), raw)
 
 
-def decode_type(btf: Btf, t: BtfType, raw: bytes) -> Decoded:
-    """``raw`` decoded as ``t`` (resolved): the decoder of --dump-maps and of typed output maps."""
+def decode_type(btf: Btf, t: BtfType, raw: bytes, depth: int = 0) -> Decoded:
+    """``raw`` decoded as ``t`` (resolved): the decoder of --dump-maps and of typed output maps.
+    ``depth``: how many structs and arrays hold ``t``; ``BtfError`` past ``MAX_NESTING``."""
+    if depth > MAX_NESTING:
+        raise BtfError(f"BTF type {t.id} ({t.kind.name} {t.name or '(anon)'}) is nested more than "
+                       f"{MAX_NESTING} levels deep in the decoded type: a struct or array that holds itself")
     if t.kind == BtfKind.INT:
         value = int.from_bytes(raw[:t.size], "little", signed=bool(t.int_encoding & INT_SIGNED))
         return bool(value) if t.int_encoding & INT_BOOL else value
@@ -142,25 +168,31 @@ def decode_type(btf: Btf, t: BtfType, raw: bytes) -> Decoded:
     if t.kind == BtfKind.PTR:
         return hex(int.from_bytes(raw[:8], "little"))
     if t.kind == BtfKind.FLOAT:
-        return struct.unpack("<d" if t.size == 8 else "<f", raw[:t.size])[0] if t.size in (4, 8) else _hex(raw)
+        if t.size not in (4, 8) or len(raw) < t.size:
+            return _hex(raw)
+        number: float = struct.unpack("<d" if t.size == 8 else "<f", raw[:t.size])[0]
+        return number
     if t.kind == BtfKind.ARRAY and t.array is not None:
         element = btf.resolve(t.array.type)
         size = btf.size_of(t.array.type)
         if element.kind == BtfKind.INT and element.size == 1 and (element.int_encoding & INT_CHAR or element.name == "char"):
             return Text(raw[:t.array.nelems].split(b"\0", 1)[0].decode(errors="backslashreplace"))
-        return [decode_type(btf, element, raw[i * size:(i + 1) * size]) for i in range(t.array.nelems)]
+        if t.array.nelems * max(size, 1) > len(raw):  # the bytes hold the whole array, unless the BTF lies
+            raise BtfError(f"BTF array type {t.id} has {t.array.nelems} elements of {size} bytes, more "
+                           f"than the {len(raw)} bytes that hold it")
+        return [decode_type(btf, element, raw[i * size:(i + 1) * size], depth + 1) for i in range(t.array.nelems)]
     if t.kind in (BtfKind.STRUCT, BtfKind.UNION):
-        return {m.name or f"#{i}": _member(btf, m.type, m.bit_offset, m.bitfield_size, raw)
+        return {m.name or f"#{i}": _member(btf, m.type, m.bit_offset, m.bitfield_size, raw, depth + 1)
                 for i, m in enumerate(t.members)}
     return _hex(raw)
 
 
-def _member(btf: Btf, type_id: int, bit_offset: int, bits: int, raw: bytes) -> Decoded:
+def _member(btf: Btf, type_id: int, bit_offset: int, bits: int, raw: bytes, depth: int) -> Decoded:
     if bits:
         whole = int.from_bytes(raw, "little")
         return (whole >> bit_offset) & ((1 << bits) - 1)
     start = bit_offset // 8
-    return _decode(btf, type_id, raw[start:start + btf.size_of(type_id)])
+    return decode_type(btf, btf.resolve(type_id), raw[start:start + btf.size_of(type_id)], depth)
 
 
 # -- text and JSON ------------------------------------------------------------------------------

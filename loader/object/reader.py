@@ -54,7 +54,6 @@ import re
 import struct
 import sys
 from functools import cached_property, lru_cache
-from pathlib import Path
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import (
@@ -145,18 +144,20 @@ def _regs_with_src(wanted: range) -> bytes:
 _LOADER_IMM_RE = re.compile(b"(?=\\x85[" + _regs_with_src(range(1, 3)) + b"]|\\x18["
                             + _regs_with_src(range(1, 16)) + b"])", re.DOTALL)
 
-# What unpacking, slicing and decoding corrupt input can raise.
+# What unpacking, slicing and decoding corrupt bytes raise. The exceptions only a bug raises
+# (AttributeError, TypeError, KeyError, AssertionError, RecursionError ...) are let through, for
+# the CLI to report as internal errors: where corrupt input could lead to one, it is checked first.
 _PARSE_ERRORS: tuple[type[BaseException], ...] = (
-    struct.error, ValueError, IndexError, KeyError, AssertionError, UnicodeDecodeError,
-    OverflowError, EOFError, TypeError, AttributeError, RecursionError, ZeroDivisionError,
+    struct.error, ValueError, IndexError, UnicodeDecodeError, OverflowError, EOFError,
 )
 
 
 def read_object(path: str | os.PathLike[str]) -> ObjectSpec:
-    """Read a BPF object file. Raises ``ObjectError`` (and nothing else) when it cannot."""
+    """Read a BPF object file. Raises ``ObjectError`` when it cannot; any other exception is a bug."""
     name = os.fspath(path)
     try:
-        data = Path(name).read_bytes()
+        with open(name, "rb") as f:
+            data = f.read()
     except FileNotFoundError:
         raise ObjectError(codes.OBJECT_UNREADABLE, f"{name}: no such file",
                           perf_message=f"Failed to load {name}: No such file or directory") from None
@@ -334,6 +335,9 @@ class _Reader:
         size = kconfig_size(self.externs)
         if not size:
             return []
+        if size > _U32:
+            raise self.fail(codes.BAD_MAP, f"the kconfig externs need a {size}-byte value of the "
+                            f"{KCONFIG_SEC} map; a map value's size is 32 bits")
         assert self.btf is not None  # externs need it
         datasec = self.btf.find(KCONFIG_SEC, BtfKind.DATASEC)
         return [MapSpec(name=data_map_name(self.path, KCONFIG_SEC), type=int(MapType.ARRAY), key_size=4,
@@ -475,7 +479,11 @@ class _Reader:
             if sym is None:
                 raise self.fail(codes.BAD_MAP, f"map {var.name!r} is in the BTF but has no symbol in "
                                 "the .maps section")
-            out.append(self.btf_map(btf, var, sym))
+            try:
+                out.append(self.btf_map(btf, var, sym))
+            except BtfError as exc:
+                raise self.fail(codes.CORRUPT_BTF, f"corrupt BTF: the definition of map {var.name!r}: "
+                                f"{exc}", None) from None
             sizes[var.name] = info.size
         return self.map_slots(sec, sorted(out, key=lambda m: m.symbol_offset), sizes)
 
@@ -645,12 +653,17 @@ class _Reader:
             if not _is_data_section(s):
                 continue
             datasec = self.btf.find(s.name, BtfKind.DATASEC) if self.btf is not None else None
+            try:
+                mmapable = datasec is not None and self.has_global_var(datasec, s)
+            except BtfError as exc:
+                raise self.fail(codes.CORRUPT_BTF, f"corrupt BTF: the DATASEC of section {s.name!r}: "
+                                f"{exc}", None) from None
             out.append(MapSpec(
                 name=data_map_name(self.path, s.name), type=int(MapType.ARRAY), key_size=4,
                 value_size=s.size, max_entries=1, section=s.name,
                 value_type_id=None if datasec is None else datasec.id,
                 initial_value=self.elf.contents(s), readonly=s.name.startswith(".rodata"),
-                mmapable=datasec is not None and self.has_global_var(datasec, s)))
+                mmapable=mmapable))
         return out
 
     def has_global_var(self, datasec: BtfType, section: Section) -> bool:
