@@ -44,6 +44,7 @@ from evspec.loader.kernel import Kernel, KernelError, RingMapping
 from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+from evspec.loader.object.btf import BtfError
 from evspec.loader.object.spec import MapType, ObjectSpec
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
@@ -605,12 +606,12 @@ class RecordSession:
             spec = obj.live.spec
             for lm, reader in zip(rings, readers, strict=False):  # _map_bpf_rings' order
                 if lm.name in types:
-                    self._typed_rings[id(reader)] = RecordDecoder.named(spec.btf, types[lm.name])
+                    self._typed_rings[id(reader)] = _record_decoder(obj.path, spec.btf, lm.name, types[lm.name])
                     self._ring_btf[id(reader)] = index
             for u in obj.updates:
                 if u.event is not None and u.map_name in types:
-                    self._type_event(u.event, TypedOutput(index, u.map_name,
-                                                          RecordDecoder.named(spec.btf, types[u.map_name])))
+                    decoder = _record_decoder(obj.path, spec.btf, u.map_name, types[u.map_name])
+                    self._type_event(u.event, TypedOutput(index, u.map_name, decoder))
         for obj, types in zip(self.objects, self._record_types, strict=True):
             for u in obj.updates:
                 typed = self._typed_outputs.get(u.event) if u.event is not None else None
@@ -991,6 +992,16 @@ class RecordSession:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _record_decoder(path: str, btf: bytes | None, map_name: str, type_name: str) -> RecordDecoder:
+    """The decoder of ``map:MAP_NAME.type=TYPE_NAME`` (the term was checked: the type is there);
+    ``ObjectError`` naming the map when the object's BTF cannot decode it."""
+    try:
+        return RecordDecoder.named(btf, type_name)
+    except BtfError as exc:
+        raise ObjectError(CODE_OBJECT, f"{path}: map:{map_name}.type={type_name}: the object's BTF cannot "
+                                       f"decode the type: {exc}") from None
 
 
 def _no_tracepoints(system: str, event: str) -> int | None:

@@ -17,7 +17,7 @@ import pytest
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
 from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import Btf, BtfKind, RawType, type_info, write_btf
+from evspec.loader.object.btf import Btf, BtfError, BtfKind, RawType, type_info, write_btf
 from evspec.loader.object.btf_fixup import fixup_btf
 from evspec.loader.object.externs import (
     POISON_KFUNC_BASE,
@@ -27,6 +27,7 @@ from evspec.loader.object.externs import (
     libbpf_order,
     resolve_externs,
     running_system,
+    type_text,
 )
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.module_ksyms import ModuleBtf
@@ -427,3 +428,19 @@ def test_kconfig_is_read_from_boot_then_proc_gzipped_or_plain(tmp_path: Path) ->
         kc.read_kconfig("x", [boot, proc])
     assert [path for path, _ in err.value.tried] == [str(boot), str(proc)]
     assert "not a readable gzip file" in str(err.value)
+
+
+def _looped(kind: BtfKind) -> Btf:
+    """Two types of ``kind`` (PTR or ARRAY) that refer to each other: a loop no C type has."""
+    int_type = RawType(1, type_info(BtfKind.INT), 4, struct.pack("<I", 32))
+    if kind == BtfKind.PTR:
+        return Btf(write_btf([int_type, RawType(0, type_info(kind), 3), RawType(0, type_info(kind), 2)], b"\0int\0"))
+    arrays = [RawType(0, type_info(kind), 0, struct.pack("<III", element, 1, 2)) for element in (3, 2)]
+    return Btf(write_btf([int_type, *arrays], b"\0int\0"))
+
+
+def test_a_type_loop_is_refused_by_name_not_by_recursion() -> None:
+    """Corrupt BTF can make an extern's type a loop: messages and the kconfig check stop on it."""
+    with pytest.raises(BtfError, match=r"BTF type [23] is nested more than 32 levels deep"):
+        type_text(_looped(BtfKind.PTR), 2)
+    assert kc.kconfig_type(_looped(BtfKind.ARRAY), 2) is None

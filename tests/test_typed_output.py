@@ -8,12 +8,14 @@ import dataclasses
 import json
 import os
 import re
+import struct
 from pathlib import Path
 
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
-from evspec.loader.object.btf import Btf, find_record_type
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.btf import Btf, BtfError, BtfKind, RawType, find_record_type, type_info, write_btf
 from evspec.loader.object.spec import ObjectSpec
 from evspec.loader.object.terms.maps import check_map_terms, plan_map_updates, record_types
 from evspec.loader.output.script import (
@@ -24,7 +26,7 @@ from evspec.loader.output.script import (
     sample_json,
 )
 from evspec.loader.output.typed import RecordDecoder
-from evspec.loader.session import read_bpf_object
+from evspec.loader.session import _record_decoder, read_bpf_object
 from record_cli import run_record as _record
 
 from evspec.ast import BpfEvent
@@ -243,3 +245,14 @@ def test_the_samples_of_a_named_bpf_output_event_in_the_map_are_typed(
     samples = [r for r in map(json.loads, out.splitlines()[:-1]) if r["event"] != "events"]
     assert [(s["event"], s["fields"]) for s in samples] == [
         ("evt", {"seq": n, "nested": {"a": 7, "b": 9}, "tag": "ok!"}) for n in range(2)]
+
+
+def test_a_type_its_btf_cannot_decode_is_refused_when_the_decoder_is_made() -> None:
+    """A struct that holds itself (corrupt BTF) fails as the decoder is made, before any record,
+    and the session names the map and the type."""
+    member = struct.pack("<III", 1, 1, 0)  # named "s", of type 1 (itself), at bit 0
+    blob = write_btf([RawType(1, type_info(BtfKind.STRUCT, 1), 4, member)], b"\0s\0")
+    with pytest.raises(BtfError, match="nested more than 32 levels deep"):
+        RecordDecoder.named(blob, "s")
+    with pytest.raises(ObjectError, match=r"^x\.o: map:events\.type=s: the object's BTF cannot decode the type: "):
+        _record_decoder("x.o", blob, "events", "s")

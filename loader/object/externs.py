@@ -38,6 +38,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object import kconfig as kc
 from evspec.loader.object.btf import (
     FUNC_GLOBAL,
+    MAX_NESTING,
     VAR_GLOBAL_ALLOCATED,
     VAR_GLOBAL_EXTERN,
     VAR_STATIC,
@@ -87,18 +88,21 @@ class UndefinedSymbol(Record):
 # -------------------------------------------------------------------------------- collect
 
 
-def type_text(btf: Btf, type_id: int) -> str:
-    """A short C-like name of a type for messages: ``int``, ``struct rq``, ``char[64]``."""
+def type_text(btf: Btf, type_id: int, depth: int = 0) -> str:
+    """A short C-like name of a type for messages: ``int``, ``struct rq``, ``char[64]``. ``BtfError``
+    for a type nested deeper than the kernel resolves (a loop of pointers or arrays)."""
     if type_id == 0:
         return "void"
+    if depth > MAX_NESTING:
+        raise BtfError(f"BTF type {type_id} is nested more than {MAX_NESTING} levels deep")
     t = btf.resolve(type_id)
     if t.kind == BtfKind.ARRAY and t.array is not None:
-        return f"{type_text(btf, t.array.type)}[{t.array.nelems}]"
+        return f"{type_text(btf, t.array.type, depth + 1)}[{t.array.nelems}]"
     if t.kind == BtfKind.PTR:
-        return f"{type_text(btf, t.type)} *"
+        return f"{type_text(btf, t.type, depth + 1)} *"
     if t.kind == BtfKind.FUNC_PROTO:
-        params = ", ".join(type_text(btf, p.type) for p in t.params) or "void"
-        return f"{type_text(btf, t.type)} ({params})"
+        params = ", ".join(type_text(btf, p.type, depth + 1) for p in t.params) or "void"
+        return f"{type_text(btf, t.type, depth + 1)} ({params})"
     prefix = {BtfKind.STRUCT: "struct ", BtfKind.UNION: "union ", BtfKind.ENUM: "enum ",
               BtfKind.ENUM64: "enum ", BtfKind.FWD: "struct "}.get(t.kind, "")
     return prefix + (t.name or "(anon)")

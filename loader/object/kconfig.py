@@ -76,6 +76,8 @@ def kconfig_type(btf: Btf, type_id: int) -> KconfigType | None:
             return None
         return KconfigType("tristate", t.size)
     if t.kind == BtfKind.ARRAY and t.array is not None and t.array.nelems > 0:
+        if btf.resolve(t.array.type).kind == BtfKind.ARRAY:  # no char array, and no recursion on a loop
+            return None
         element = kconfig_type(btf, t.array.type)
         if element is None or element.kind != "char":
             return None

@@ -36,8 +36,12 @@ class TypedFields(tuple):  # type: ignore[type-arg]
         return self.size < self.type_size
 
 
+_TRIAL_BYTES = 1 << 16  # how much of a record of zeros a new decoder decodes, to find corrupt BTF first
+
+
 class RecordDecoder:
-    """The decoder of one typed map's records."""
+    """The decoder of one typed map's records. ``BtfError`` when it is made, not at the first
+    record, for a type its BTF cannot decode (a corrupt object or capture file)."""
 
     def __init__(self, btf: Btf, t: BtfType) -> None:
         self.btf = btf
@@ -45,6 +49,7 @@ class RecordDecoder:
         self.name = t.name
         self.type = btf.resolve(t.id)
         self.size = btf.size_of(t.id)
+        self.decode(bytes(min(self.size, _TRIAL_BYTES)))
 
     @classmethod
     def named(cls, btf_data: bytes | None, name: str) -> RecordDecoder:
