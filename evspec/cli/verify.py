@@ -525,8 +525,10 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
     cwd = os.getcwd()
     specs = []
     for path in args.objects:
-        if not os.path.isfile(os.path.join(cwd, path)):
-            print(f"evspec verify: error: {path}: no such file", file=stderr)
+        full = os.path.join(cwd, path)
+        if not os.path.isfile(full):
+            what = "is a directory, not a BPF object or source" if os.path.isdir(full) else "no such file"
+            print(f"evspec verify: error: {path}: {what}", file=stderr)
             return EXIT_USAGE
         try:
             specs.append(_read(path, cwd))
