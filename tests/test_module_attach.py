@@ -457,3 +457,11 @@ def _snapshot(blobs: dict[str, bytes], modules: tuple[str, ...] | None) -> Snaps
             kconfig_unreadable=(), kconfig_invalid=None, kallsyms=(), kallsyms_unreadable="", ambiguous={},
             module_btfs=modules))
     return SnapshotSystem(data)
+
+
+def test_check_explains_the_module_func_form(built: dict[str, bytes], blobs: dict[str, bytes], tmp_path: Path) -> None:
+    """The section grammar refuses the ':' (its caret in the note); the help says what verify says."""
+    env = check_env(built, tmp_path, lambda: TargetBtf(blobs["vmlinux"]))
+    [d] = check_bpf_event(bpf_event("./modform.o"), env, {})
+    assert d.code == "EB107" and d.message.endswith("unexpected ':'")
+    assert any("is the MODULE:FUNC form of a target, which libbpf has from version 1.5 on" in h for h in d.help)

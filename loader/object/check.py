@@ -715,6 +715,12 @@ def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> Section
     try:
         section = parse_section(program.section)
     except EvspecError as exc:
+        try:
+            params = load_params(program.section)
+        except ObjectError:
+            params = None
+        refusal = params.module_form_refusal() if params is not None else None
+        more = () if refusal is None else (refusal.message,)  # what verify says of libbpf 1.5's form
         for d in exc.diagnostics:
             check.diagnostics.append(
                 Diagnostic(
@@ -722,7 +728,7 @@ def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> Section
                     d.severity,
                     f"section '{program.section}': {d.message}",
                     check.event.path_span,
-                    help=d.help,
+                    help=(*d.help, *more),
                     notes=(*_section_note(program, d.span), *d.notes),
                     perf_message=d.perf_message,
                     perf_help=d.perf_help,

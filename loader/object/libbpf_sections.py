@@ -312,7 +312,9 @@ class LoadParams(Record):
         name = self.btf_name
         if name is None:
             return 0
-        self._refuse_module_form()
+        refusal = self.module_form_refusal()
+        if refusal is not None:
+            raise refusal
         found = self.btf_id_in(vmlinux)
         if found is not None:
             return found
@@ -350,12 +352,13 @@ class LoadParams(Record):
         return ObjectError(codes.BAD_SECTION, f"the kernel has no {lookup.what} '{self.target}'{where}; libbpf "
                            "fails the same way (ESRCH)")
 
-    def _refuse_module_form(self) -> None:
+    def module_form_refusal(self) -> ObjectError | None:
+        """The error for a target written ``MODULE:FUNC``, None for any other."""
         target, lookup = self.target, self.lookup
         if target is None or lookup is None or ":" not in target:
-            return
+            return None
         module, _, func = target.partition(":")
-        raise ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf has "
+        return ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf has "
                           f"from version 1.5 on, not in 1.1 (which fails with ESRCH): name the {lookup.what} alone "
                           f"('{func}'), and it is looked for in the modules' BTF when vmlinux's has none",
                           help=(f"module '{module}' need not be named: the first module whose BTF has "
