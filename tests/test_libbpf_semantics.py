@@ -30,7 +30,7 @@ from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.load.live import LiveObject, load_object, on_bpffs
 from evspec.loader.object.btf import Btf, BtfKind
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.reader import read_object
@@ -557,3 +557,25 @@ def test_inspect_shows_what_libbpf_gives_a_meaning_to(builder: Builder) -> None:
     assert "      inner es_outer.inner: array  key 4B  value 4B  max_entries 2" in text
     assert "      [0] = es_in_a\n      [2] = es_in_b\n" in text
     assert "      [1] = tail_a\n      [3] = tail_b\n" in text
+
+
+def test_a_pin_root_off_bpffs_is_said_with_the_failure(kernel: Kernel, builder: Builder, tmp_path: Path) -> None:
+    """BPF_OBJ_PIN fails outside a BPF filesystem (libbpf fails the same way); the error says so."""
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    with pytest.raises(KernelError) as caught:
+        evspec_load(kernel, builder.spec("pin"), plain)
+    assert caught.value.code == "EK015" and "cannot pin it at" in caught.value.message
+    assert caught.value.help == (f"{plain} is not on a BPF filesystem: mount one there (mount -t bpf bpf {plain}), "
+                                 "or declare the map without pinning",)
+
+
+def test_on_bpffs_is_the_type_of_the_mount_that_holds_the_path(tmp_path: Path, pin_root: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text("sysfs /sys sysfs rw 0 0\nbpf /sys/fs/bpf bpf rw 0 0\n/dev/vda / ext4 rw 0 0\n"
+                      "bpf /mnt/with\\040space bpf rw 0 0\n")
+    assert on_bpffs("/sys/fs/bpf", str(mounts)) and on_bpffs("/sys/fs/bpf/deep/er", str(mounts))
+    assert not on_bpffs("/sys/fs", str(mounts)) and not on_bpffs("/sys/fs/bpfx", str(mounts))
+    assert on_bpffs("/mnt/with space/x", str(mounts)) and not on_bpffs("/tmp", str(mounts))
+    assert not on_bpffs("/sys/fs/bpf", str(tmp_path / "none"))
+    assert on_bpffs(str(pin_root)) and not on_bpffs(str(tmp_path))  # this machine's mounts

@@ -231,13 +231,13 @@ def test_maps_pinned_by_name_go_to_a_private_directory(root_kernel: None, built:
     """A LIBBPF_PIN_BY_NAME map is pinned in a fresh directory (on /sys/fs/bpf when bpffs is
     mounted there, else on a private bpffs mount), never where another pin of that name could be
     reused, and nothing is left behind (_verify checks pins and descriptors)."""
-    import evspec.cli.verify as verify_module
+    from evspec.loader.load import live as live_module
 
-    mounted = verify_module._is_bpffs("/sys/fs/bpf")
+    mounted = live_module.on_bpffs("/sys/fs/bpf")
     if bpffs_mounted and not mounted:
         subprocess.run(["mount", "-t", "bpf", "bpf", "/sys/fs/bpf"], check=True)
     if not bpffs_mounted:
-        monkeypatch.setattr(verify_module, "_is_bpffs", lambda path: False)
+        monkeypatch.setattr(live_module, "on_bpffs", lambda path, mounts="": False)
     try:
         status, out, err = _verify(built, monkeypatch, "--format", "json", "pin.o")
     finally:

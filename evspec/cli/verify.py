@@ -259,8 +259,10 @@ def _pin_root(spec: ObjectSpec) -> Iterator[str]:
         return
     import tempfile
 
+    from evspec.loader.load.live import on_bpffs
+
     mounted = None
-    if _is_bpffs("/sys/fs/bpf"):
+    if on_bpffs("/sys/fs/bpf"):
         root = tempfile.mkdtemp(prefix="evspec-verify-", dir="/sys/fs/bpf")
     else:
         root = tempfile.mkdtemp(prefix="evspec-verify-bpffs-")
@@ -281,14 +283,6 @@ def _pin_root(spec: ObjectSpec) -> Iterator[str]:
 
             subprocess.run(["umount", mounted], check=False, capture_output=True)
         os.rmdir(root)
-
-
-def _is_bpffs(path: str) -> bool:
-    try:
-        with open("/proc/mounts", encoding="utf-8") as f:
-            return any(line.split()[1:3] == [path, "bpf"] for line in f)
-    except OSError:
-        return False
 
 
 # ------------------------------------------------------------------------------------------ verify

@@ -471,6 +471,26 @@ def _pin_mismatch(found: MapDescription, m: MapSpec, attrs: MapAttributes) -> li
     return out
 
 
+def on_bpffs(path: str, mounts: str = "/proc/mounts") -> bool:
+    """Whether ``path`` lies on a BPF filesystem: the mount that holds it (the longest mount point
+    it is under) is of type bpf."""
+    where = os.path.realpath(path)
+    best, kind = "", ""
+    try:
+        with open(mounts, encoding="utf-8") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = fields[1].replace("\\040", " ")
+                under = where == point or where.startswith(point.rstrip("/") + "/")
+                if under and len(point) >= len(best):
+                    best, kind = point, fields[2]
+    except OSError:
+        return False
+    return kind == "bpf"
+
+
 def _pinned_or_created(
     kernel: Kernel, m: MapSpec, live: LiveObject, pin_root: str, make: Callable[[], LiveMap], cpus: int
 ) -> LiveMap:
@@ -502,8 +522,12 @@ def _pinned_or_created(
             kernel.close(made.fd)
             if exc.errno == E.EEXIST:
                 continue  # pinned by someone else meanwhile: reuse theirs, as libbpf does
+            help = () if on_bpffs(pin_root) else (
+                f"{pin_root} is not on a BPF filesystem: mount one there (mount -t bpf bpf {pin_root}), or "
+                "declare the map without pinning",)
             raise KernelError(codes.PINNED_MAP, f"{live.spec.path}: map '{m.name}': cannot pin it at "
-                              f"{path}: {exc.message}", errno=exc.errno, operation=exc.operation) from None
+                              f"{path}: {exc.message}", errno=exc.errno, operation=exc.operation,
+                              help=help) from None
         live.pinned_here.append(path)
         return replace(made, pinned=path)
     raise KernelError(codes.PINNED_MAP, f"{live.spec.path}: map '{m.name}': {path} appeared and vanished "
