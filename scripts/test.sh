@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Installs everything the test suite needs (Debian packages via apt, Python packages via pip into a
 # virtual environment), then runs the linter and the whole test suite against the installed wheel.
-#   EVSPEC_VENV   virtual environment to use (default: .venv-test)
+#   EVSPEC_VENV     virtual environment to use (default: .venv-test)
+#   EVSPEC_ORACLES  where scripts/oracles.sh keeps today's reference tools (default:
+#                   /var/cache/evspec/oracles)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +17,10 @@ if ((${#missing[@]})); then
     apt-get update -qq
     DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
+
+# today's perf, bpftool/libbpf, bpftrace and clang, for the differential tests (kept between runs)
+export EVSPEC_ORACLES=${EVSPEC_ORACLES:-/var/cache/evspec/oracles}
+bash scripts/oracles.sh
 
 venv=${EVSPEC_VENV:-.venv-test}
 python3 -m venv "$venv"

@@ -73,6 +73,21 @@ def root_kernel() -> None:
         pytest.skip("needs root: loads BPF programs and opens perf events")
 
 
+ORACLES = Path(os.environ.get("EVSPEC_ORACLES", "/var/cache/evspec/oracles"))
+
+
+def oracle(name: str) -> str:
+    """A reference tool that scripts/oracles.sh installs (``perf-6.12``, ``perf-7.2``, ``perf-7.3``,
+    ``bpftool-sid``, ``bpftrace``, ``clang-21``, ``sid-run``): its wrapper's path. Required in CI;
+    skipped elsewhere when the script has not been run."""
+    path = ORACLES / "bin" / name
+    if not os.access(path, os.X_OK):
+        if IN_CI:
+            raise RuntimeError(f"{name} is required in CI; scripts/oracles.sh installs it into {ORACLES}")
+        pytest.skip(f"{name} not installed (run scripts/oracles.sh as root)")
+    return str(path)
+
+
 @pytest.fixture(scope="session")
 def perf_binary() -> str:
     return _require("perf", "differential tests against perf 6.1")
