@@ -198,10 +198,10 @@ def test_btf_file_is_the_target(root_kernel: None, built: Path, monkeypatch: pyt
 
 def test_usage_errors(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     status, _, err = _verify(built, monkeypatch, "missing.o")
-    assert (status, err) == (2, "evspec verify: error: missing.o: no such file\n")
+    assert (status, err) == (2, "evspec verify: error[EB001]: missing.o: no such file\n")
     (built / "adir.o").mkdir(exist_ok=True)
     status, _, err = _verify(built, monkeypatch, "adir.o")
-    assert (status, err) == (2, "evspec verify: error: adir.o: is a directory, not a BPF object or source\n")
+    assert (status, err) == (2, "evspec verify: error[EB001]: adir.o: is a directory, not a BPF object\n")
 
 
 def test_not_root_is_a_clear_error(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:

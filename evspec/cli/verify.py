@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from evspec.cli.object_errors import print_object_error
 from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
@@ -462,15 +463,9 @@ def _failed(out: ProgramResult, exc: Exception) -> None:
 
 
 def _read(path: str, cwd: str) -> ObjectSpec:
-    from evspec.loader.object.reader import read_object
-    from evspec.loader.object.spec import replace
+    from evspec.loader.object.user_object import read_user_object
 
-    full: str | os.PathLike[str] = os.path.join(cwd, path)
-    if path.endswith(".c"):
-        from evspec.loader.object.compile import compile_source
-
-        full = compile_source(full)
-    return replace(read_object(full), path=path)
+    return read_user_object(path, cwd)
 
 
 def _render_text(results: Sequence[ObjectResult], out: TextIO) -> None:
@@ -519,15 +514,10 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
     cwd = os.getcwd()
     specs = []
     for path in args.objects:
-        full = os.path.join(cwd, path)
-        if not os.path.isfile(full):
-            what = "is a directory, not a BPF object or source" if os.path.isdir(full) else "no such file"
-            print(f"evspec verify: error: {path}: {what}", file=stderr)
-            return EXIT_USAGE
         try:
             specs.append(_read(path, cwd))
-        except ObjectError as exc:
-            print(f"evspec verify: error[{exc.code}]: {exc.message}", file=stderr)
+        except ObjectError as exc:  # the user's input cannot be read as an object: a usage error
+            print_object_error("verify", exc, stderr)
             return EXIT_USAGE
     kernel = Kernel()
     kernel_btf = KernelBtf(kernel)

@@ -25,6 +25,7 @@ EXTERN_UNRESOLVED = "EB017"
 EXTERN_TYPE = "EB018"
 KCONFIG_UNREADABLE = "EB019"
 EXTERN_SOURCES_CORRUPT = "EB020"
+INPUT_TOO_BIG = "EB170"
 CACHE_REFUSED = "WB001"
 CORE_UNRESOLVED = "WB002"
 EXTERN_WEAK_MISSING = "WB003"
@@ -208,6 +209,16 @@ CODES: tuple[CodeInfo, ...] = (
         "field holds. The message names the field.",
         "",
         "Write the snapshot again on the machine it describes: evspec system snapshot --btf -o FILE.",
+    ),
+    CodeInfo(
+        INPUT_TOO_BIG,
+        "the BPF object or source is too large",
+        "evspec reads a BPF object or source of at most 256 MiB (MAX_INPUT_BYTES in "
+        "loader/object/input_file.py) and refuses a larger file before reading it: objects clang "
+        "builds are a few megabytes, so a larger file is most likely not the one meant (an image, "
+        "a core dump, a file still growing).",
+        "./core.o",
+        "Name the BPF object or source itself.",
     ),
     CodeInfo(
         CACHE_REFUSED,

@@ -147,30 +147,13 @@ class ObjectEnvironment:
             **kw,  # type: ignore[arg-type]
         )
 
-    def load(self, path: Path, is_source: bool) -> ObjectSpec:
-        read = self.read_object
-        if read is None:
-            from evspec.loader.object.reader import read_object as default_read
+    def load(self, path: str, is_source: bool) -> ObjectSpec:
+        """The object ``path`` (as the event string writes it, relative to ``cwd``) names, a source
+        compiled first; messages name ``path``."""
+        from evspec.loader.object.user_object import read_user_object
 
-            read = default_read
-        if not is_source:
-            return read(path)
-        compile_source = self.compile_source
-        if compile_source is None:
-            from evspec.loader.object.compile import compile_source as default_compile
-
-            compile_source = default_compile
-        compiled = compile_source(path)
-        try:
-            return read(compiled)
-        except ObjectError as exc:  # about the source as the user named it, not the compile cache
-            raise ObjectError(
-                exc.code,
-                exc.message.replace(str(compiled), str(path)),
-                perf_message=exc.perf_message.replace(str(compiled), str(path)) if exc.perf_message else None,
-                detail=exc.detail,
-                help=exc.help,
-            ) from None
+        return read_user_object(path, self.cwd, source=is_source, read=self.read_object,
+                                compile=self.compile_source)
 
     def symbols(self, path: Path) -> frozenset[str]:
         return (self.read_symbols or elf_function_symbols)(path)
@@ -406,13 +389,11 @@ def _load(check: _ObjectCheck) -> ObjectSpec | None:
         )
         return None
     try:
-        return check.env.load(path, event.is_source)
+        return check.env.load(event.path, event.is_source)
     except ObjectError as exc:
         message = exc.message
-        for prefix in (f"{path}:", f"{path.resolve()}:"):
-            if message.startswith(prefix):
-                message = f"'{event.path}':{message[len(prefix):]}"
-                break
+        if message.startswith(f"{event.path}:"):
+            message = f"'{event.path}':{message[len(event.path) + 1:]}"
         check.fail(
             exc.code,
             message,

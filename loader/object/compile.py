@@ -29,6 +29,7 @@ from pathlib import Path
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object import user_cache
+from evspec.loader.object.input_file import read_input
 
 from evspec.codes import bpf as codes
 from evspec.cpus import possible_cpus
@@ -226,12 +227,11 @@ def compile_source(path: str | os.PathLike[str], *, clang: str | None = None,
     """
     source = Path(path).absolute()
     try:
-        text = source.read_bytes()
-    except OSError as exc:
-        raise ObjectError(codes.OBJECT_UNREADABLE, f"{path}: cannot read the source: "
-                          f"{exc.strerror or exc}",
+        text = read_input(source, "BPF source")
+    except ObjectError as exc:
+        raise ObjectError(exc.code, exc.message.replace(str(source), os.fspath(path), 1),
                           perf_message=f"Failed to load {path} from source: Error when compiling "
-                          "BPF scriptlet") from None
+                          "BPF scriptlet", help=exc.help) from None
     compiler = find_clang(clang)
     flags = compile_flags(extra_flags)
     cache = _open_cache(cache_dir)
