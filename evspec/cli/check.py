@@ -29,7 +29,7 @@ def check_main(args: argparse.Namespace) -> int:
     (``--format perf`` then prints what that perf prints, ``json`` adds each ``"perf"`` verdict)."""
     inputs = _inputs(args)
     system = _load_system(args.system)
-    checked = _run_checks(inputs, system, args.mode)
+    checked = _run_checks(inputs, system, args.mode, args.clang_opts)
     results = _with_perf(args, checked, system) if args.perf else None
     if results is None:
         diags = [d for c in checked for d in c.diagnostics]

@@ -20,7 +20,7 @@ def inspect_main(args: argparse.Namespace) -> int:
     from evspec.loader.object.user_object import read_user_object
 
     try:
-        spec = read_user_object(args.object)
+        spec = read_user_object(args.object, clang_opts=args.clang_opts)
         report = inspect_report(spec, attach=describe_section)
     except ObjectError as exc:
         print_object_error("inspect", exc, sys.stderr)

@@ -46,6 +46,9 @@ def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private su
                    help="resolve CO-RE relocations against this BTF alone (default: the running "
                         "kernel's /sys/kernel/btf/vmlinux, and its modules' BTF for types vmlinux lacks)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    from evspec.cli.app import add_clang_opt
+
+    add_clang_opt(p)
 
 
 class ProgramResult(Record, frozen=False):
@@ -462,10 +465,10 @@ def _failed(out: ProgramResult, exc: Exception) -> None:
 # ------------------------------------------------------------------------------------------ CLI
 
 
-def _read(path: str, cwd: str) -> ObjectSpec:
+def _read(path: str, cwd: str, clang_opts: Sequence[str]) -> ObjectSpec:
     from evspec.loader.object.user_object import read_user_object
 
-    return read_user_object(path, cwd)
+    return read_user_object(path, cwd, clang_opts=clang_opts)
 
 
 def _render_text(results: Sequence[ObjectResult], out: TextIO) -> None:
@@ -515,7 +518,7 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
     specs = []
     for path in args.objects:
         try:
-            specs.append(_read(path, cwd))
+            specs.append(_read(path, cwd, args.clang_opts))
         except ObjectError as exc:  # the user's input cannot be read as an object: a usage error
             print_object_error("verify", exc, stderr)
             return EXIT_USAGE

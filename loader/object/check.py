@@ -126,6 +126,7 @@ class ObjectEnvironment:
     compile_source: Callable[[Path], Path] | None = None
     read_symbols: Callable[[Path], frozenset[str]] | None = None
     truncate_values: bool = False
+    clang_opts: tuple[str, ...] = ()  # passed to clang when a source is compiled
     # the BTF that CO-RE relocations are resolved against, asked for only when an object has some:
     # the running kernel's for this machine, a snapshot's saved one; None (a snapshot without the
     # kernel's BTF): they are not checked. The provider raises ObjectError (EB015) when it has none.
@@ -149,17 +150,17 @@ class ObjectEnvironment:
 
     def load(self, path: str, is_source: bool) -> ObjectSpec:
         """The object ``path`` (as the event string writes it, relative to ``cwd``) names, a source
-        compiled first; messages name ``path``."""
+        compiled with ``clang_opts``; messages name ``path``."""
         from evspec.loader.object.user_object import read_user_object
 
-        return read_user_object(path, self.cwd, source=is_source, read=self.read_object,
-                                compile=self.compile_source)
+        return read_user_object(path, self.cwd, source=is_source, clang_opts=self.clang_opts,
+                                read=self.read_object, compile=self.compile_source)
 
     def symbols(self, path: Path) -> frozenset[str]:
         return (self.read_symbols or elf_function_symbols)(path)
 
 
-def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
+def environment_from_system(system: System, cwd: Path, clang_opts: tuple[str, ...] = ()) -> ObjectEnvironment:
     """An ObjectEnvironment answering from a system description (live or snapshot)."""
     from evspec.system.model import TracefsUnavailable
 
@@ -187,6 +188,7 @@ def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
         uprobe_events=features.uprobe_events if known else (features.uprobe_events or None),
         core_target=core_target_of(system),
         extern_facts=extern_facts_of(system),
+        clang_opts=clang_opts,
     )
 
 
@@ -316,15 +318,18 @@ def check_bpf_events(
     system: System,
     cwd: Path,
     defined_facts: MutableMapping[str, EventFacts],
+    *,
+    clang_opts: tuple[str, ...] = (),
 ) -> list[Diagnostic]:
     """Check every BPF event of one event string against ``system``, left to right (the
     ``evspec check`` stage after the syntax stage: findings in SYNTAX_STAGE_CODES are left out).
 
     ``defined_facts`` holds the events defined so far (by earlier strings of the same command); it
     is extended with every event of ``events`` under the names a later ``map:…event=`` may use.
+    ``clang_opts`` go to clang when a BPF source is compiled.
     """
     from evspec import rules
-    env = environment_from_system(system, cwd)
+    env = environment_from_system(system, cwd, clang_opts)
     out: list[Diagnostic] = []
     for event in events.events():
         if isinstance(event, BpfEvent):

@@ -1,5 +1,5 @@
 """The BPF object a user named, on the command line or in an event string: a ``.c`` source is
-compiled first, and the ObjectSpec and every message name the
+compiled first (with the user's clang options), and the ObjectSpec and every message name the
 path as the user wrote it, never the working directory it was joined to nor the compile cache's
 object."""
 
@@ -26,12 +26,13 @@ def read_user_object(
     cwd: str | os.PathLike[str] = ".",
     *,
     source: bool | None = None,
+    clang_opts: Sequence[str] = (),
     read: ReadObject | None = None,
     compile: CompileSource | None = None,
 ) -> ObjectSpec:
     """The object ``path`` (relative to ``cwd``) names; ``source`` (default: by its suffix) says it
-    must be compiled. ``read``/``compile`` default to ``read_object``/``compile_source``;
-    ``ObjectError`` when the file cannot be read, compiled or is no BPF object."""
+    must be compiled. ``read``/``compile`` default to ``read_object``/``compile_source`` (with
+    ``clang_opts``); ``ObjectError`` when the file cannot be read, compiled or is no BPF object."""
     full = Path(cwd) / path
     shown = [str(full)]
     try:
@@ -39,7 +40,7 @@ def read_user_object(
             if compile is None:
                 from evspec.loader.object.compile import compile_source
 
-                compiled = compile_source(full)
+                compiled = compile_source(full, extra_flags=clang_opts)
             else:
                 compiled = compile(full)
             shown.insert(0, str(compiled))
