@@ -11,7 +11,7 @@ vmlinux's lacks it: then with that module's BTF as attach_btf_obj_fd), whatever 
 says, since only attaching reads it; the other names of evspec's language (perf's ``SYS:EVENT`` and
 ``EVENT=PROBE``, ``tc/egress``) get the program type ``record`` gives them. No probe, tracepoint
 event or link is created. Maps pinned by name are pinned under a private bpffs directory that is
-removed again.
+removed again. A prog-array slot whose program did not load stays empty, an error of its map.
 """
 
 from __future__ import annotations
@@ -311,7 +311,6 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.core_patch import relocate_object
     from evspec.loader.object.libbpf_sections import ModuleTypeId, attach_target, attach_target_name
-    from evspec.loader.object.spec import replace
 
     result = ObjectResult(spec.path)
     result.maps = [MapResult(spec.path, m.name, _map_type_name(m.type)) for m in spec.maps]
@@ -340,10 +339,41 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
                                         "section name of libbpf 1.1)")
         except ObjectError as exc:
             by_name[prog.name].error = f"section '{prog.section}': {exc.message}"
-    loadable = replace(spec, programs=tuple(p for p in spec.programs if p.name in loads))
+    loadable = _without_programs(spec, {p.name for p in spec.programs if p.name not in loads})
     with _pin_root(spec) as pin_root:
         _load_programs(loadable, loads, kernel, result, pin_root)
+    _unfilled_prog_arrays(spec, result)
     return result
+
+
+def _without_programs(spec: ObjectSpec, names: set[str]) -> ObjectSpec:
+    """``spec`` without the programs ``names`` (verify cannot load them) nor the prog-array
+    slots that name them."""
+    from evspec.loader.object.spec import MapType, replace
+
+    if not names:
+        return spec
+    maps = tuple(replace(m, initial_slots=tuple(s for s in m.initial_slots if s[1] not in names))
+                 if m.type == MapType.PROG_ARRAY else m for m in spec.maps)
+    return replace(spec, programs=tuple(p for p in spec.programs if p.name not in names), maps=maps)
+
+
+def _unfilled_prog_arrays(spec: ObjectSpec, result: ObjectResult) -> None:
+    """A prog-array slot that names a program that did not load is an error of the map (which is
+    created, its other slots filled): libbpf loads no such object, failing at that program or,
+    for one it skipped, when it fills the slot (init_prog_array_slots: EBADF)."""
+    from evspec.loader.object.spec import MapType
+
+    loaded = {p.name for p in result.programs if p.loaded}
+    maps = {m.name: m for m in result.maps}
+    for m in spec.maps:
+        missing = [(slot, name) for slot, name in m.initial_slots if name not in loaded]
+        if m.type != MapType.PROG_ARRAY or not missing or m.name not in maps:
+            continue
+        said = ", ".join(f"[{slot}] (program '{name}' did not load)" for slot, name in missing)
+        why = f"slot {said} not filled: libbpf fails the whole object's load then"
+        out = maps[m.name]
+        out.error = why if out.error is None else f"{out.error}; {why}"
 
 
 def _load_programs(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Kernel, result: ObjectResult,
@@ -489,6 +519,8 @@ def _render_text(results: Sequence[ObjectResult], out: TextIO) -> None:
                 print(f"    poisoned: function '{f['function']}', insn {f['insn']}: {f['message']}", file=out)
         for m in obj.maps:
             state = "created" if m.created else f"NOT created: {m.error}"
+            if m.created and m.error:
+                state = f"created, but {m.error}"
             print(f"  map {m.name} ({m.type}): {state}", file=out)
     programs = [p for obj in results for p in obj.programs]
     loaded = sum(p.loaded for p in programs)
@@ -536,6 +568,7 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         print(json.dumps(doc, indent=2), file=stdout)
     else:
         _render_text(results, stdout)
-    ok = all(p.loaded for r in results for p in r.programs) and all(m.created for r in results for m in r.maps)
+    ok = all(p.loaded for r in results for p in r.programs) and all(m.created and not m.error
+                                                                     for r in results for m in r.maps)
     ok = ok and not any(r.error for r in results)
     return EXIT_OK if ok else EXIT_FAILED
