@@ -82,6 +82,7 @@ char _license[] SEC("license") = "GPL";
 PROG_ARRAY_INITS = {"btf_map_init": (), "btf_map_init_names": ("-DLIBBPF_NAMES",),
                     "btf_map_init_refused": ("-DLIBBPF_NAMES", "-DREFUSED")}
 LIBBPF_SAYS = DATA / "verify" / "bpftool_sid.json"  # what bpftool 7.8 (libbpf 1.8) prog loadall said
+LIBBPF_OBJECTS = (*PROG_ARRAY_INITS, "legacy_maps")
 
 
 def _clang(src: Path, out: Path, *flags: str) -> None:
@@ -100,6 +101,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _clang(DATA / "libbpf" / f"{name}.c", out / f"{name}.o")
     for name, flags in PROG_ARRAY_INITS.items():
         _clang(DATA / "verify" / "btf_map_init.c", out / f"{name}.o", *flags)
+    _clang(DATA / "corpus" / "bpf" / "legacy_maps.c", out / "legacy_maps.o")
     (out / "two.c").write_text(TWO)
     _clang(out / "two.c", out / "two.o")
     (out / "sub_poisoned.c").write_text(SUB_POISONED)
@@ -131,7 +133,7 @@ def test_a_good_object_loads_entirely(root_kernel: None, built: Path, monkeypatc
     status, out, err = _verify(built, monkeypatch, "--format", "json", "core_read.o", "kernel_relocs.o")
     assert status == 0, err
     doc = json.loads(out)
-    assert set(doc) == {"programs", "maps"}
+    assert set(doc) == {"programs", "maps", "notes"} and doc["notes"] == []
     progs = {p["name"]: p for p in doc["programs"]}
     assert sorted(progs) == ["bitfield", "fields", "info", "on_enter"]
     for p in progs.values():
@@ -331,10 +333,10 @@ def test_verify_agrees_with_libbpf_on_the_prog_array_objects(root_kernel: None, 
     assert bool(failing) == (said["status"] != 0)
 
 
-LIBBPF_LINE = re.compile(r"failed to guess program type|failed to load|failed to initialize|^Error:")
+LIBBPF_LINE = re.compile(r"failed to guess program type|failed to load|failed to initialize|not supported|^Error:")
 
 
-@pytest.mark.parametrize("name", sorted(PROG_ARRAY_INITS))
+@pytest.mark.parametrize("name", sorted(LIBBPF_OBJECTS))
 def test_libbpf_still_says_what_was_committed(root_kernel: None, built: Path, tmp_path: Path, name: str) -> None:
     """bpftool 7.8 (libbpf 1.8) prog loadall on each object: its exit status and the lines that
     say why match bpftool_sid.json (EVSPEC_BLESS=1 rewrites it)."""
@@ -354,3 +356,20 @@ def test_libbpf_still_says_what_was_committed(root_kernel: None, built: Path, tm
         saved[name] = now
         LIBBPF_SAYS.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
     assert now == _libbpf_verdicts()[name]
+
+
+def test_a_legacy_maps_object_loads_with_a_note_quoting_libbpf(root_kernel: None, built: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """libbpf 1.8 refuses the object (bpftool_sid.json); verify loads it and says so in libbpf's words."""
+    from evspec.loader.object.libbpf_differences import LIBBPF_LEGACY_MAPS
+
+    said = _libbpf_verdicts()["legacy_maps"]
+    assert said["status"] != 0 and f"libbpf: {LIBBPF_LEGACY_MAPS}" in said["lines"]  # type: ignore[operator]
+    status, out, err = _verify(built, monkeypatch, "--format", "json", "legacy_maps.o", "core_read.o")
+    assert status == 0, err
+    (note,) = json.loads(out)["notes"]
+    assert note["object"] == "legacy_maps.o"
+    assert note["message"].startswith('legacy SEC("maps") map definitions (channel, chan1, arr, arr64, arr8, arr3, '
+                                      f'hmap): libbpf 1.0 and later refuse this object ("{LIBBPF_LEGACY_MAPS}")')
+    status, out, err = _verify(built, monkeypatch, "legacy_maps.o")
+    assert out.splitlines()[1] == f"  note: {note['message']}"

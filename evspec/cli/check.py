@@ -62,7 +62,7 @@ def check_main(args: argparse.Namespace) -> int:
         from evspec.render.github import render_github
 
         sys.stdout.write(render_github(diags))
-    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
+    failing = [d for d in diags if d.is_error or (args.fail_on == "warning" and d.severity.value == "warning")]
     return EXIT_FINDINGS if failing else EXIT_CLEAN
 
 

@@ -116,20 +116,22 @@ class MapResult(Record, frozen=False):
 
 
 class ObjectResult(Record, frozen=False):
-    __slots__ = ("path", "error", "programs", "maps")
+    __slots__ = ("path", "error", "programs", "maps", "notes")
     path: str
     error: str | None  # the object could not be read or relocated at all
     programs: list[ProgramResult]
     maps: list[MapResult]
+    notes: list[str]  # what evspec loads on purpose differently from libbpf
 
     def __init__(
         self, path: str, error: str | None = None, programs: list[ProgramResult] | None = None,
-        maps: list[MapResult] | None = None,
+        maps: list[MapResult] | None = None, notes: list[str] | None = None,
     ) -> None:
         set_field(self, "path", path)
         set_field(self, "error", error)
         set_field(self, "programs", [] if programs is None else programs)
         set_field(self, "maps", [] if maps is None else maps)
+        set_field(self, "notes", [] if notes is None else notes)
 
 
 class VerifyUsageError(Exception):
@@ -310,9 +312,10 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.core_patch import relocate_object
+    from evspec.loader.object.libbpf_differences import libbpf_differences
     from evspec.loader.object.libbpf_sections import ModuleTypeId, attach_target, attach_target_name
 
-    result = ObjectResult(spec.path)
+    result = ObjectResult(spec.path, notes=libbpf_differences(spec))
     result.maps = [MapResult(spec.path, m.name, _map_type_name(m.type)) for m in spec.maps]
     result.programs = [ProgramResult(spec.path, p.name, p.section) for p in spec.programs]
     if any(not r.applied for _, r in spec.core_relocations()):
@@ -504,6 +507,8 @@ def _read(path: str, cwd: str, clang_opts: Sequence[str]) -> ObjectSpec:
 def _render_text(results: Sequence[ObjectResult], out: TextIO) -> None:
     for obj in results:
         print(f"{obj.path}:", file=out)
+        for note in obj.notes:
+            print(f"  note: {note}", file=out)
         if obj.error:
             print(f"  error: {obj.error}", file=out)
         for p in obj.programs:
@@ -564,7 +569,8 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         import json
 
         doc = {"programs": [p.to_json() for r in results for p in r.programs],
-               "maps": [m.to_json() for r in results for m in r.maps]}
+               "maps": [m.to_json() for r in results for m in r.maps],
+               "notes": [{"object": r.path, "message": note} for r in results for note in r.notes]}
         print(json.dumps(doc, indent=2), file=stdout)
     else:
         _render_text(results, stdout)

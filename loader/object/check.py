@@ -22,6 +22,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import BtfError
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.extern_check import extern_findings
+from evspec.loader.object.libbpf_differences import libbpf_differences
 from evspec.loader.object.libbpf_sections import LoadParams, load_params
 from evspec.loader.object.section import (
     ADD_V_HELP,
@@ -43,7 +44,7 @@ from evspec.loader.object.terms.variables import check_var_terms
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf
 from evspec.codes import bpfconfig as codes
-from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
+from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, note, warning
 from evspec.span import Span
 
 if TYPE_CHECKING:
@@ -369,6 +370,8 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
                   + check_prog_terms(event, spec, defined) + check_var_terms(event, spec))
     term_diags.sort(key=lambda d: d.span.start)
     check.diagnostics.extend(term_diags)
+    check.diagnostics.extend(note(codes_bpf.LIBBPF_DIFFERENCE, text, event.path_span)
+                             for text in libbpf_differences(spec))
     return check
 
 

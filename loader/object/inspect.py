@@ -9,6 +9,7 @@ from typing import Any
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import Btf, BtfError
 from evspec.loader.object.externs import type_text
+from evspec.loader.object.libbpf_differences import libbpf_differences
 from evspec.loader.object.map_dump import decode_type, value_text
 from evspec.loader.object.spec import ExternSpec, MapSpec, MapType, ObjectSpec, ProgramSpec
 from evspec.loader.object.terms.variables import global_variables
@@ -108,6 +109,7 @@ def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> d
                          "core_relocations": _core_entries(p)} for p in spec.subprograms],
     }
     report["globals"] = global_entries(spec)
+    report["notes"] = libbpf_differences(spec)
     if spec.externs:  # only then: reports of objects without externs stay as they were
         report["externs"] = [_extern_entry(e) for e in spec.externs]
     return report
@@ -202,6 +204,7 @@ def inspect_text(report: dict[str, Any]) -> str:
         for p in report["subprograms"]:
             lines.append(f"  {p['name']}: section {p['section']!r}  insns {p['insns']}")
             lines.extend(_core_lines(p))
+    lines.extend(f"note: {text}" for text in report.get("notes", ()))
     return "\n".join(lines) + "\n"
 
 
