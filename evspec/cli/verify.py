@@ -259,36 +259,15 @@ def _count_core(functions: Sequence[ProgramSpec], result: ProgramResult) -> None
 @contextmanager
 def _pin_root(spec: ObjectSpec) -> Iterator[str]:
     """Where maps pinned by name go: a fresh directory on bpffs (a private mount when none is
-    mounted at /sys/fs/bpf), removed with whatever was pinned in it."""
+    mounted at /sys/fs/bpf), removed with whatever was pinned in it (``verify_pins``)."""
     if not any(m.pinning for m in spec.maps):
         yield "/sys/fs/bpf/evspec-verify-unused"
         return
-    import tempfile
-
+    from evspec.cli.verify_pins import pin_root
     from evspec.loader.load.live import on_bpffs
 
-    mounted = None
-    if on_bpffs("/sys/fs/bpf"):
-        root = tempfile.mkdtemp(prefix="evspec-verify-", dir="/sys/fs/bpf")
-    else:
-        root = tempfile.mkdtemp(prefix="evspec-verify-bpffs-")
-        import subprocess
-
-        subprocess.run(["mount", "-t", "bpf", "bpf", root], check=True, capture_output=True)
-        mounted = root
-    try:
+    with pin_root(on_bpffs("/sys/fs/bpf")) as root:
         yield root
-    finally:
-        for name in os.listdir(root):
-            try:
-                os.unlink(os.path.join(root, name))
-            except OSError:
-                pass
-        if mounted is not None:
-            import subprocess
-
-            subprocess.run(["umount", mounted], check=False, capture_output=True)
-        os.rmdir(root)
 
 
 # ------------------------------------------------------------------------------------------ verify
@@ -539,8 +518,6 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         print("evspec verify: error: verify needs root: it loads programs and creates maps in this kernel "
               "(run it with sudo)", file=stderr)
         return EXIT_USAGE
-    from evspec.loader.errors import ObjectError
-    from evspec.loader.kernel import Kernel
     from evspec.loader.object.btf import BtfError
     from evspec.loader.object.target_btf import TargetBtf
 
@@ -551,6 +528,29 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         except BtfError as exc:
             print(f"evspec verify: error: --btf {args.btf}: {exc}", file=stderr)
             return EXIT_USAGE
+    from evspec.cli.verify_pins import Terminated, stop_signals
+
+    try:
+        with stop_signals():
+            return _verify_main(args, target, stdout, stderr)
+    except Terminated as exc:
+        import signal
+
+        print(f"evspec verify: stopped by {signal.Signals(exc.signo).name}: what it had loaded and pinned "
+              "is removed", file=stderr)
+        return 128 + exc.signo
+
+
+def _verify_main(args: argparse.Namespace, target: TargetBtf | None, stdout: TextIO, stderr: TextIO) -> int:
+    from evspec.cli.verify_pins import sweep_stale
+    from evspec.loader.errors import ObjectError
+    from evspec.loader.kernel import Kernel
+
+    removed, problems = sweep_stale()
+    for text in removed:
+        print(f"evspec verify: removed {text}", file=stderr)
+    for text in problems:
+        print(f"evspec verify: warning: {text}", file=stderr)
     cwd = os.getcwd()
     specs = []
     for path in args.objects:
