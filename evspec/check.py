@@ -36,18 +36,22 @@ class CheckedSpec(Record):
 
 class CheckOptions(Record, frozen=False):
     """What to check against: a ``system`` (None: syntax and system-independent rules only), perf
-    record's or perf stat's term rules (``mode``), and the directory BPF object paths are relative
-    to (``cwd``; None: the current directory)."""
+    record's or perf stat's term rules (``mode``), the directory BPF object paths are relative
+    to (``cwd``; None: the current directory), and the options clang gets for a BPF source
+    (``clang_opts``)."""
 
-    __slots__ = ("system", "mode", "cwd")
+    __slots__ = ("system", "mode", "cwd", "clang_opts")
     system: System | None
     mode: str
     cwd: Path | None
+    clang_opts: tuple[str, ...]
 
-    def __init__(self, system: System | None = None, mode: str = "record", cwd: Path | None = None) -> None:
+    def __init__(self, system: System | None = None, mode: str = "record", cwd: Path | None = None,
+                 clang_opts: Sequence[str] = ()) -> None:
         self.system = system
         self.mode = mode
         self.cwd = cwd
+        self.clang_opts = tuple(clang_opts)
 
 
 def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:
@@ -102,5 +106,6 @@ def _semantic(events: EventList, options: CheckOptions, defined: _DefinedEvents)
     for earlier in defined.pending:  # no BPF event in them: this only records their facts
         check_bpf_events(earlier, options.system, cwd, defined.facts)  # type: ignore[arg-type]
     defined.pending.clear()
-    diags.extend(check_bpf_events(events, options.system, cwd, defined.facts))  # type: ignore[arg-type]
+    diags.extend(check_bpf_events(events, options.system, cwd, defined.facts,  # type: ignore[arg-type]
+                                  clang_opts=options.clang_opts))
     return diags

@@ -10,6 +10,7 @@ from evspec.span import Record, Span, set_field
 class Severity(str, Enum):
     ERROR = "error"
     WARNING = "warning"
+    NOTE = "note"  # says what evspec does differently (from libbpf, ...); never a failing finding
 
 
 class Label(Record):
@@ -108,6 +109,10 @@ def error(code: str, message: str, span: Span, **kw: object) -> Diagnostic:
 
 def warning(code: str, message: str, span: Span, **kw: object) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, message, span, **kw)  # type: ignore[arg-type]
+
+
+def note(code: str, message: str, span: Span, **kw: object) -> Diagnostic:
+    return Diagnostic(code, Severity.NOTE, message, span, **kw)  # type: ignore[arg-type]
 
 
 class EvspecError(Exception):

@@ -109,6 +109,7 @@ class RecordOptions:
     pin_root: str | None = None  # where LIBBPF_PIN_BY_NAME maps are pinned (None: /sys/fs/bpf)
     wakeup_fraction: int = 4  # the reader is woken when 1/N of a ring is full (0: every sample)
     backlog_bytes: int = DEFAULT_BACKLOG_BYTES  # live mode: taken ring bytes waiting to be decoded
+    clang_opts: tuple[str, ...] = ()  # --clang-opt: for clang when a BPF source is compiled
 
     @property
     def events_inherit(self) -> bool:
@@ -239,9 +240,9 @@ class LoadedObject:
     programs_on_events: tuple[tuple[str, str], ...] = ()  # prog:NAME.event=EVENT terms: (NAME, EVENT)
 
 
-def read_bpf_object(path: str, is_source: bool, cwd: Path) -> ObjectSpec:
-    """The object ``path`` names (a source is compiled); messages name ``path`` as the user wrote
-    it, not the compile cache's object."""
+def read_bpf_object(path: str, is_source: bool, cwd: Path, clang_opts: Sequence[str] = ()) -> ObjectSpec:
+    """The object ``path`` names (a source is compiled, with ``clang_opts``); messages name
+    ``path`` as the user wrote it, not the compile cache's object."""
     from dataclasses import replace
 
     from evspec.loader.object.compile import compile_source
@@ -250,7 +251,7 @@ def read_bpf_object(path: str, is_source: bool, cwd: Path) -> ObjectSpec:
     full = cwd / path
     if not is_source:
         return read_object(full)
-    return replace(read_object(compile_source(full)), path=path)
+    return replace(read_object(compile_source(full, extra_flags=clang_opts)), path=path)
 
 
 class Workload:
@@ -416,7 +417,8 @@ class RecordSession:
             self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
-                spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd),
+                spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd,
+                                                                   self.options.clang_opts),
                                        lists[ref.spec_index], ref.spec_index)
                 specs.append((spec, _map_updates(ref.event, spec, lists[ref.spec_index], ref.spec_index)))
             stdout = plan_stdout(specs)

@@ -21,6 +21,7 @@ from evspec.loader.object.compile import (
     linux_version_code,
     parse_depfile,
     possible_cpus,
+    target_arch,
 )
 from evspec.loader.object.reader import read_object
 
@@ -97,6 +98,30 @@ def test_flags_are_perfs() -> None:
     includes = [f for f in flags if f.startswith("-I")]
     assert Path(includes[-1][2:], "uapi", "linux", "bpf.h").is_file()
     assert flags[-1] == "-DEXTRA=1"
+
+
+def test_flags_define_the_target_arch_as_libbpf_bootstrap(monkeypatch: pytest.MonkeyPatch) -> None:
+    """bpf_tracing.h's PT_REGS macros need __TARGET_ARCH_<arch>: defined from the machine, before
+    the user's flags, and not when they define one themselves."""
+    monkeypatch.setattr(compile_mod.platform, "machine", lambda: "x86_64")
+    flags = compile_flags()
+    assert "-D__TARGET_ARCH_x86" in flags
+    assert flags.index("-D__TARGET_ARCH_x86") < flags.index(next(f for f in flags if f.startswith("-I")))
+    for own in (["-D__TARGET_ARCH_arm64"], ["-D", "__TARGET_ARCH_arm64"]):
+        flags = compile_flags(own)
+        assert not [f for f in flags if f.startswith("-D__TARGET_ARCH_x86")] and flags[-len(own):] == own
+    assert "-D__TARGET_ARCH_x86" in compile_flags(["-DTARGET=1", "-D", "X"])  # other defines do not count
+    monkeypatch.setattr(compile_mod.platform, "machine", lambda: "vax")
+    assert not [f for f in compile_flags() if "__TARGET_ARCH_" in f]
+
+
+@pytest.mark.parametrize(("machine", "arch"), [
+    ("x86_64", "x86"), ("i686", "x86"), ("aarch64", "arm64"), ("armv7l", "arm"), ("s390x", "s390"),
+    ("ppc64le", "powerpc"), ("mips64", "mips"), ("riscv64", "riscv"), ("loongarch64", "loongarch"),
+    ("sparc64", "sparc"), ("vax", None),
+])
+def test_target_arch_names_the_kernels_architecture(machine: str, arch: str | None) -> None:
+    assert target_arch(machine) == arch
 
 
 @pytest.mark.parametrize(("release", "code"), [

@@ -92,7 +92,7 @@ FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
                                    "verifier=None", "error=None", "errno=None", "relocations=0", "poisoned=[]",
                                    "attach_target=None"]),
     (verify.MapResult, False, ["object", "name", "type", "created=False", "error=None"]),
-    (verify.ObjectResult, False, ["path", "error=None", "programs=[]", "maps=[]"]),
+    (verify.ObjectResult, False, ["path", "error=None", "programs=[]", "maps=[]", "notes=[]"]),
     (verify.ProgramLoad, True, ["prog_type", "expected_attach_type=0", "attach_btf_id=0", "prog_flags=0"]),
     (codes.CodeInfo, True, ["code", "title", "explanation", "example=''", "fix=''"]),
 ]

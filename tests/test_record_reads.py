@@ -39,7 +39,7 @@ def test_an_object_checked_then_loaded_is_read_once(
 
     system = load_system("live")
     err = io.StringIO()
-    lists = _check(argparse.Namespace(events=["./maps.o"], verbose=False), system, err, inherit=True)
+    lists = _check(argparse.Namespace(events=["./maps.o"], verbose=False, clang_opts=[]), system, err, inherit=True)
     assert lists is not None, err.getvalue()
     assert len(reads) == 1, "the check did not read the object"
     session = RecordSession(options=RecordOptions(pid=os.getpid()))
@@ -68,7 +68,7 @@ def test_record_prints_the_checks_warnings_that_concern_the_run(
     monkeypatch.chdir(bpf_fixtures)
     err = io.StringIO()
     events = ["cpu-clock/period=10000,period=20000/", "bpf-output/name=evt/", "./maps.o/map:chan1.event=evt/"]
-    lists = _check(argparse.Namespace(events=events, verbose=verbose), load_system("live"), err,
+    lists = _check(argparse.Namespace(events=events, verbose=verbose, clang_opts=[]), load_system("live"), err,
                    inherit=inherit)
     assert lists is not None, err.getvalue()
     assert _warning_codes(err.getvalue()) == shown
@@ -84,7 +84,7 @@ def test_a_poisoned_relocation_is_said_only_with_v(tmp_path: Path, monkeypatch: 
     build_bpf(tmp_path, "kernel_poisoned.c", "kernel_poisoned.o")
     monkeypatch.chdir(tmp_path)
     err = io.StringIO()
-    lists = _check(argparse.Namespace(events=["./kernel_poisoned.o"], verbose=verbose), load_system("live"),
+    lists = _check(argparse.Namespace(events=["./kernel_poisoned.o"], verbose=verbose, clang_opts=[]), load_system("live"),
                    err, inherit=True)
     assert lists is not None, err.getvalue()
     assert _warning_codes(err.getvalue()) == shown

@@ -331,6 +331,7 @@ class CheckOptionsTwin:
     system: object = None
     mode: str = "record"
     cwd: Path | None = None
+    clang_opts: tuple[str, ...] = ()
 
 
 _ORIGIN = Source("file", path="a.events", line=3)

@@ -1,11 +1,18 @@
 """`evspec check` and `evspec inspect` need no privileges: run them as `nobody` (when the tests run
-as root) against a snapshot of this machine and the built fixtures."""
+as root) against a snapshot of this machine and the built fixtures.
+
+`nobody` cannot reach a checkout (or its virtual environment) inside a directory other users
+cannot enter (under root's home, a `mktemp -d` folder): the tests give it a world-readable copy of
+the installed package and what it imports, under a world-readable temporary directory, run by an
+interpreter `nobody` can use."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
+import stat
 import subprocess
 import sys
 import tempfile
@@ -15,13 +22,71 @@ from pathlib import Path
 import pytest
 
 NOBODY = 65534
+# what `evspec check` and `evspec inspect` import, besides the standard library
+PACKAGES = ("evspec", "evspec.loader", "evspec.grammar", "elftools", "lark")
+
+
+def _world_usable(path: str) -> bool:
+    """Whether another user can reach ``path`` (every directory above it searchable by others)
+    and read it (and run it, for a file that is executable)."""
+    real = os.path.realpath(path)
+    parts = Path(real).parents
+    if not all(os.stat(d).st_mode & stat.S_IXOTH for d in parts):
+        return False
+    mode = os.stat(real).st_mode
+    return bool(mode & stat.S_IROTH) and (not mode & stat.S_IXUSR or bool(mode & stat.S_IXOTH))
+
+
+def _public_temp_dir(prefix: str) -> Path:
+    """A new directory that other users can read, in the first temporary place they can reach."""
+    for parent in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
+        if os.path.isdir(parent) and _world_usable(parent):
+            d = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+            d.chmod(0o755)
+            return d
+    pytest.fail("no temporary directory that other users can enter (TMPDIR, /tmp, /var/tmp, /dev/shm)")
+
+
+def _interpreter() -> str:
+    """A Python (3.10 or later) that `nobody` can run with its standard library: this one's base
+    interpreter when others can reach it, else the system's."""
+    for candidate in (getattr(sys, "_base_executable", sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"):
+        if not os.path.exists(candidate) or not _world_usable(candidate):
+            continue
+        probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 10), sys.prefix)"],
+                               capture_output=True, text=True, check=False)
+        ok, _, prefix = probe.stdout.strip().partition(" ")
+        if probe.returncode == 0 and ok == "True" and _world_usable(prefix):
+            return candidate
+    pytest.fail("no Python 3.10+ interpreter that other users can run (this one's lives where they cannot enter)")
+
+
+@pytest.fixture(scope="module")
+def installed_copy() -> Iterator[Path]:
+    """The installed evspec (its loader and grammar, wherever the installation put them: a wheel
+    nests them, an editable install maps them from the checkout) and its third-party imports,
+    copied where `nobody` can read them."""
+    site = _public_temp_dir("evspec-site-")
+    try:
+        for name in PACKAGES:
+            spec = importlib.util.find_spec(name)
+            if spec is None or not spec.submodule_search_locations:
+                pytest.fail(f"{name} is not installed as a package")
+            dest = site.joinpath(*name.split("."))
+            if not dest.exists():  # a wheel's evspec/ holds loader/ and grammar/ already
+                shutil.copytree(list(spec.submodule_search_locations)[0], dest,
+                                ignore=shutil.ignore_patterns("__pycache__"))
+        for p in site.rglob("*"):
+            p.chmod(0o755 if p.is_dir() else 0o644)
+        yield site
+    finally:
+        shutil.rmtree(site)
 
 
 @pytest.fixture
 def public_dir(bpf_fixtures: Path) -> Iterator[Path]:
     """A folder `nobody` can read, with copies of some fixture objects."""
-    d = Path(tempfile.mkdtemp(prefix="evspec-unpriv-"))
-    d.chmod(0o755)
+    d = _public_temp_dir("evspec-unpriv-")
     for name in ("maps.o", "legacy_maps.o", "stdout1.o"):
         shutil.copy(bpf_fixtures / name, d / name)
         (d / name).chmod(0o644)
@@ -31,27 +96,45 @@ def public_dir(bpf_fixtures: Path) -> Iterator[Path]:
         shutil.rmtree(d)
 
 
-def _as_normal_user(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+@pytest.fixture
+def as_normal_user(installed_copy: Path):  # type: ignore[no-untyped-def]
+    """``run(ARGS, cwd)``: ``python -s ARGS`` as `nobody` (when the tests run as root), importing
+    the world-readable copy."""
+    python = _interpreter()
     prefix: list[str] = []
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
         if setpriv is None:
             pytest.fail("setpriv (util-linux) is needed to drop root for this test")
         prefix = [setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--"]
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), "LANG": "C.UTF-8"}
-    return subprocess.run([*prefix, sys.executable, "-m", "evspec", *argv], cwd=cwd, env=env,
-                          capture_output=True, text=True, check=False)
+
+    def run(args: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
+        env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), "LANG": "C.UTF-8",
+               "PYTHONPATH": str(installed_copy), "PYTHONDONTWRITEBYTECODE": "1"}
+        return subprocess.run([*prefix, python, "-s", *args], cwd=cwd, env=env, capture_output=True, text=True,
+                              check=False)
+
+    return run
 
 
-def test_inspect_as_a_normal_user(public_dir: Path) -> None:
-    proc = _as_normal_user(["inspect", "--format", "json", "legacy_maps.o"], public_dir)
+def test_the_copy_is_what_runs(as_normal_user, public_dir: Path, installed_copy: Path) -> None:  # type: ignore[no-untyped-def]
+    proc = as_normal_user(["-c", "import os, evspec.loader.object.reader as r; print(os.getuid(), r.__file__)"],
+                          public_dir)
+    assert proc.returncode == 0, proc.stderr
+    uid, where = proc.stdout.split()
+    assert where.startswith(f"{installed_copy}/evspec/loader/object/")
+    assert int(uid) == (NOBODY if os.geteuid() == 0 else os.geteuid())
+
+
+def test_inspect_as_a_normal_user(as_normal_user, public_dir: Path) -> None:  # type: ignore[no-untyped-def]
+    proc = as_normal_user(["-m", "evspec", "inspect", "--format", "json", "legacy_maps.o"], public_dir)
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout)
     assert {m["name"] for m in report["maps"]} >= {"channel", "arr", "hmap"}
     assert all(m["legacy"] for m in report["maps"] if m["name"] == "arr")
 
 
-def test_check_against_a_snapshot_as_a_normal_user(public_dir: Path) -> None:
+def test_check_against_a_snapshot_as_a_normal_user(as_normal_user, public_dir: Path) -> None:  # type: ignore[no-untyped-def]
     from evspec.system import snapshot
     from evspec.system.fixtures import corpus_system
 
@@ -59,23 +142,23 @@ def test_check_against_a_snapshot_as_a_normal_user(public_dir: Path) -> None:
     snap.write_text(json.dumps(snapshot(corpus_system())))
     snap.chmod(0o644)
     good = "./maps.o/map:arr.value[0,3...6]=1234/,sched:sched_switch,msr/tsc/"
-    proc = _as_normal_user(["check", "--system", str(snap), "-e", good], public_dir)
+    proc = as_normal_user(["-m", "evspec", "check", "--system", str(snap), "-e", good], public_dir)
     assert proc.returncode == 0, proc.stderr
-    proc = _as_normal_user(["check", "--system", str(snap), "--format", "json",
+    proc = as_normal_user(["-m", "evspec", "check", "--system", str(snap), "--format", "json",
                             "-e", "./maps.o/map:arr.value[ 8]=5/"], public_dir)
     assert proc.returncode == 1, proc.stderr
     (d,) = json.loads(proc.stdout)["diagnostics"]
     assert d["perf_message"] == "Index too large" and d["span"] == {"start": 24, "end": 25}
 
 
-def test_check_live_as_a_normal_user(public_dir: Path) -> None:
+def test_check_live_as_a_normal_user(as_normal_user, public_dir: Path) -> None:  # type: ignore[no-untyped-def]
     """tracefs is root's (mode 700): a normal user's live check says what it cannot tell instead of
     failing (no internal error), and the rest of the check still runs."""
-    proc = _as_normal_user(["check", "--system", "live", "--fail-on", "error", "--format", "json",
+    proc = as_normal_user(["-m", "evspec", "check", "--system", "live", "--fail-on", "error", "--format", "json",
                             "-e", "./maps.o/map:arr.value[0]=1/,cpu-clock"], public_dir)
     assert proc.returncode == 0, proc.stderr
     assert "internal error" not in proc.stderr
     codes = {d["code"] for d in json.loads(proc.stdout)["diagnostics"]}
     assert codes <= {"WB143", "WM001", "WM002"}, codes
-    proc = _as_normal_user(["check", "--system", "live", "-e", "./maps.o/map:nosuch.value=1/"], public_dir)
+    proc = as_normal_user(["-m", "evspec", "check", "--system", "live", "-e", "./maps.o/map:nosuch.value=1/"], public_dir)
     assert proc.returncode == 1 and "map 'nosuch' not in the object" in proc.stderr, proc.stderr

@@ -59,7 +59,9 @@ GLOBALS = "global variables of the object: calls, where, seed, targ_pid, delta, 
      ("EB139", 22, 32, "4294967296 is out of range for 'targ_pid' (an unsigned 32-bit integer: 0 to 4294967295)")),
     ("./vars.o/var:targ_pid=bash/",
      ("EB139", 22, 26, "'targ_pid' is an unsigned 32-bit integer: it takes an integer from 0 to 4294967295")),
-    ("./vars.o/var:verbose=1/", ("EB139", 21, 22, "'verbose' is a bool: it takes true or false")),
+    ("./vars.o/var:verbose=2/", ("EB139", 21, 22, "2 is out of range for 'verbose' (a bool: 0 or 1, or true or false)")),
+    ("./vars.o/var:verbose='1'/", ("EB139", 21, 24, "'verbose' is a bool: it takes true or false (or 1 or 0)")),
+    ("./vars.o/var:verbose=yes/", ("EB139", 21, 24, "'verbose' is a bool: it takes true or false (or 1 or 0)")),
     ("./vars.o/var:mode=MODE_TRACY/",
      ("EB139", 18, 28, "'mode' is an enum mode: it takes one of MODE_OFF, MODE_COUNT, MODE_TRACE "
                        "(did you mean 'MODE_TRACE'?)")),
@@ -89,6 +91,18 @@ def test_an_unknown_variable_lists_the_globals_with_a_guess(built: Path) -> None
 ])
 def test_shape_errors_come_from_the_syntax_stage_alone(built: Path, string: str, expected: tuple) -> None:
     assert _check(built, string) == [expected]
+
+
+@pytest.mark.parametrize(("value", "stored"), [("1", b"\x01"), ("0", b"\x00"), ("true", b"\x01"),
+                                             ("false", b"\x00"), ("0x1", b"\x01")])
+def test_a_bool_takes_1_and_0_as_c_writes_them(built: Path, value: str, stored: bytes) -> None:
+    string = f"./vars.o/var:verbose={value}/"
+    assert _check(built, string) == []
+    spec = apply_var_terms(parse(string).events()[0], read_object(built / "vars.o"))  # type: ignore[arg-type]
+    var = global_variables(spec, Btf(spec.btf or b""))["verbose"]
+    data = spec.map(var.map_name)
+    assert data is not None and data.initial_value is not None
+    assert data.initial_value[var.offset:var.offset + var.size] == stored
 
 
 def test_a_variable_set_twice_warns_and_the_last_value_is_written(built: Path) -> None:
@@ -230,7 +244,7 @@ def test_the_bad_cases_as_check_prints_them(built: Path) -> None:
 
     strings = [
         "./vars.o/var:targ_pdi=42/", "./vars.o/var:delta=300/", "./vars.o/var:delta='-129'/",
-        "./vars.o/var:delta=-5/", "./vars.o/var:verbose=1/", "./vars.o/var:mode=MODE_TRACY/",
+        "./vars.o/var:delta=-5/", "./vars.o/var:verbose=2/", "./vars.o/var:mode=MODE_TRACY/",
         "./vars.o/var:targ_comm='0123456789abcdef'/", "./vars.o/var:targ_comm=7/", "./vars.o/var:cfg=1/",
         "./vars.o/var:where=0/", "./vars.o/var:x.y=1/", "./vars.o/var:targ_pid=1,var:targ_pid=2/",
         "./kinds.o/var:ratio=half/", "./kinds.o/var:scale='1e39'/", "./kinds.o/var:mask='-1'/",

@@ -10,11 +10,13 @@ from __future__ import annotations
 import io
 import json
 import os
+import re
 import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
+from conftest import oracle
 from corpus_files import DATA
 
 from evspec.cli.app import build_parser
@@ -74,11 +76,20 @@ char _license[] SEC("license") = "GPL";
 """
 
 
-def _clang(src: Path, out: Path) -> None:
+# tests/data/verify/btf_map_init.c built three ways: cilium/ebpf's shape (its programs in sections
+# libbpf has no type for), with libbpf's section names, and with the program in the prog array's
+# initialiser refused by the verifier
+PROG_ARRAY_INITS = {"btf_map_init": (), "btf_map_init_names": ("-DLIBBPF_NAMES",),
+                    "btf_map_init_refused": ("-DLIBBPF_NAMES", "-DREFUSED")}
+LIBBPF_SAYS = DATA / "verify" / "bpftool_sid.json"  # what bpftool 7.8 (libbpf 1.8) prog loadall said
+LIBBPF_OBJECTS = (*PROG_ARRAY_INITS, "legacy_maps")
+
+
+def _clang(src: Path, out: Path, *flags: str) -> None:
     if shutil.which("clang") is None:
         pytest.fail("clang is needed (scripts/test.sh installs it)")
-    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", "-c", str(src),
-                    "-o", str(out)], check=True)
+    subprocess.run(["clang", "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu", *flags, "-c",
+                    str(src), "-o", str(out)], check=True)
 
 
 @pytest.fixture(scope="module")
@@ -88,6 +99,9 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
         _clang(CORE / f"{name}.c", out / f"{name}.o")
     for name in ("pin", "progarray", "mapinmap"):
         _clang(DATA / "libbpf" / f"{name}.c", out / f"{name}.o")
+    for name, flags in PROG_ARRAY_INITS.items():
+        _clang(DATA / "verify" / "btf_map_init.c", out / f"{name}.o", *flags)
+    _clang(DATA / "corpus" / "bpf" / "legacy_maps.c", out / "legacy_maps.o")
     (out / "two.c").write_text(TWO)
     _clang(out / "two.c", out / "two.o")
     (out / "sub_poisoned.c").write_text(SUB_POISONED)
@@ -119,7 +133,7 @@ def test_a_good_object_loads_entirely(root_kernel: None, built: Path, monkeypatc
     status, out, err = _verify(built, monkeypatch, "--format", "json", "core_read.o", "kernel_relocs.o")
     assert status == 0, err
     doc = json.loads(out)
-    assert set(doc) == {"programs", "maps"}
+    assert set(doc) == {"programs", "maps", "notes"} and doc["notes"] == []
     progs = {p["name"]: p for p in doc["programs"]}
     assert sorted(progs) == ["bitfield", "fields", "info", "on_enter"]
     for p in progs.values():
@@ -198,10 +212,10 @@ def test_btf_file_is_the_target(root_kernel: None, built: Path, monkeypatch: pyt
 
 def test_usage_errors(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     status, _, err = _verify(built, monkeypatch, "missing.o")
-    assert (status, err) == (2, "evspec verify: error: missing.o: no such file\n")
+    assert (status, err) == (2, "evspec verify: error[EB001]: missing.o: no such file\n")
     (built / "adir.o").mkdir(exist_ok=True)
     status, _, err = _verify(built, monkeypatch, "adir.o")
-    assert (status, err) == (2, "evspec verify: error: adir.o: is a directory, not a BPF object or source\n")
+    assert (status, err) == (2, "evspec verify: error[EB001]: adir.o: is a directory, not a BPF object\n")
 
 
 def test_not_root_is_a_clear_error(built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -263,3 +277,99 @@ def test_prog_array_values_load_each_program_on_its_own(root_kernel: None, built
     assert {p["name"]: p["loaded"] for p in doc["programs"]} == {
         "tail_a": True, "tail_b": True, "entry": True, "mim_prog": True}
     assert all(m["created"] for m in doc["maps"]) and {m["name"] for m in doc["maps"]} >= {"es_jump", "es_outer"}
+
+
+def test_a_prog_array_naming_a_program_verify_does_not_load(root_kernel: None, built: Path,
+                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """cilium/ebpf's btf_map_init: tail_1, which the prog array's initialiser names, has a section
+    libbpf has no program type for; verify said KeyError (exit 3). Now: each program's verdict, and
+    the map created with the slot it cannot fill said, exit 1."""
+    status, out, err = _verify(built, monkeypatch, "--format", "json", "btf_map_init.o")
+    assert status == 1, err
+    doc = json.loads(out)
+    programs = {p["name"]: p for p in doc["programs"]}
+    assert {n: p["loaded"] for n, p in programs.items()} == {"tail_1": False, "tail_main": False}
+    assert programs["tail_1"]["error"].startswith("section 'socket/tail': malformed libbpf-style section")
+    maps = {m["name"]: m for m in doc["maps"]}
+    assert maps["prog_array_init"] == {
+        "object": "btf_map_init.o", "name": "prog_array_init", "type": "prog_array", "created": True,
+        "error": "slot [1] (program 'tail_1' did not load) not filled: libbpf fails the whole object's load then"}
+    assert maps["outer_map_init"]["created"] and maps["outer_map_init"]["error"] is None
+    status, out, _ = _verify(built, monkeypatch, "btf_map_init.o")
+    assert "  map prog_array_init (prog_array): created, but slot [1] (program 'tail_1' did not load) not filled" in out
+
+
+def test_a_prog_array_naming_a_refused_program(root_kernel: None, built: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    status, out, err = _verify(built, monkeypatch, "--format", "json", "btf_map_init_refused.o", "btf_map_init_names.o")
+    assert status == 1, err
+    doc = json.loads(out)
+    loaded = {(p["object"], p["name"]): p["loaded"] for p in doc["programs"]}
+    assert loaded == {("btf_map_init_refused.o", "tail_1"): False, ("btf_map_init_refused.o", "tail_main"): True,
+                      ("btf_map_init_names.o", "tail_1"): True, ("btf_map_init_names.o", "tail_main"): True}
+    errors = {(m["object"], m["name"]): m["error"] for m in doc["maps"] if m["error"]}
+    assert list(errors) == [("btf_map_init_refused.o", "prog_array_init")]
+
+
+def _libbpf_verdicts() -> dict[str, dict[str, object]]:
+    return json.loads(LIBBPF_SAYS.read_text())  # type: ignore[no-any-return]
+
+
+@pytest.mark.parametrize("name", sorted(PROG_ARRAY_INITS))
+def test_verify_agrees_with_libbpf_on_the_prog_array_objects(root_kernel: None, built: Path,
+                                                             monkeypatch: pytest.MonkeyPatch, name: str) -> None:
+    """What libbpf 1.8 said of each object (committed: bpftool_sid.json): it loads the object
+    exactly when verify finds nothing wrong, and each program it names as failing, verify does not
+    load."""
+    said = _libbpf_verdicts()[name]
+    status, out, err = _verify(built, monkeypatch, "--format", "json", f"{name}.o")
+    assert (status == 0) == (said["status"] == 0), (out, said)
+    failing = set()
+    for line in said["lines"]:  # type: ignore[attr-defined]
+        if m := re.search(r"failed to guess program type from ELF section '([^']+)'", line):
+            failing |= {p["name"] for p in json.loads(out)["programs"] if p["section"] == m[1]}
+        elif m := re.search(r"prog '([^']+)': failed to load", line):
+            failing.add(m[1])
+    assert failing <= {p["name"] for p in json.loads(out)["programs"] if not p["loaded"]}
+    assert bool(failing) == (said["status"] != 0)
+
+
+LIBBPF_LINE = re.compile(r"failed to guess program type|failed to load|failed to initialize|not supported|^Error:")
+
+
+@pytest.mark.parametrize("name", sorted(LIBBPF_OBJECTS))
+def test_libbpf_still_says_what_was_committed(root_kernel: None, built: Path, tmp_path: Path, name: str) -> None:
+    """bpftool 7.8 (libbpf 1.8) prog loadall on each object: its exit status and the lines that
+    say why match bpftool_sid.json (EVSPEC_BLESS=1 rewrites it)."""
+    bpftool = oracle("bpftool-sid")
+    pins = tmp_path / "bpffs"
+    pins.mkdir()
+    subprocess.run(["mount", "-t", "bpf", "bpf", str(pins)], check=True)
+    try:
+        proc = subprocess.run([bpftool, "prog", "loadall", f"{name}.o", str(pins / "progs")], cwd=built,
+                              capture_output=True, text=True, check=False)
+    finally:
+        subprocess.run(["umount", str(pins)], check=True)
+    lines = sorted({line for line in (proc.stdout + proc.stderr).splitlines() if LIBBPF_LINE.search(line)})
+    now = {"status": proc.returncode, "lines": lines}
+    if os.environ.get("EVSPEC_BLESS") == "1":
+        saved = _libbpf_verdicts() if LIBBPF_SAYS.exists() else {}
+        saved[name] = now
+        LIBBPF_SAYS.write_text(json.dumps(saved, indent=2, sort_keys=True) + "\n")
+    assert now == _libbpf_verdicts()[name]
+
+
+def test_a_legacy_maps_object_loads_with_a_note_quoting_libbpf(root_kernel: None, built: Path,
+                                                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """libbpf 1.8 refuses the object (bpftool_sid.json); verify loads it and says so in libbpf's words."""
+    from evspec.loader.object.libbpf_differences import LIBBPF_LEGACY_MAPS
+
+    said = _libbpf_verdicts()["legacy_maps"]
+    assert said["status"] != 0 and f"libbpf: {LIBBPF_LEGACY_MAPS}" in said["lines"]  # type: ignore[operator]
+    status, out, err = _verify(built, monkeypatch, "--format", "json", "legacy_maps.o", "core_read.o")
+    assert status == 0, err
+    (note,) = json.loads(out)["notes"]
+    assert note["object"] == "legacy_maps.o"
+    assert note["message"].startswith('legacy SEC("maps") map definitions (channel, chan1, arr, arr64, arr8, arr3, '
+                                      f'hmap): libbpf 1.0 and later refuse this object ("{LIBBPF_LEGACY_MAPS}")')
+    status, out, err = _verify(built, monkeypatch, "legacy_maps.o")
+    assert out.splitlines()[1] == f"  note: {note['message']}"

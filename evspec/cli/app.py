@@ -65,6 +65,12 @@ def _add_inputs(p: argparse.ArgumentParser, files_help: str) -> None:
                    help=files_help + " ('-' reads stdin; blank lines and '#' comments are skipped)")
 
 
+def add_clang_opt(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--clang-opt", dest="clang_opts", action="append", default=[], metavar="OPT",
+                   help="an option for clang when a .c source is compiled, after evspec's own (repeatable: "
+                        "--clang-opt=-DDEBUG --clang-opt=-I/opt/inc; perf's llvm.clang-opt)")
+
+
 def _add_system(p: argparse.ArgumentParser, default: str) -> None:
     p.add_argument("--system", default=os.environ.get("EVSPEC_SYSTEM", default), metavar="live|none|FILE",
                    help=f"machine to check against: the live one, none (syntax only), or a snapshot file "
@@ -102,6 +108,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                             "each string: its verdict, message and caret, quirks explained; "
                             "--format perf then prints exactly what that perf prints")
         _add_system(p, "none")
+        add_clang_opt(p)
 
     if every or command == "fmt":
         p = sub.add_parser("fmt", help="print event strings in canonical form")
@@ -156,6 +163,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
         p.add_argument("object", help="a BPF object (.o) or source (.c, compiled with clang)")
         p.add_argument("--format", choices=("text", "json"), default="text")
+        add_clang_opt(p)
     return top
 
 
@@ -203,10 +211,11 @@ def _print_text(diags: Sequence[Diagnostic], color: bool) -> None:
     sys.stderr.write(summary_line(diags) + "\n")
 
 
-def _run_checks(inputs: Sequence[SpecInput], system, mode: str) -> list[CheckedSpec]:  # type: ignore[no-untyped-def]
+def _run_checks(inputs: Sequence[SpecInput], system, mode: str,  # type: ignore[no-untyped-def]
+                clang_opts: Sequence[str] = ()) -> list[CheckedSpec]:
     from evspec.check import CheckOptions, check_specs
 
-    return check_specs(inputs, CheckOptions(system=system, mode=mode))
+    return check_specs(inputs, CheckOptions(system=system, mode=mode, clang_opts=clang_opts))
 
 
 def cmd_parse(args: argparse.Namespace) -> int:

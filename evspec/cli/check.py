@@ -29,7 +29,7 @@ def check_main(args: argparse.Namespace) -> int:
     (``--format perf`` then prints what that perf prints, ``json`` adds each ``"perf"`` verdict)."""
     inputs = _inputs(args)
     system = _load_system(args.system)
-    checked = _run_checks(inputs, system, args.mode)
+    checked = _run_checks(inputs, system, args.mode, args.clang_opts)
     results = _with_perf(args, checked, system) if args.perf else None
     if results is None:
         diags = [d for c in checked for d in c.diagnostics]
@@ -62,7 +62,7 @@ def check_main(args: argparse.Namespace) -> int:
         from evspec.render.github import render_github
 
         sys.stdout.write(render_github(diags))
-    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
+    failing = [d for d in diags if d.is_error or (args.fail_on == "warning" and d.severity.value == "warning")]
     return EXIT_FINDINGS if failing else EXIT_CLEAN
 
 

@@ -5,29 +5,26 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
+
+from evspec.cli.object_errors import print_object_error
+
+EXIT_USAGE = 2
 
 
 def inspect_main(args: argparse.Namespace) -> int:
+    """The report of the object named (a source compiled first), or exit 2 when it cannot be read:
+    the object is this command's input, as for ``verify``."""
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.inspect import inspect_report, inspect_text
-    from evspec.loader.object.reader import read_object
     from evspec.loader.object.section import describe_section
+    from evspec.loader.object.user_object import read_user_object
 
-    path = Path(args.object)
     try:
-        if path.suffix == ".c":
-            from evspec.loader.object.compile import compile_source
-
-            path = compile_source(path)
-        report = inspect_report(read_object(path), attach=describe_section)
+        spec = read_user_object(args.object, clang_opts=args.clang_opts)
+        report = inspect_report(spec, attach=describe_section)
     except ObjectError as exc:
-        print(f"evspec inspect: error[{exc.code}]: {exc.message}", file=sys.stderr)
-        if exc.detail:
-            print(exc.detail.rstrip(), file=sys.stderr)
-        for line in exc.help:
-            print(f"  = help: {line}", file=sys.stderr)
-        return 1
+        print_object_error("inspect", exc, sys.stderr)
+        return EXIT_USAGE
     if args.format == "json":
         print(json.dumps(report, indent=2))
     else:

@@ -53,6 +53,9 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
                         "per-CPU maps (or of the maps named, global data maps included); a *hist* array "
                         "of counts prints as a log2 histogram")
     p.add_argument("-v", "--verbose", action="store_true")
+    from evspec.cli.app import add_clang_opt
+
+    add_clang_opt(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
     p.set_defaults(func=record_main)
     return p
@@ -110,7 +113,8 @@ def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bo
     from evspec.render.text import render_text
 
     inputs = [SpecInput(text, Source("arg", index=i), command=0) for i, text in enumerate(args.events)]
-    checked = check_specs(inputs, CheckOptions(system=system, mode="record"))  # type: ignore[arg-type]
+    checked = check_specs(inputs, CheckOptions(system=system, mode="record",  # type: ignore[arg-type]
+                                               clang_opts=args.clang_opts))
     quiet = {*(() if inherit else (INHERIT_EVENT_IN_MAP,)), *(() if args.verbose else (CORE_UNRESOLVED,))}
     diags = [d for c in checked for d in c.diagnostics if d.is_error or d.code not in quiet]
     if diags:
@@ -148,6 +152,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             dev=args.dev,
             pin_root=args.pin_root,
             ring_pages=args.mmap_pages or DEFAULT_RING_PAGES,
+            clang_opts=tuple(args.clang_opts),
         )
         system = load_system("live")
         lists = _check(args, system, err, inherit=options.events_inherit)

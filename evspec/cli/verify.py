@@ -11,7 +11,7 @@ vmlinux's lacks it: then with that module's BTF as attach_btf_obj_fd), whatever 
 says, since only attaching reads it; the other names of evspec's language (perf's ``SYS:EVENT`` and
 ``EVENT=PROBE``, ``tc/egress``) get the program type ``record`` gives them. No probe, tracepoint
 event or link is created. Maps pinned by name are pinned under a private bpffs directory that is
-removed again.
+removed again. A prog-array slot whose program did not load stays empty, an error of its map.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ import sys
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
+from evspec.cli.object_errors import print_object_error
 from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
@@ -45,6 +46,9 @@ def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private su
                    help="resolve CO-RE relocations against this BTF alone (default: the running "
                         "kernel's /sys/kernel/btf/vmlinux, and its modules' BTF for types vmlinux lacks)")
     p.add_argument("--format", choices=("text", "json"), default="text")
+    from evspec.cli.app import add_clang_opt
+
+    add_clang_opt(p)
 
 
 class ProgramResult(Record, frozen=False):
@@ -112,20 +116,22 @@ class MapResult(Record, frozen=False):
 
 
 class ObjectResult(Record, frozen=False):
-    __slots__ = ("path", "error", "programs", "maps")
+    __slots__ = ("path", "error", "programs", "maps", "notes")
     path: str
     error: str | None  # the object could not be read or relocated at all
     programs: list[ProgramResult]
     maps: list[MapResult]
+    notes: list[str]  # what evspec loads on purpose differently from libbpf
 
     def __init__(
         self, path: str, error: str | None = None, programs: list[ProgramResult] | None = None,
-        maps: list[MapResult] | None = None,
+        maps: list[MapResult] | None = None, notes: list[str] | None = None,
     ) -> None:
         set_field(self, "path", path)
         set_field(self, "error", error)
         set_field(self, "programs", [] if programs is None else programs)
         set_field(self, "maps", [] if maps is None else maps)
+        set_field(self, "notes", [] if notes is None else notes)
 
 
 class VerifyUsageError(Exception):
@@ -253,36 +259,15 @@ def _count_core(functions: Sequence[ProgramSpec], result: ProgramResult) -> None
 @contextmanager
 def _pin_root(spec: ObjectSpec) -> Iterator[str]:
     """Where maps pinned by name go: a fresh directory on bpffs (a private mount when none is
-    mounted at /sys/fs/bpf), removed with whatever was pinned in it."""
+    mounted at /sys/fs/bpf), removed with whatever was pinned in it (``verify_pins``)."""
     if not any(m.pinning for m in spec.maps):
         yield "/sys/fs/bpf/evspec-verify-unused"
         return
-    import tempfile
-
+    from evspec.cli.verify_pins import pin_root
     from evspec.loader.load.live import on_bpffs
 
-    mounted = None
-    if on_bpffs("/sys/fs/bpf"):
-        root = tempfile.mkdtemp(prefix="evspec-verify-", dir="/sys/fs/bpf")
-    else:
-        root = tempfile.mkdtemp(prefix="evspec-verify-bpffs-")
-        import subprocess
-
-        subprocess.run(["mount", "-t", "bpf", "bpf", root], check=True, capture_output=True)
-        mounted = root
-    try:
+    with pin_root(on_bpffs("/sys/fs/bpf")) as root:
         yield root
-    finally:
-        for name in os.listdir(root):
-            try:
-                os.unlink(os.path.join(root, name))
-            except OSError:
-                pass
-        if mounted is not None:
-            import subprocess
-
-            subprocess.run(["umount", mounted], check=False, capture_output=True)
-        os.rmdir(root)
 
 
 # ------------------------------------------------------------------------------------------ verify
@@ -306,10 +291,10 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.core_patch import relocate_object
+    from evspec.loader.object.libbpf_differences import libbpf_differences
     from evspec.loader.object.libbpf_sections import ModuleTypeId, attach_target, attach_target_name
-    from evspec.loader.object.spec import replace
 
-    result = ObjectResult(spec.path)
+    result = ObjectResult(spec.path, notes=libbpf_differences(spec))
     result.maps = [MapResult(spec.path, m.name, _map_type_name(m.type)) for m in spec.maps]
     result.programs = [ProgramResult(spec.path, p.name, p.section) for p in spec.programs]
     if any(not r.applied for _, r in spec.core_relocations()):
@@ -336,10 +321,41 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
                                         "section name of libbpf 1.1)")
         except ObjectError as exc:
             by_name[prog.name].error = f"section '{prog.section}': {exc.message}"
-    loadable = replace(spec, programs=tuple(p for p in spec.programs if p.name in loads))
+    loadable = _without_programs(spec, {p.name for p in spec.programs if p.name not in loads})
     with _pin_root(spec) as pin_root:
         _load_programs(loadable, loads, kernel, result, pin_root)
+    _unfilled_prog_arrays(spec, result)
     return result
+
+
+def _without_programs(spec: ObjectSpec, names: set[str]) -> ObjectSpec:
+    """``spec`` without the programs ``names`` (verify cannot load them) nor the prog-array
+    slots that name them."""
+    from evspec.loader.object.spec import MapType, replace
+
+    if not names:
+        return spec
+    maps = tuple(replace(m, initial_slots=tuple(s for s in m.initial_slots if s[1] not in names))
+                 if m.type == MapType.PROG_ARRAY else m for m in spec.maps)
+    return replace(spec, programs=tuple(p for p in spec.programs if p.name not in names), maps=maps)
+
+
+def _unfilled_prog_arrays(spec: ObjectSpec, result: ObjectResult) -> None:
+    """A prog-array slot that names a program that did not load is an error of the map (which is
+    created, its other slots filled): libbpf loads no such object, failing at that program or,
+    for one it skipped, when it fills the slot (init_prog_array_slots: EBADF)."""
+    from evspec.loader.object.spec import MapType
+
+    loaded = {p.name for p in result.programs if p.loaded}
+    maps = {m.name: m for m in result.maps}
+    for m in spec.maps:
+        missing = [(slot, name) for slot, name in m.initial_slots if name not in loaded]
+        if m.type != MapType.PROG_ARRAY or not missing or m.name not in maps:
+            continue
+        said = ", ".join(f"[{slot}] (program '{name}' did not load)" for slot, name in missing)
+        why = f"slot {said} not filled: libbpf fails the whole object's load then"
+        out = maps[m.name]
+        out.error = why if out.error is None else f"{out.error}; {why}"
 
 
 def _load_programs(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Kernel, result: ObjectResult,
@@ -461,21 +477,17 @@ def _failed(out: ProgramResult, exc: Exception) -> None:
 # ------------------------------------------------------------------------------------------ CLI
 
 
-def _read(path: str, cwd: str) -> ObjectSpec:
-    from evspec.loader.object.reader import read_object
-    from evspec.loader.object.spec import replace
+def _read(path: str, cwd: str, clang_opts: Sequence[str]) -> ObjectSpec:
+    from evspec.loader.object.user_object import read_user_object
 
-    full: str | os.PathLike[str] = os.path.join(cwd, path)
-    if path.endswith(".c"):
-        from evspec.loader.object.compile import compile_source
-
-        full = compile_source(full)
-    return replace(read_object(full), path=path)
+    return read_user_object(path, cwd, clang_opts=clang_opts)
 
 
 def _render_text(results: Sequence[ObjectResult], out: TextIO) -> None:
     for obj in results:
         print(f"{obj.path}:", file=out)
+        for note in obj.notes:
+            print(f"  note: {note}", file=out)
         if obj.error:
             print(f"  error: {obj.error}", file=out)
         for p in obj.programs:
@@ -491,6 +503,8 @@ def _render_text(results: Sequence[ObjectResult], out: TextIO) -> None:
                 print(f"    poisoned: function '{f['function']}', insn {f['insn']}: {f['message']}", file=out)
         for m in obj.maps:
             state = "created" if m.created else f"NOT created: {m.error}"
+            if m.created and m.error:
+                state = f"created, but {m.error}"
             print(f"  map {m.name} ({m.type}): {state}", file=out)
     programs = [p for obj in results for p in obj.programs]
     loaded = sum(p.loaded for p in programs)
@@ -504,8 +518,6 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         print("evspec verify: error: verify needs root: it loads programs and creates maps in this kernel "
               "(run it with sudo)", file=stderr)
         return EXIT_USAGE
-    from evspec.loader.errors import ObjectError
-    from evspec.loader.kernel import Kernel
     from evspec.loader.object.btf import BtfError
     from evspec.loader.object.target_btf import TargetBtf
 
@@ -516,18 +528,36 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         except BtfError as exc:
             print(f"evspec verify: error: --btf {args.btf}: {exc}", file=stderr)
             return EXIT_USAGE
+    from evspec.cli.verify_pins import Terminated, stop_signals
+
+    try:
+        with stop_signals():
+            return _verify_main(args, target, stdout, stderr)
+    except Terminated as exc:
+        import signal
+
+        print(f"evspec verify: stopped by {signal.Signals(exc.signo).name}: what it had loaded and pinned "
+              "is removed", file=stderr)
+        return 128 + exc.signo
+
+
+def _verify_main(args: argparse.Namespace, target: TargetBtf | None, stdout: TextIO, stderr: TextIO) -> int:
+    from evspec.cli.verify_pins import sweep_stale
+    from evspec.loader.errors import ObjectError
+    from evspec.loader.kernel import Kernel
+
+    removed, problems = sweep_stale()
+    for text in removed:
+        print(f"evspec verify: removed {text}", file=stderr)
+    for text in problems:
+        print(f"evspec verify: warning: {text}", file=stderr)
     cwd = os.getcwd()
     specs = []
     for path in args.objects:
-        full = os.path.join(cwd, path)
-        if not os.path.isfile(full):
-            what = "is a directory, not a BPF object or source" if os.path.isdir(full) else "no such file"
-            print(f"evspec verify: error: {path}: {what}", file=stderr)
-            return EXIT_USAGE
         try:
-            specs.append(_read(path, cwd))
-        except ObjectError as exc:
-            print(f"evspec verify: error[{exc.code}]: {exc.message}", file=stderr)
+            specs.append(_read(path, cwd, args.clang_opts))
+        except ObjectError as exc:  # the user's input cannot be read as an object: a usage error
+            print_object_error("verify", exc, stderr)
             return EXIT_USAGE
     kernel = Kernel()
     kernel_btf = KernelBtf(kernel)
@@ -539,10 +569,12 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         import json
 
         doc = {"programs": [p.to_json() for r in results for p in r.programs],
-               "maps": [m.to_json() for r in results for m in r.maps]}
+               "maps": [m.to_json() for r in results for m in r.maps],
+               "notes": [{"object": r.path, "message": note} for r in results for note in r.notes]}
         print(json.dumps(doc, indent=2), file=stdout)
     else:
         _render_text(results, stdout)
-    ok = all(p.loaded for r in results for p in r.programs) and all(m.created for r in results for m in r.maps)
+    ok = all(p.loaded for r in results for p in r.programs) and all(m.created and not m.error
+                                                                     for r in results for m in r.maps)
     ok = ok and not any(r.error for r in results)
     return EXIT_OK if ok else EXIT_FAILED

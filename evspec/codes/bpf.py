@@ -25,6 +25,8 @@ EXTERN_UNRESOLVED = "EB017"
 EXTERN_TYPE = "EB018"
 KCONFIG_UNREADABLE = "EB019"
 EXTERN_SOURCES_CORRUPT = "EB020"
+INPUT_TOO_BIG = "EB170"
+LIBBPF_DIFFERENCE = "WB160"
 CACHE_REFUSED = "WB001"
 CORE_UNRESOLVED = "WB002"
 EXTERN_WEAK_MISSING = "WB003"
@@ -208,6 +210,30 @@ CODES: tuple[CodeInfo, ...] = (
         "field holds. The message names the field.",
         "",
         "Write the snapshot again on the machine it describes: evspec system snapshot --btf -o FILE.",
+    ),
+    CodeInfo(
+        INPUT_TOO_BIG,
+        "the BPF object or source is too large",
+        "evspec reads a BPF object or source of at most 256 MiB (MAX_INPUT_BYTES in "
+        "loader/object/input_file.py) and refuses a larger file before reading it: objects clang "
+        "builds are a few megabytes, so a larger file is most likely not the one meant (an image, "
+        "a core dump, a file still growing).",
+        "./core.o",
+        "Name the BPF object or source itself.",
+    ),
+    CodeInfo(
+        LIBBPF_DIFFERENCE,
+        "evspec loads this object differently from libbpf (a note)",
+        "A note, not a failing finding: the object uses something evspec handles on purpose "
+        "differently from libbpf 1.x (COMPAT 16), so a libbpf-based loader (bpftool, a skeleton, "
+        "perf 6.1 and later) would not do what evspec does. Legacy SEC(\"maps\") map definitions "
+        "(struct bpf_map_def, perf's 2016 examples): libbpf 1.0 and later refuse the whole object "
+        "(\"legacy map definitions in 'maps' section are not supported by libbpf v1.0+\"), evspec "
+        "reads them. SEC(\"?...\") programs (autoload off): libbpf loads them only when asked to, "
+        "evspec loads them so that the verifier checks them, and attaches nothing.",
+        "./legacy_maps.o",
+        "To load the object with libbpf too, declare the maps in SEC(\".maps\") with __uint/__type "
+        "(BTF-defined maps).",
     ),
     CodeInfo(
         CACHE_REFUSED,

@@ -394,9 +394,11 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         OBJECT_NOT_A_FILE,
         "BPF object path is not a regular file",
-        "The path names a directory or a special file.",
+        "The path names a directory or a special file (a FIFO, a device, a socket). evspec reads "
+        "BPF objects and sources only from regular files: a FIFO would block the read and a device "
+        "such as /dev/zero never ends.",
         "./sub.o",
-        "Name the object file itself.",
+        "Name the object file itself, or copy what the special file delivers into one.",
     ),
     CodeInfo(
         NO_PROGRAMS,

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evspec.diagnostics import Diagnostic
+from evspec.diagnostics import Diagnostic, Severity
 from evspec.render.text import describe_source
 
 
@@ -46,7 +46,8 @@ def render_annotation(diag: Diagnostic) -> str:
         ]
     props.append(("title", diag.code))
     joined = ",".join(f"{key}={escape_property(value)}" for key, value in props)
-    return f"::{diag.severity.value} {joined}::{escape_data(_message(diag))}\n"
+    command = "notice" if diag.severity is Severity.NOTE else diag.severity.value  # GitHub's word for a note
+    return f"::{command} {joined}::{escape_data(_message(diag))}\n"
 
 
 def render_github(diags: Sequence[Diagnostic]) -> str:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from evspec.diagnostics import Diagnostic
+from evspec.diagnostics import Diagnostic, Severity
 from evspec.span import Span
 
 
@@ -58,7 +58,10 @@ def json_document(
             entry = _merged(entry, diagnostic_extra[i], f"extra keys of diagnostic {i}")
         entries.append(entry)
     errors = sum(1 for d in diags if d.is_error)
-    summary: dict[str, object] = {"errors": errors, "warnings": len(diags) - errors}
+    notes = sum(1 for d in diags if d.severity is Severity.NOTE)
+    summary: dict[str, object] = {"errors": errors, "warnings": len(diags) - errors - notes}
+    if notes:
+        summary["notes"] = notes
 
     top = dict(extra or {})
     more_summary = top.pop("summary", {})

@@ -37,7 +37,7 @@ _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"
 _BLUE = "\x1b[1;34m"
-_SEVERITY_STYLE = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m"}
+_SEVERITY_STYLE = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m", Severity.NOTE: "\x1b[1;36m"}
 
 
 def display_char(ch: str) -> str:
@@ -227,6 +227,8 @@ def _count(n: int, noun: str) -> str:
 
 
 def summary_line(diags: Sequence[Diagnostic]) -> str:
-    """``2 errors, 1 warning`` (no trailing newline)."""
+    """``2 errors, 1 warning`` (``, 1 note`` when there are notes; no trailing newline)."""
     errors = sum(1 for d in diags if d.is_error)
-    return f"{_count(errors, 'error')}, {_count(len(diags) - errors, 'warning')}"
+    notes = sum(1 for d in diags if d.severity is Severity.NOTE)
+    line = f"{_count(errors, 'error')}, {_count(len(diags) - errors - notes, 'warning')}"
+    return f"{line}, {_count(notes, 'note')}" if notes else line

@@ -22,6 +22,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import BtfError
 from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.extern_check import extern_findings
+from evspec.loader.object.libbpf_differences import libbpf_differences
 from evspec.loader.object.libbpf_sections import LoadParams, load_params
 from evspec.loader.object.section import (
     ADD_V_HELP,
@@ -43,7 +44,7 @@ from evspec.loader.object.terms.variables import check_var_terms
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf
 from evspec.codes import bpfconfig as codes
-from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, warning
+from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, note, warning
 from evspec.span import Span
 
 if TYPE_CHECKING:
@@ -126,6 +127,7 @@ class ObjectEnvironment:
     compile_source: Callable[[Path], Path] | None = None
     read_symbols: Callable[[Path], frozenset[str]] | None = None
     truncate_values: bool = False
+    clang_opts: tuple[str, ...] = ()  # passed to clang when a source is compiled
     # the BTF that CO-RE relocations are resolved against, asked for only when an object has some:
     # the running kernel's for this machine, a snapshot's saved one; None (a snapshot without the
     # kernel's BTF): they are not checked. The provider raises ObjectError (EB015) when it has none.
@@ -147,36 +149,19 @@ class ObjectEnvironment:
             **kw,  # type: ignore[arg-type]
         )
 
-    def load(self, path: Path, is_source: bool) -> ObjectSpec:
-        read = self.read_object
-        if read is None:
-            from evspec.loader.object.reader import read_object as default_read
+    def load(self, path: str, is_source: bool) -> ObjectSpec:
+        """The object ``path`` (as the event string writes it, relative to ``cwd``) names, a source
+        compiled with ``clang_opts``; messages name ``path``."""
+        from evspec.loader.object.user_object import read_user_object
 
-            read = default_read
-        if not is_source:
-            return read(path)
-        compile_source = self.compile_source
-        if compile_source is None:
-            from evspec.loader.object.compile import compile_source as default_compile
-
-            compile_source = default_compile
-        compiled = compile_source(path)
-        try:
-            return read(compiled)
-        except ObjectError as exc:  # about the source as the user named it, not the compile cache
-            raise ObjectError(
-                exc.code,
-                exc.message.replace(str(compiled), str(path)),
-                perf_message=exc.perf_message.replace(str(compiled), str(path)) if exc.perf_message else None,
-                detail=exc.detail,
-                help=exc.help,
-            ) from None
+        return read_user_object(path, self.cwd, source=is_source, clang_opts=self.clang_opts,
+                                read=self.read_object, compile=self.compile_source)
 
     def symbols(self, path: Path) -> frozenset[str]:
         return (self.read_symbols or elf_function_symbols)(path)
 
 
-def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
+def environment_from_system(system: System, cwd: Path, clang_opts: tuple[str, ...] = ()) -> ObjectEnvironment:
     """An ObjectEnvironment answering from a system description (live or snapshot)."""
     from evspec.system.model import TracefsUnavailable
 
@@ -204,6 +189,7 @@ def environment_from_system(system: System, cwd: Path) -> ObjectEnvironment:
         uprobe_events=features.uprobe_events if known else (features.uprobe_events or None),
         core_target=core_target_of(system),
         extern_facts=extern_facts_of(system),
+        clang_opts=clang_opts,
     )
 
 
@@ -333,15 +319,18 @@ def check_bpf_events(
     system: System,
     cwd: Path,
     defined_facts: MutableMapping[str, EventFacts],
+    *,
+    clang_opts: tuple[str, ...] = (),
 ) -> list[Diagnostic]:
     """Check every BPF event of one event string against ``system``, left to right (the
     ``evspec check`` stage after the syntax stage: findings in SYNTAX_STAGE_CODES are left out).
 
     ``defined_facts`` holds the events defined so far (by earlier strings of the same command); it
     is extended with every event of ``events`` under the names a later ``map:…event=`` may use.
+    ``clang_opts`` go to clang when a BPF source is compiled.
     """
     from evspec import rules
-    env = environment_from_system(system, cwd)
+    env = environment_from_system(system, cwd, clang_opts)
     out: list[Diagnostic] = []
     for event in events.events():
         if isinstance(event, BpfEvent):
@@ -381,6 +370,8 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
                   + check_prog_terms(event, spec, defined) + check_var_terms(event, spec))
     term_diags.sort(key=lambda d: d.span.start)
     check.diagnostics.extend(term_diags)
+    check.diagnostics.extend(note(codes_bpf.LIBBPF_DIFFERENCE, text, event.path_span)
+                             for text in libbpf_differences(spec))
     return check
 
 
@@ -406,13 +397,11 @@ def _load(check: _ObjectCheck) -> ObjectSpec | None:
         )
         return None
     try:
-        return check.env.load(path, event.is_source)
+        return check.env.load(event.path, event.is_source)
     except ObjectError as exc:
         message = exc.message
-        for prefix in (f"{path}:", f"{path.resolve()}:"):
-            if message.startswith(prefix):
-                message = f"'{event.path}':{message[len(prefix):]}"
-                break
+        if message.startswith(f"{event.path}:"):
+            message = f"'{event.path}':{message[len(event.path) + 1:]}"
         check.fail(
             exc.code,
             message,

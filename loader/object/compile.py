@@ -1,9 +1,11 @@
 """Compiling BPF C sources with clang the way perf did, with a private on-disk cache.
 
 perf's command line was ``clang -D__KERNEL__ -D__NR_CPUS__=N -DLINUX_VERSION_CODE=V ...
--Wno-unused-value -Wno-pointer-sign -c SRC -target bpf -g -O2``; evspec adds the host's multiarch
-include directory (``asm/types.h``) and its own bundled headers (``<uapi/linux/bpf.h>`` with the
-kernel's ``u8``..``s64``), then the caller's flags.
+-Wno-unused-value -Wno-pointer-sign -c SRC -target bpf -g -O2``; evspec adds
+``-D__TARGET_ARCH_<arch>`` of the machine as libbpf-bootstrap's builds do (bpf_tracing.h's
+PT_REGS macros need it), the host's multiarch include directory (``asm/types.h``) and its own
+bundled headers (``<uapi/linux/bpf.h>`` with the kernel's ``u8``..``s64``), then the caller's
+flags (the user's ``--clang-opt``, perf's ``llvm.clang-opt``).
 
 The cache works like ccache's direct mode. A *manifest*, keyed by the source bytes, its path, the
 ``clang --version`` text and the full flag list, records the headers clang reported (``-MD -MF``)
@@ -29,6 +31,7 @@ from pathlib import Path
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object import user_cache
+from evspec.loader.object.input_file import read_input
 
 from evspec.codes import bpf as codes
 from evspec.cpus import possible_cpus
@@ -41,6 +44,13 @@ _MULTIARCH = {
     "ppc64le": "powerpc64le-linux-gnu", "s390x": "s390x-linux-gnu", "riscv64": "riscv64-linux-gnu",
     "i686": "i386-linux-gnu", "loongarch64": "loongarch64-linux-gnu",
 }
+
+# uname -m -> the kernel's architecture directory, which bpf_tracing.h's __TARGET_ARCH_ names
+_TARGET_ARCH = (
+    (r"x86_64|i[3-6]86", "x86"), (r"aarch64|arm64", "arm64"), (r"arm.*", "arm"), (r"s390x?", "s390"),
+    (r"ppc64(le)?|powerpc.*", "powerpc"), (r"mips.*", "mips"), (r"riscv(32|64)", "riscv"),
+    (r"loongarch(32|64)", "loongarch"), (r"sparc.*", "sparc"), (r"arc", "arc"),
+)
 
 
 # -- the command line ----------------------------------------------------------------------------
@@ -89,14 +99,43 @@ def bundled_include_dir() -> Path:
     return path
 
 
+def target_arch(machine: str | None = None) -> str | None:
+    """The kernel's name of the architecture ``machine`` (``uname -m``; default: this one's), as
+    libbpf's bpf_tracing.h spells it in ``__TARGET_ARCH_<arch>`` (libbpf-bootstrap's Makefile
+    mapping: x86_64 -> x86, aarch64 -> arm64, ...); None for one it does not know."""
+    name = platform.machine() if machine is None else machine
+    for pattern, arch in _TARGET_ARCH:
+        if re.fullmatch(pattern, name):
+            return arch
+    return None
+
+
+def _names_target_arch(flags: Sequence[str]) -> bool:
+    """Whether the user's flags define a ``__TARGET_ARCH_`` themselves (``-D__TARGET_ARCH_arm64``,
+    ``-D __TARGET_ARCH_arm64``)."""
+    for i, flag in enumerate(flags):
+        if flag == "-D":
+            name = flags[i + 1] if i + 1 < len(flags) else ""
+        else:
+            name = flag[2:] if flag.startswith("-D") else ""
+        if name.startswith("__TARGET_ARCH_"):
+            return True
+    return False
+
+
 def compile_flags(extra_flags: Sequence[str] = ()) -> list[str]:
-    """The full flag list for one compile, without input, output and dependency options."""
+    """The full flag list for one compile, without input, output and dependency options:
+    perf's, ``-D__TARGET_ARCH_<arch>`` of this machine (unless ``extra_flags`` define one), the
+    include directories, then ``extra_flags`` (the user's ``--clang-opt``)."""
     flags = ["-target", "bpf", "-O2", "-g", "-D__KERNEL__", f"-D__NR_CPUS__={possible_cpus()}",
              f"-DLINUX_VERSION_CODE={linux_version_code()}", "-Wno-unused-value",
              "-Wno-pointer-sign"]
-    arch = arch_include_dir()
-    if arch is not None:
-        flags.append(f"-I{arch}")
+    arch = target_arch()
+    if arch is not None and not _names_target_arch(extra_flags):
+        flags.append(f"-D__TARGET_ARCH_{arch}")
+    include = arch_include_dir()
+    if include is not None:
+        flags.append(f"-I{include}")
     flags.append(f"-I{bundled_include_dir()}")
     flags.extend(extra_flags)
     return flags
@@ -226,12 +265,11 @@ def compile_source(path: str | os.PathLike[str], *, clang: str | None = None,
     """
     source = Path(path).absolute()
     try:
-        text = source.read_bytes()
-    except OSError as exc:
-        raise ObjectError(codes.OBJECT_UNREADABLE, f"{path}: cannot read the source: "
-                          f"{exc.strerror or exc}",
+        text = read_input(source, "BPF source")
+    except ObjectError as exc:
+        raise ObjectError(exc.code, exc.message.replace(str(source), os.fspath(path), 1),
                           perf_message=f"Failed to load {path} from source: Error when compiling "
-                          "BPF scriptlet") from None
+                          "BPF scriptlet", help=exc.help) from None
     compiler = find_clang(clang)
     flags = compile_flags(extra_flags)
     cache = _open_cache(cache_dir)

@@ -1,11 +1,20 @@
-"""The ``evspec inspect`` report of a BPF object: a dict (for JSON) and a bpftool-like text."""
+"""The ``evspec inspect`` report of a BPF object: a dict (for JSON) and a bpftool-like text: its
+maps, programs, global variables (what ``var:`` terms set, with the object's values) and externs."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from typing import Any
 
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.btf import Btf, BtfError
+from evspec.loader.object.externs import type_text
+from evspec.loader.object.libbpf_differences import libbpf_differences
+from evspec.loader.object.map_dump import decode_type, value_text
 from evspec.loader.object.spec import ExternSpec, MapSpec, MapType, ObjectSpec, ProgramSpec
+from evspec.loader.object.terms.variables import global_variables
+
+from evspec.codes import bpf as codes
 
 AttachDescriber = Callable[[str], dict[str, Any]]
 
@@ -99,9 +108,33 @@ def inspect_report(spec: ObjectSpec, attach: AttachDescriber | None = None) -> d
         "subprograms": [{"name": p.name, "section": p.section, "insns": p.insn_count,
                          "core_relocations": _core_entries(p)} for p in spec.subprograms],
     }
+    report["globals"] = global_entries(spec)
+    report["notes"] = libbpf_differences(spec)
     if spec.externs:  # only then: reports of objects without externs stay as they were
         report["externs"] = [_extern_entry(e) for e in spec.externs]
     return report
+
+
+def global_entries(spec: ObjectSpec) -> list[dict[str, Any]]:
+    """The global variables ``var:`` terms set (none without BTF): name, C type, section, offset,
+    size, and the value the object gives it (``.rodata``/``.data`` bytes, zero in ``.bss``), decoded
+    as ``--dump-maps`` decodes it. ``ObjectError`` (EB009) when the BTF cannot say."""
+    if not spec.btf:
+        return []
+    try:
+        btf = Btf(spec.btf)
+        out = []
+        for var in global_variables(spec, btf).values():
+            data = spec.map(var.map_name)
+            assert data is not None  # global_variables finds variables in the data maps
+            raw = (data.initial_value or b"")[var.offset:var.offset + var.size].ljust(var.size, b"\0")
+            out.append({"name": var.name, "type": type_text(btf, var.type_id), "section": data.section,
+                        "offset": var.offset, "size": var.size,
+                        "value": decode_type(btf, btf.resolve(var.type_id), raw)})
+        return out
+    except BtfError as exc:
+        raise ObjectError(codes.CORRUPT_BTF, f"{spec.path}: corrupt BTF: its global variables cannot be "
+                          f"decoded: {exc}") from None
 
 
 def _extern_entry(e: ExternSpec) -> dict[str, Any]:
@@ -155,6 +188,11 @@ def inspect_text(report: dict[str, Any]) -> str:
             extra = f"+{r['addend']}" if r["addend"] else ""
             lines.append(f"      insn {r['insn']}: {r['kind']} {r['target']}{extra}")
         lines.extend(_core_lines(p))
+    if report.get("globals"):
+        lines.append(f"globals: {len(report['globals'])}")
+        for g in report["globals"]:
+            lines.append(f"  {g['name']}: {g['type']}  {g['section']}+{g['offset']}  size {g['size']}  "
+                         f"= {value_text(g['value'])}")
     if report.get("externs"):
         lines.append(f"externs: {len(report['externs'])}")
         for e in report["externs"]:
@@ -166,6 +204,7 @@ def inspect_text(report: dict[str, Any]) -> str:
         for p in report["subprograms"]:
             lines.append(f"  {p['name']}: section {p['section']!r}  insns {p['insns']}")
             lines.extend(_core_lines(p))
+    lines.extend(f"note: {text}" for text in report.get("notes", ()))
     return "\n".join(lines) + "\n"
 
 

@@ -68,6 +68,7 @@ from evspec.loader.object.btf import (
 )
 from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
 from evspec.loader.object.externs import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
+from evspec.loader.object.input_file import read_input
 from evspec.loader.object.spec import (
     CoreRelocation,
     ExternSpec,
@@ -153,22 +154,10 @@ _PARSE_ERRORS: tuple[type[BaseException], ...] = (
 
 
 def read_object(path: str | os.PathLike[str]) -> ObjectSpec:
-    """Read a BPF object file. Raises ``ObjectError`` when it cannot; any other exception is a bug."""
+    """Read a BPF object file (a regular file of at most ``MAX_INPUT_BYTES``). Raises
+    ``ObjectError`` when it cannot; any other exception is a bug."""
     name = os.fspath(path)
-    try:
-        with open(name, "rb") as f:
-            data = f.read()
-    except FileNotFoundError:
-        raise ObjectError(codes.OBJECT_UNREADABLE, f"{name}: no such file",
-                          perf_message=f"Failed to load {name}: No such file or directory") from None
-    except IsADirectoryError:
-        raise ObjectError(codes.OBJECT_UNREADABLE, f"{name}: is a directory, not a BPF object",
-                          perf_message=f"Failed to load {name}: Is a directory") from None
-    except OSError as exc:
-        reason = exc.strerror or str(exc)
-        raise ObjectError(codes.OBJECT_UNREADABLE, f"{name}: cannot read the file: {reason}",
-                          perf_message=f"Failed to load {name}: {reason}") from None
-    return read_object_bytes(data, name)
+    return read_object_bytes(read_input(name, "BPF object"), name)
 
 
 @lru_cache(maxsize=16)

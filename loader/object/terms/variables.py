@@ -24,7 +24,7 @@ from evspec.ast import BpfEvent, Number, VarTerm, Word
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error
 
-_HELP = ("var:NAME=VALUE takes an integer, true/false, an enumerator's name, a quoted string, or a "
+_HELP = ("var:NAME=VALUE takes an integer, true/false (or 1/0), an enumerator's name, a quoted string, or a "
          "number for a float ('0.25' quoted)")
 _SETTABLE = "var: sets integers, bools, enums, floats and char arrays"
 _FLOAT_FORMATS = {2: ("e", "a half-precision float"), 4: ("f", "a float"), 8: ("d", "a double")}
@@ -125,7 +125,12 @@ def _encode(btf: Btf, var: GlobalVar, term: VarTerm) -> bytes | Diagnostic:
     if t.kind == BtfKind.INT and t.int_encoding & INT_BOOL:
         if isinstance(term.value, Word) and not term.value.quoted and term.value.text in ("true", "false"):
             return bytes([term.value.text == "true"]).ljust(var.size, b"\0")
-        return _bad(term, f"'{var.name}' is a bool: it takes true or false")
+        if isinstance(term.value, Number) and term.value.value in (0, 1):  # as C programmers write it
+            return bytes([term.value.value]).ljust(var.size, b"\0")
+        if isinstance(term.value, Number):
+            return _bad(term, f"{term.value.value} is out of range for '{var.name}' (a bool: 0 or 1, "
+                              "or true or false)")
+        return _bad(term, f"'{var.name}' is a bool: it takes true or false (or 1 or 0)")
     if t.kind == BtfKind.INT:
         return _integer(var, term, t.int_bits or 8 * t.size, bool(t.int_encoding & INT_SIGNED), _type_label(t))
     if t.kind in (BtfKind.ENUM, BtfKind.ENUM64):
