@@ -411,6 +411,7 @@ class RecordSession:
         from evspec.parser import parse
 
         try:
+            self._sweep_dead_runs()
             plan = compile_events(lists, system, "record")
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
             self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev))
@@ -449,6 +450,15 @@ class RecordSession:
         except BaseException:
             self.close()
             raise
+
+    def _sweep_dead_runs(self) -> None:
+        """The probe entries of evspec runs killed before they could remove them, removed by the
+        next run whatever it attaches."""
+        from evspec.loader.attach.probe_events import sweep_dead_runs
+
+        notes, warnings = sweep_dead_runs()
+        self.notes.extend(notes)
+        self._warnings.extend(warnings)
 
     def _event(self, name: str, values: dict[str, int], *, sampling: bool, target: Target,
                overflows: bool = False) -> OpenedEvent:

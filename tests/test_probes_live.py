@@ -434,6 +434,24 @@ def test_stale_entries_of_a_killed_run_are_removed_by_the_next(workdir: Path) ->
     assert _entries_of(proc.pid) == []
 
 
+def test_stale_entries_are_removed_by_a_next_run_that_makes_no_probe(workdir: Path) -> None:
+    """The next run sweeps whatever it attaches: here a plain tracepoint event, no probe at all."""
+    proc = _recorder(workdir, "-e", "./entry.c", "--", "sleep", "30")
+    try:
+        stale = _wait_for_entries(proc.pid)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate(timeout=20)
+    finally:
+        if proc.poll() is None:
+            os.killpg(proc.pid, signal.SIGKILL)
+    assert _entries_of(proc.pid) == stale
+    group = re.search(r":(evspec_\d+_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+    status, _, err = record("-v", "-e", "syscalls:sys_enter_getppid", "--", "true")
+    assert status == 0, err
+    assert f"evspec record: removed 1 stale uprobe event(s) of evspec runs that are gone: {group}/probe\n" in err
+    assert _entries_of(proc.pid) == []
+
+
 def _state(pid: int) -> str:
     stat = Path(f"/proc/{pid}/stat").read_text()
     return stat[stat.rindex(")") + 2]

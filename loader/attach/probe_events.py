@@ -317,6 +317,34 @@ def sweep_stale(
     return removed, problems
 
 
+def sweep_dead_runs(
+    root: Path = DEFAULT_TRACEFS, *, writer: TracefsWriter | None = None, proc: Path = Path("/proc")
+) -> tuple[list[str], list[str]]:
+    """What every recording does first, whatever it attaches: remove the probe entries (of every
+    kind) that evspec runs which are gone left in the tracefs at ``root``. A tracefs that is not
+    mounted, or whose probe files this user may not write, is left alone (nothing is mounted for
+    this: entries exist only where a run could write them).
+
+    Returns (notes for ``-v``, warnings about entries that could not be removed)."""
+    tracefs = Tracefs(root, writer or KernelTracefsWriter())
+    notes: list[str] = []
+    warnings: list[str] = []
+    for kind in ProbeKind:
+        if not os.access(root / kind.events_file, os.R_OK | os.W_OK):
+            continue
+        try:
+            removed, problems = sweep_stale(tracefs, (kind,), proc)
+        except OSError as exc:
+            warnings.append(f"could not look for the {kind.value} events of evspec runs that are gone in "
+                            f"{root / kind.events_file}: {errno_text(exc.errno)}")
+            continue
+        if removed:
+            notes.append(f"removed {len(removed)} stale {kind.value} event(s) of evspec runs that are gone: "
+                         f"{', '.join(removed)}")
+        warnings.extend(problems)
+    return notes, warnings
+
+
 # ---------------------------------------------------------------------------------------------
 # making the events
 

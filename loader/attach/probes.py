@@ -54,7 +54,6 @@ from evspec.loader.attach.probe_events import (
     ProbeLocation,
     TracefsWriter,
     open_tracefs,
-    sweep_stale,
 )
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel
@@ -147,14 +146,6 @@ class ProbeAttacher(ABC):
         self.tracefs_root = tracefs_root
         tracefs = open_tracefs(tracefs_root, writer=tracefs_writer, mount=mount, notes=self._notes)
         owner = Owner.of(os.getpid(), proc) or Owner(os.getpid(), 0)
-        if tracefs is not None:
-            removed, problems = sweep_stale(tracefs, (self.kind,), proc)
-            if removed:
-                self._notes.append(
-                    f"removed {len(removed)} stale {self.kind.value} event(s) of evspec runs that are "
-                    f"gone: {', '.join(removed)}"
-                )
-            self.warnings.extend(problems)
         self.maker = ProbeEventMaker(self.kind, pmus=pmus, tracefs=tracefs, owner=owner)
         self._taken: set[str] = set()  # tracefs event names used in this session
         self._prologues: PrologueCache | None = None
