@@ -199,7 +199,7 @@ def open_tracefs(
     """The tracefs at ``root``, mounted first when it is not (as root, with ``mount``; by default
     the real mount for the default root); None when there is none. What was done goes to ``notes``."""
     tracefs = Tracefs(root, writer or KernelTracefsWriter())
-    if (root / "events").is_dir():
+    if _readable_dir(root / "events"):
         return tracefs
     if mount is None and root == DEFAULT_TRACEFS and os.geteuid() == 0:
         from evspec.system.live import mount_tracefs
@@ -215,7 +215,15 @@ def open_tracefs(
         return None
     if notes is not None:
         notes.append(f"mounted tracefs at {root}")
-    return tracefs if (root / "events").is_dir() else None
+    return tracefs if _readable_dir(root / "events") else None
+
+
+def _readable_dir(path: Path) -> bool:
+    """Whether ``path`` is a folder this process may list (not one under root's mode-0700 tracefs)."""
+    try:
+        return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------

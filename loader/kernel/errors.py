@@ -80,6 +80,13 @@ def _has_any(caps: int, needed: tuple[tuple[int, str], ...]) -> bool:
     return any(has_capability(caps, cap) for cap, _ in needed)
 
 
+def missing_capabilities(funnel: Funnel) -> list[str]:
+    """The capabilities a recording needs that this process lacks: CAP_BPF to load programs and
+    create maps, CAP_PERFMON to open events and attach (CAP_SYS_ADMIN stands for either)."""
+    caps = funnel.effective_capabilities()
+    return [needed[0][1] for needed in (BPF_CAPS, PERF_CAPS) if not _has_any(caps, needed)]
+
+
 def permission_error(funnel: Funnel, operation: str, err: int, where: str, *, perf: bool) -> KernelError:
     """EPERM/EACCES of ``operation``: a missing capability, a locked-memory limit too low (bpf
     only), or a policy that forbids it although the capabilities are there."""
