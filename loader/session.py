@@ -9,6 +9,7 @@ until the workload exits or a stop is requested, ``close`` releases every descri
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
@@ -45,7 +46,7 @@ from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.object.btf import BtfError
-from evspec.loader.object.spec import MapType, ObjectSpec
+from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
@@ -58,7 +59,7 @@ from evspec.loader.output.typed_capture import TypedOutput, btf_file_id, is_bpf_
 
 from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
-from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
+from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, RING_BUFFER, WORKLOAD
 from evspec.cpus import parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
 from evspec.rules import program_event_name
@@ -448,8 +449,25 @@ class RecordSession:
             self._map_bpf_rings()
             self._type_records()
         except BaseException:
+            self._warnings.extend(self.unpin_created())
             self.close()
             raise
+
+    def unpin_created(self) -> list[str]:
+        """Remove the pins of the maps this session pinned (not of those it found pinned and
+        reused): what a set-up that failed or was stopped before anything ran undoes, as libbpf
+        unpins what a failed load pinned. Returns a warning for each pin that stays."""
+        problems = []
+        for obj in self.objects:
+            for path in obj.live.pinned_here:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    problems.append(f"could not remove the pin {path} this run made: {exc.strerror}")
+            obj.live.pinned_here.clear()
+        return problems
 
     def _sweep_dead_runs(self) -> None:
         """The probe entries of evspec runs killed before they could remove them, removed by the
@@ -553,7 +571,12 @@ class RecordSession:
         points = 0
         for obj, a, probe, opened in self._carriers:
             prog_fd = self._attacher.program_fd(obj.live, a, probe)
-            attach_program(self.kernel, opened.all_fds(), prog_fd)
+            try:
+                attach_program(self.kernel, opened.all_fds(), prog_fd)
+            except KernelError as exc:
+                if exc.errno != errno.EACCES or a.prog_type != ProgType.TRACEPOINT:
+                    raise
+                raise _past_the_record(obj.path, a.program, probe.name, exc) from None
             if a.deferred:
                 prologue_programs.add(prog_fd)
                 points += 1
@@ -1012,6 +1035,22 @@ def _record_decoder(path: str, btf: bytes | None, map_name: str, type_name: str)
     except BtfError as exc:
         raise ObjectError(CODE_OBJECT, f"{path}: map:{map_name}.type={type_name}: the object's BTF cannot "
                                        f"decode the type: {exc}") from None
+
+
+def _past_the_record(path: str, program: str, event: str, exc: KernelError) -> KernelError:
+    """PERF_EVENT_IOC_SET_BPF's EACCES for a tracepoint program that had every capability: the
+    verifier's highest context offset is past the tracepoint's record (perf_event_set_bpf_prog)."""
+    error = KernelError(
+        PAST_THE_RECORD,
+        f"{path}: program '{program}' reads past the record of tracepoint {event}: the kernel refused to "
+        f"set it on the event ({exc.operation}: EACCES); a tracepoint program may read only the fields of "
+        "the tracepoint's format",
+        errno=exc.errno,
+        operation=exc.operation,
+        help=(f"see the fields and their offsets in /sys/kernel/tracing/events/{event.replace(':', '/')}/format",),
+    )
+    error.finding = True
+    return error
 
 
 def _no_tracepoints(system: str, event: str) -> int | None:

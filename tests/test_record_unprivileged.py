@@ -12,16 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from bpf_build import build_bpf, copy_sources, require_tools
+from bpf_build import build_bpf, copy_sources, libc_path, require_tools
 from normal_user import run_as_normal_user
 
 DATA = Path(__file__).parent / "data" / "unprivileged"
 TRACEFS = Path("/sys/kernel/tracing")
-
-
-def _libc() -> str:
-    ldd = subprocess.run(["ldd", "/bin/true"], capture_output=True, text=True, check=True).stdout
-    return os.path.realpath(re.search(r"libc\.so\.6 => (\S+)", ldd).group(1))  # type: ignore[union-attr]
 
 
 @pytest.fixture(scope="module")
@@ -32,7 +27,7 @@ def public_dir() -> Iterator[Path]:
     d.chmod(0o755)
     copy_sources(DATA, ("tracepoint.c", "uprobe.c"), d)
     build_bpf(d, "tracepoint.c", "tracepoint.o")
-    build_bpf(d, "uprobe.c", "uprobe.o", f'-DLIBC="{_libc()}"')
+    build_bpf(d, "uprobe.c", "uprobe.o", f'-DLIBC="{libc_path()}"')
     for f in d.iterdir():
         f.chmod(0o644)
     try:

@@ -1,8 +1,10 @@
 """``evspec record``: check the event strings, load and attach, run the command, print its samples.
 
 ``add_record_parser(subparsers)`` adds the sub-command; ``record_main(args)`` runs it and returns
-the exit status (the command's, or perf's status for an apply-time map error, 1 for findings in
-the event strings, 2 for usage or setup errors).
+the exit status: the command's, or perf's status for an apply-time map error, 1 for findings (in
+the event strings, or a program the kernel refuses: ``ObjectError.finding``), 2 for usage or
+set-up errors, 128 + the signal's number when SIGINT or SIGTERM stops set-up (what set-up made is
+undone, maps this run pinned included).
 """
 
 from __future__ import annotations
@@ -92,9 +94,11 @@ def _stop_signals(forward: list[int]) -> Iterator[int]:
         os.close(w)
 
 
-def _stop_requested(stop_fd: int) -> bool:
-    """A stop signal arrived during setup (the wake-up pipe has a byte)."""
-    return bool(select.select([stop_fd], [], [], 0)[0])
+def _stop_signal(stop_fd: int) -> int | None:
+    """The stop signal that arrived during setup (the wake-up pipe holds its number), or None."""
+    if not select.select([stop_fd], [], [], 0)[0]:
+        return None
+    return os.read(stop_fd, 64)[0]
 
 
 def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bool) -> list[object] | None:
@@ -171,6 +175,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             return busy or session.backlog > 0
 
         status = 0
+        started = False
         try:
             if command:
                 workload = Workload(command)
@@ -187,9 +192,11 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 capture = _open_capture(args, session)
             dump_names = _dump_names(args.dump_maps)
             _check_dump_names(session, dump_names)
-            if _stop_requested(stop_fd):
-                status = 128 + signal.SIGINT
+            stopped = _stop_signal(stop_fd)
+            if stopped is not None:  # nothing ran: undone as a failed set-up is (below)
+                status = 128 + stopped
             else:
+                started = True
                 session.start()
                 if workload is not None:
                     workload.start()
@@ -215,12 +222,15 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 err.write(f"  help: {line}\n")
             if args.verbose and exc.detail:
                 err.write(exc.detail + "\n")
-            status = EXIT_SETUP
+            status = EXIT_FINDINGS if exc.finding else EXIT_SETUP
         finally:
             try:
                 if capture is not None:
                     capture.finish()
             finally:
+                if not started:
+                    for warning in session.unpin_created():
+                        err.write(f"evspec record: warning: {warning}\n")
                 session.close()
                 if workload is not None:
                     workload.close()

@@ -202,7 +202,7 @@ def _prologue_error(program: str, exc: VerifierError, prologue: bytes) -> Kernel
         )
     else:
         return exc
-    return KernelError(
+    error = KernelError(
         codes.PROLOGUE_REJECTED,
         message,
         errno=exc.errno,
@@ -210,6 +210,8 @@ def _prologue_error(program: str, exc: VerifierError, prologue: bytes) -> Kernel
         detail=exc.log,
         help=("declare the program as prog(ctx, err, arg1, ...) with one argument per fetched value",),
     )
+    error.finding = True  # the verifier's verdict, as the VerifierError it explains
+    return error
 
 
 def fetched_count(prologue: bytes) -> int:

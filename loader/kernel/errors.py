@@ -58,6 +58,8 @@ class KernelError(ObjectError):
 class VerifierError(KernelError):
     """The verifier refused a program: ``log`` is its whole log, ``summary`` the short reading."""
 
+    finding = True
+
     def __init__(self, program: str, errno: int, log: str, summary: VerifierSummary) -> None:
         name = f"program '{program}'" if program else "program"
         super().__init__(
