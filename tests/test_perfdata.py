@@ -163,9 +163,13 @@ def test_tracing_data_round_trip(tmp_path: Path) -> None:
     (events / "header_event").write_text("# compressed entry header\n")
     fmt = "name: sys_enter_getppid\nID: 305\nformat:\n\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
     (events / "syscalls" / "sys_enter_getppid" / "format").write_text(fmt)
+    (tmp_path / "printk_formats").write_text('0xffffffff8281afc3 : "Start scheduler-tick"\n'
+                                             '0xffffffff8281b000 : "a line\\n"\n')
     blob = pd.build_tracing_data(events, [("syscalls", "sys_enter_getppid")] * 2, PAGE)
     assert blob.startswith(b"\x17\x08Dtracing0.6\0\0\x08")
     assert pd.parse_tracing_data(blob) == {305: pd.TraceFormat("syscalls", "sys_enter_getppid", 305, fmt)}
+    # the printk formats as perf record saves them and libtraceevent keeps them
+    assert pd.read_tracing_data(blob)[1] == {0xFFFFFFFF8281AFC3: "Start scheduler-tick", 0xFFFFFFFF8281B000: "a line"}
     with pytest.raises(ValueError, match="magic"):
         pd.parse_tracing_data(b"\x17\x08Dtracinx")
 

@@ -252,8 +252,11 @@ def _format_id(text: str) -> int:
 def build_tracing_data(events_dir: Path, tracepoints: Sequence[tuple[str, str]], page_size: int) -> bytes:
     """HEADER_TRACING_DATA for ``tracepoints`` ((system, event) pairs) from tracefs ``events_dir``.
 
-    Carries the ring-buffer header formats and one format file per tracepoint; kallsyms, printk
-    formats and saved command lines are left empty (perf script does not need them for samples).
+    Carries the ring-buffer header formats, one format file per tracepoint and the kernel's
+    printk formats (``printk_formats``: the strings a ``const char *`` field may point at, which
+    perf script prints in its place), as perf record writes them; kallsyms and saved command lines
+    are left empty (perf 6.1 resolves kernel addresses with the machine's symbols, and names
+    tasks from COMM records).
     """
     parts = [_TRACING_MAGIC, TRACING_VERSION.encode() + b"\0", b"\0", b"\x08", _U32.pack(page_size)]
     for name in ("header_page", "header_event"):
@@ -268,8 +271,30 @@ def build_tracing_data(events_dir: Path, tracepoints: Sequence[tuple[str, str]],
         parts += [system.encode() + b"\0", _U32.pack(len(formats))]
         for content in formats:
             parts += [_U64.pack(len(content)), content]
-    parts += [_U32.pack(0), _U32.pack(0), _U64.pack(0)]  # kallsyms, printk formats, saved cmdlines
+    try:
+        printk = (events_dir.parent / "printk_formats").read_bytes()
+    except OSError:
+        printk = b""
+    parts += [_U32.pack(0), _U32.pack(len(printk)), printk, _U64.pack(0)]  # kallsyms, printk, cmdlines
     return b"".join(parts)
+
+
+def parse_printk_formats(text: str) -> dict[int, str]:
+    """tracefs ``printk_formats`` (``0xADDR : "text"`` lines) as libtraceevent keeps them: by
+    address, the quotes and a trailing ``\\n`` dropped."""
+    out: dict[int, str] = {}
+    for line in text.splitlines():
+        address, sep, fmt = line.partition(":")
+        if not sep:
+            continue
+        try:
+            addr = int(address.strip(), 16)
+        except ValueError:
+            continue
+        fmt = fmt[1:].removeprefix('"')
+        fmt = fmt[:-1] if fmt.endswith('"') else fmt
+        out[addr] = fmt.removesuffix("\\n")
+    return out
 
 
 class _Cursor:
@@ -300,6 +325,12 @@ class _Cursor:
 
 def parse_tracing_data(data: bytes) -> dict[int, TraceFormat]:
     """The tracepoint formats in HEADER_TRACING_DATA, by tracepoint id."""
+    return read_tracing_data(data)[0]
+
+
+def read_tracing_data(data: bytes) -> tuple[dict[int, TraceFormat], dict[int, str]]:
+    """The tracepoint formats in HEADER_TRACING_DATA, by tracepoint id, and its printk formats
+    (``parse_printk_formats``; none when the section ends before them)."""
     cur = _Cursor(data)
     if cur.take(len(_TRACING_MAGIC)) != _TRACING_MAGIC:
         raise ValueError("tracing data does not start with its magic")
@@ -322,7 +353,12 @@ def parse_tracing_data(data: bytes) -> dict[int, TraceFormat]:
             name = next((ln[5:].strip() for ln in text.splitlines() if ln.startswith("name:")), "")
             tp_id = _format_id(text)
             out[tp_id] = TraceFormat(system, name, tp_id, text)
-    return out
+    printk: dict[int, str] = {}
+    if cur.pos + 4 <= len(data):
+        cur.take(cur.u32())  # kallsyms
+        if cur.pos + 4 <= len(data):
+            printk = parse_printk_formats(cur.take(cur.u32()).decode(errors="replace"))
+    return out, printk
 
 
 # ------------------------------------------------------------ sample ids
@@ -540,6 +576,7 @@ class PerfData:
     features: Mapping[int, bytes]
     truncated: bool  # the writer did not finish: data read up to the last complete record
     tracepoints: Mapping[int, TraceFormat] = field(default_factory=dict)
+    printk: Mapping[int, str] = field(default_factory=dict)  # the tracing data's printk formats
 
     @property
     def host(self) -> HostInfo:
@@ -609,9 +646,10 @@ def read_perf_data(path: str | Path) -> PerfData:
     attrs = _read_attrs(path, buf, attrs_at, attrs_size, attr_size)
     features = {} if truncated else _read_features(path, buf, data_at + data_size, bits)
     tracepoints: dict[int, TraceFormat] = {}
+    printk: dict[int, str] = {}
     if Feature.TRACING_DATA in features:
         try:
-            tracepoints = parse_tracing_data(features[Feature.TRACING_DATA])
+            tracepoints, printk = read_tracing_data(features[Feature.TRACING_DATA])
         except ValueError as exc:
             raise _corrupt(path, f"HEADER_TRACING_DATA: {exc}") from None
     names: dict[int, str] = {}
@@ -627,7 +665,7 @@ def read_perf_data(path: str | Path) -> PerfData:
         FileAttr(names.get(i) or default_event_name(a.parsed(), tp_names), a.attr, a.ids)
         for i, a in enumerate(attrs)
     )
-    return PerfData(str(path), buf, attrs, data_at, data_size, features, truncated, tracepoints)
+    return PerfData(str(path), buf, attrs, data_at, data_size, features, truncated, tracepoints, printk)
 
 
 def _read_attrs(path: str | Path, buf: bytes, at: int, total: int, attr_size: int) -> list[FileAttr]:
