@@ -50,6 +50,7 @@ from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
+from evspec.loader.output.printfmt import kernel_symbols
 from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
@@ -59,7 +60,7 @@ from evspec.loader.output.typed_capture import TypedOutput, btf_file_id, is_bpf_
 
 from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
-from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, RING_BUFFER, WORKLOAD
+from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, RING_BUFFER, UNSAMPLED_EVENT, WORKLOAD
 from evspec.cpus import parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
 from evspec.rules import program_event_name
@@ -192,6 +193,7 @@ class OpenedEvent:
     sampling: bool
     tracking: bool = False
     cpus: tuple[int, ...] | None = None  # the CPU slots of each row; None: the target's
+    tracefs: str | None = None  # a tracepoint event's SYSTEM:EVENT in tracefs (its format's)
     fds: list[list[int]] = field(default_factory=list)
     ids: list[int] = field(default_factory=list)  # PERF_EVENT_IOC_ID of each fd, in all_fds() order
     rings: list[tuple[int, PerfRing]] = field(default_factory=list)  # (cpu, ring)
@@ -341,7 +343,7 @@ class RecordSession:
         self.notes: list[str] = []
         self._warnings: list[str] = []  # what record says of the plan even without -v
         self.closing_notes: list[str] = []  # the attachers' notes about detaching, after close()
-        self.decoders = TracepointDecoders()
+        self.decoders = TracepointDecoders(resolve=kernel_symbols())
         self.samples = 0
         self.lost_reported = 0  # the sum of the PERF_RECORD_LOST counts read
         self.lost_counted: int | None = None  # the events' own counts (PERF_FORMAT_LOST), after run()
@@ -440,6 +442,7 @@ class RecordSession:
             auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
             target = Target.of(self.options, workload.pid if workload else None)
             self._lost_readable = self.kernel.lost_count_readable()
+            _refuse_unsampled(plan.events, self._fed_to_programs())
             self._open_all(plan.events, auto, target)
             self._attach()
             self._attach_perf_event_programs()
@@ -479,18 +482,20 @@ class RecordSession:
         self._warnings.extend(warnings)
 
     def _event(self, name: str, values: dict[str, int], *, sampling: bool, target: Target,
-               overflows: bool = False) -> OpenedEvent:
-        """``overflows``: the event carries a perf_event program, which runs when the event
-        overflows: its period or frequency stays as the event string set it (no ring is read)."""
+               own_period: bool = False) -> OpenedEvent:
+        """``own_period``: the period or frequency stays as the event string set it (a plain
+        tracepoint sampled as perf record samples it; an event carrying a perf_event program,
+        which runs when it overflows). Every event has the samples' sample_type, counters too: a
+        capture file's events must agree on where a record's id is (perf script refuses others)."""
         values = dict(values)
         for bit in _TRACKING_BITS:
             values.pop(bit, None)
-        if not overflows:
+        if not own_period:
             values.pop("freq", None)
             values.pop("sample_freq", None)
             values["sample_period"] = 1 if sampling else 0
         values["read_format"] = self.kernel.PERF_FORMAT_LOST if sampling and self._lost_readable else 0
-        values["sample_type"] = int(SAMPLE_TYPE) if sampling else 0
+        values["sample_type"] = int(SAMPLE_TYPE)
         values.update(self._wakeup(sampling))
         values["sample_id_all"] = 1
         values["disabled"] = 1
@@ -528,9 +533,10 @@ class RecordSession:
         by_spec: dict[int, list[OpenedEvent]] = {}
         carriers = {event for obj in self.objects for _, event in obj.programs_on_events}
         for ev in planned:
-            is_output = ev.attr.get("type") == PerfType.SOFTWARE and ev.attr.get("config") == SwConfig.BPF_OUTPUT  # type: ignore[attr-defined]
-            opened = self._event(ev.name, ev.attr.to_json(), sampling=is_output, target=target,  # type: ignore[attr-defined]
-                                 overflows=ev.name in carriers)  # type: ignore[attr-defined]
+            sampled = _sampled(ev, self._fed_to_programs())
+            opened = self._event(ev.name, ev.attr.to_json(), sampling=sampled, target=target,  # type: ignore[attr-defined]
+                                 own_period=ev.name in carriers or (sampled and not _is_output(ev)))  # type: ignore[attr-defined]
+            opened.tracefs = ev.tracepoint  # type: ignore[attr-defined]
             by_spec.setdefault(ev.spec_index, []).append(opened)  # type: ignore[attr-defined]
         for obj in self.objects:
             for a in obj.attachments:
@@ -541,6 +547,8 @@ class RecordSession:
                     sampling = cpus != (-1,)
                     opened = self._event(probe.name, {"inherit": 1, **probe.values}, sampling=sampling, target=target)
                     opened.cpus = cpus
+                    if probe.values.get("type") == PerfType.TRACEPOINT:
+                        opened.tracefs = probe.tracefs or probe.name
                     by_spec.setdefault(obj.spec_index, []).append(opened)
                     self._carriers.append((obj, a, probe, opened))
         ordered = [ev for index in sorted(by_spec) for ev in by_spec[index]]
@@ -557,6 +565,12 @@ class RecordSession:
                     row.append(fd)
                     opened.ids.append(self.kernel.event_id(fd))
         self._target = target
+
+    def _fed_to_programs(self) -> set[str]:
+        """The events the objects' terms give to their programs (map:NAME.event=, prog:NAME.event=):
+        they are opened as those terms want them, and not sampled for printing."""
+        fed = {u.event for obj in self.objects for u in obj.updates if u.event is not None}
+        return fed | {event for obj in self.objects for _, event in obj.programs_on_events}
 
     def _by_name(self) -> dict[str, OpenedEvent]:
         named: dict[str, OpenedEvent] = {}
@@ -692,6 +706,12 @@ class RecordSession:
         if ev.tracking or not is_bpf_output(ev.attr):
             return ev.attr
         return output_file_attr(ev.name, ev.attr, self._typed_outputs.get(ev.name))
+
+    def tracepoint_formats(self) -> list[tuple[str, str]]:
+        """(system, event) of the tracefs format of every tracepoint event, once each: what a
+        capture file's tracing data holds (a probe's is in evspec's own group, whatever its name)."""
+        found = (ev.tracefs.partition(":") for ev in self.events if ev.tracefs and ev.attr.type == PerfType.TRACEPOINT)
+        return list(dict.fromkeys((system, event) for system, _, event in found))
 
     def ring_events(self) -> list[tuple[BpfRingReader, int]]:
         """Every ring buffer map's reader with the id of its event in a capture file."""
@@ -833,8 +853,9 @@ class RecordSession:
         ev, layout, chunk = pending.event, pending.layout, pending.chunk
         name, cpu = ev.name, pending.cpu
         decoders = self.decoders if ev.attr.type == PerfType.TRACEPOINT else None
+        format_name = ev.tracefs or name  # where a tracepoint's format is, for its decoder
         if name in self.typed_events:  # a bpf-output event of a typed map: its samples decoded
-            decoders = self.typed_events  # type: ignore[assignment]
+            decoders, format_name = self.typed_events, name  # type: ignore[assignment]
         comms = self._comms
         new_line = tuple.__new__
         header = _RECORD_HEADER.unpack_from
@@ -877,7 +898,7 @@ class RecordSession:
                 comm = comms.get(tid) or self._comm(pid, tid)
                 out.append(SampleLine(name, comm, pid, tid, fields.get("cpu", cpu), fields.get("time", 0),
                                       fields.get("period", 0), raw,
-                                      None if decoders is None else decoders.fields(name, raw)))
+                                      None if decoders is None else decoders.fields(format_name, raw)))
             else:
                 for tid in {row[1] for row in rows}.difference(comms):
                     pid = next(row[0] for row in rows if row[1] == tid)
@@ -890,7 +911,7 @@ class RecordSession:
                 else:
                     fields_of = decoders.fields
                     out.extend([
-                        SampleLine(name, comms[tid], pid, tid, cpu_, time, period, raw, fields_of(name, raw))  # type: ignore[arg-type]
+                        SampleLine(name, comms[tid], pid, tid, cpu_, time, period, raw, fields_of(format_name, raw))  # type: ignore[arg-type]
                         for pid, tid, time, cpu_, period, raw in rows
                     ])
             samples += run
@@ -1051,6 +1072,39 @@ def _past_the_record(path: str, program: str, event: str, exc: KernelError) -> K
     )
     error.finding = True
     return error
+
+
+def _is_output(ev: object) -> bool:
+    return ev.attr.get("type") == PerfType.SOFTWARE and ev.attr.get("config") == SwConfig.BPF_OUTPUT  # type: ignore[attr-defined, no-any-return]
+
+
+def _sampled(ev: object, fed: set[str]) -> bool:
+    """Whether a planned event is sampled and its samples printed: a bpf-output event, and a
+    tracepoint no term gives to a program (as perf record samples it: every hit)."""
+    return _is_output(ev) or (ev.tracepoint is not None and ev.name not in fed)  # type: ignore[attr-defined]
+
+
+_KINDS = {PerfType.HARDWARE: "hardware", PerfType.SOFTWARE: "software", PerfType.HW_CACHE: "hardware cache",
+          PerfType.RAW: "raw", PerfType.BREAKPOINT: "breakpoint"}
+
+
+def _refuse_unsampled(planned: Sequence[object], fed: set[str]) -> None:
+    """An event that would be neither sampled and printed nor given to a program is refused: a
+    counter nothing reads would make "0 samples" of a run that had events."""
+    for ev in planned:
+        if _sampled(ev, fed) or ev.name in fed:  # type: ignore[attr-defined]
+            continue
+        kind = _KINDS.get(ev.attr.get("type"), f"{ev.pmu} PMU" if ev.pmu else "PMU")  # type: ignore[attr-defined]
+        raise ObjectError(
+            UNSAMPLED_EVENT,
+            f"event '{ev.name}' (-e #{ev.spec_index + 1}) cannot be recorded: evspec record prints the "  # type: ignore[attr-defined]
+            f"samples of tracepoint and bpf-output events only, and those of a {kind} event are "
+            "instruction pointers, which it does not resolve to symbols",
+            help=("record it with perf record",
+                  "or give it to a program of a BPF object: map:NAME.event=EVENT (an entry of a perf event "
+                  "array the program reads with bpf_perf_event_read) or prog:NAME.event=EVENT (a perf_event "
+                  "program run on its samples)"),
+        )
 
 
 def _no_tracepoints(system: str, event: str) -> int | None:

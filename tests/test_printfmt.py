@@ -10,11 +10,10 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from record_cli import run_script
-
 from evspec.loader.output.printfmt import PrintFormat
 from evspec.loader.output.printfmt.pointers import pointer_extent
 from evspec.loader.output.tracefs_format import parse_format
+from record_cli import run_script
 
 DATA = Path(__file__).parent / "data" / "printfmt"
 COMMON = (

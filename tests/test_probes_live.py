@@ -512,3 +512,37 @@ def test_differential_against_perf(workdir: Path, perf_binary: str) -> None:
     samples = [r for r in map(json.loads, out.splitlines()) if "raw_hex" in r]
     assert Counter(r["raw_hex"] for r in samples) == expected
     assert sum(expected.values()) == 2 * N
+
+
+def test_a_capture_of_a_uprobe_object_reads_back(workdir: Path, perf_binary: str) -> None:
+    """The capture's tracing data holds the probe's format from evspec's own tracefs group, where
+    the event is (its name is perf's perf_bpf_probe:probe)."""
+    status, out, err = record("-o", "up.data", "-e", "./entry.c", "--", "./target", str(N))
+    assert (status, out) == (0, ""), err
+    done = subprocess.run([sys.executable, "-m", "evspec", "script", "-i", "up.data"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    perf = subprocess.run([perf_binary, "script", "-i", "up.data"], capture_output=True, text=True, errors="replace")
+    assert perf.returncode == 0, perf.stderr
+    ours = _perf_payloads(done.stdout)
+    assert ours == _perf_payloads(perf.stdout) and sum(ours.values()) == N
+
+
+def test_a_probe_programs_filter_prints_its_probes_samples_as_perf_does(workdir: Path, perf_binary: str) -> None:
+    """A program's return value decides whether its probe's own sample is kept (1: kept, 0: not),
+    and a kept one is the probe's tracepoint record, printed by its format as perf prints it: never
+    as BPF output."""
+    address = f"{uprobe_sites(read_elf_symbols(str(workdir / 'target')), 'probed_add')[0].address:x}"
+    status, out, err = record("-e", "./filtered.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert "BPF output" not in out
+    probe = re.compile(r"^\s+target\s+\d+ \[\d{3}\]\s+\d+\.\d{6}: perf_bpf_probe:probe: \(([0-9a-f]+)\)$", re.M)
+    kept = probe.findall(out)
+    assert len(kept) == N // 2 and len(set(kept)) == 1 and kept[0].endswith(address[-3:])  # the odd calls
+    status, _, err = record("-o", "filtered.data", "-e", "./filtered.c", "--", "./target", str(N))
+    assert status == 0, err
+    perf = subprocess.run([perf_binary, "script", "-i", "filtered.data"], capture_output=True, text=True)
+    assert perf.returncode == 0, perf.stderr
+    ours = subprocess.run([sys.executable, "-m", "evspec", "script", "-i", "filtered.data"], capture_output=True,
+                          text=True)
+    assert ours.returncode == 0, ours.stderr
+    assert len(probe.findall(perf.stdout)) == N // 2 and ours.stdout.splitlines() == perf.stdout.splitlines()

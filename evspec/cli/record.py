@@ -302,7 +302,8 @@ def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:
     # ring buffer records become samples stamped with perf's clock, calibrated before the events run
     clock = PerfClock.calibrate(session.kernel).now if rings else None
     capture = Capture(args.output, session.file_attrs(), [ring for _, _, ring in session.rings()], host,
-                      bpf_rings=rings, clock=clock, btfs=session.file_btfs())
+                      bpf_rings=rings, clock=clock, btfs=session.file_btfs(),
+                      tracepoints=session.tracepoint_formats())
     tracking = session.events[0]
     if args.pid is not None:
         capture.add_tasks(existing_tasks([args.pid]), tracking.ids[0])

@@ -53,12 +53,15 @@ class ProbeEvent:
     ``one_per_task``: every perf event opened with these values is a kernel probe of its own that
     runs the program on each hit, whatever CPU it is on (a probe PMU event), so the event must be
     opened once per task with cpu=-1 (system-wide: on one CPU only), not once per CPU, or the
-    program runs once per CPU event for each hit.
+    program runs once per CPU event for each hit. ``tracefs``: where the format of a tracepoint
+    event shown under another name is (a probe perf named ``perf_bpf_probe:EVENT``, made in
+    evspec's own group).
     """
 
     name: str
     values: Mapping[str, int] = field(hash=False)
     one_per_task: bool = False
+    tracefs: str | None = None  # SYSTEM:EVENT of its tracefs entry, when that is not ``name``
 
 
 @dataclass(frozen=True, slots=True)

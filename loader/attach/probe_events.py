@@ -442,7 +442,7 @@ class ProbeEventMaker:
                 codes.PROBE_CREATE,
                 f"{self.kind.value} event {group}/{event} was created but its id cannot be read: {exc}",
             ) from None
-        return ProbeEvent(name, {"type": int(PerfType.TRACEPOINT), "config": tp_id})
+        return ProbeEvent(name, {"type": int(PerfType.TRACEPOINT), "config": tp_id}, tracefs=f"{group}:{event}")
 
     def _create_error(self, location: ProbeLocation, group: str, name: str, exc: OSError) -> ObjectError:
         err = exc.errno or 0

@@ -25,7 +25,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evspec.loader.abi.perf import PerfType, RecordType
+from evspec.loader.abi.perf import RecordType
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import (
@@ -172,15 +172,10 @@ def existing_tasks(pids: Iterable[int] | None) -> list[tuple[int, int, str]]:
     return out
 
 
-def tracing_feature(attrs: Sequence[FileAttr], page_size: int) -> bytes | None:
-    """HEADER_TRACING_DATA for the tracepoint events among ``attrs`` (perf script needs it to read
-    a file with tracepoint events at all); None when there are none."""
-    wanted = []
-    for a in attrs:
-        attr = a.parsed()
-        if attr.type == PerfType.TRACEPOINT:
-            system, _, event = a.name.partition(":")
-            wanted.append((system, event))
+def tracing_feature(tracepoints: Sequence[tuple[str, str]], page_size: int) -> bytes | None:
+    """HEADER_TRACING_DATA with the formats of ``tracepoints`` ((system, event) in tracefs: perf
+    script needs it to read a file with tracepoint events at all); None when there are none."""
+    wanted = list(tracepoints)
     if not wanted:
         return None
     for events_dir in TRACEFS_EVENTS:
@@ -200,7 +195,9 @@ class Capture:
     ``bpf_rings``: the readers of BPF ring buffer maps, each with the id of its event among
     ``attrs`` (``ringbuf_capture``); their records are written as samples stamped by ``clock``
     (perf's clock: ``PerfClock.now``). ``btfs``: the BTF objects, by id, that the attrs of typed
-    events name (ring buffer maps' and bpf-output events': ``typed_capture``), for HEADER_BPF_BTF."""
+    events name (ring buffer maps' and bpf-output events': ``typed_capture``), for HEADER_BPF_BTF.
+    ``tracepoints``: (system, event) of the tracefs formats of the tracepoint events, for
+    HEADER_TRACING_DATA (a probe shown as perf named it has its format in evspec's own group)."""
 
     def __init__(
         self,
@@ -212,6 +209,7 @@ class Capture:
         bpf_rings: Sequence[tuple[BpfRingReader, int]] = (),
         clock: Callable[[], int] | None = None,
         btfs: Mapping[int, bytes] | None = None,
+        tracepoints: Sequence[tuple[str, str]] = (),
         page_size: int = os.sysconf("SC_PAGE_SIZE"),
     ) -> None:
         if bpf_rings and clock is None:
@@ -219,7 +217,7 @@ class Capture:
         features: dict[int, bytes] = host.features()
         if btfs:
             features[Feature.BPF_BTF] = encode_bpf_btf(btfs)
-        tracing = tracing_feature(attrs, page_size)
+        tracing = tracing_feature(tracepoints, page_size)
         if tracing is not None:
             features[Feature.TRACING_DATA] = tracing
         self.writer = PerfDataWriter(path, attrs, features=features)
