@@ -287,20 +287,26 @@ def test_capture_writes_straight_from_the_rings_in_one_writev(tmp_path: Path, mo
     assert [r.type for r in data.records()] == [RecordType.SAMPLE] * 3 + [RecordType.LOST, pd.FINISHED_ROUND]
 
 
-def test_a_failed_write_keeps_the_records_in_the_ring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_stops_writing_and_the_rings_are_still_read(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a write fails, nothing more is written and every record read is counted as not
+    written; the file is then completed with what it holds whole (here: none)."""
     ring = Ring()
-    ring.put(sample(3, 7, 7, 1, 0, b"kept\0"))
+    ring.put(sample(3, 7, 7, 1, 0, b"lost\0"))
     capture = Capture(tmp_path / "c.data", [TRACKING, OUTPUT], [ring.reader], HOST)
 
     def full(fd: int, buffers: list[memoryview]) -> int:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "writev", full)
-    with pytest.raises(ObjectError, match="No space left on device"):
-        capture.drain()
-    assert ring.page.data_tail != ring.page.data_head  # not released: nothing was written
-    monkeypatch.undo()
+    assert capture.drain() is True
+    assert capture.failure is not None and capture.failure.errno == 28
+    assert ring.page.data_tail == ring.page.data_head and capture.unwritten == 1
+    ring.put(sample(3, 7, 7, 2, 0, b"more\0"))
+    monkeypatch.undo()  # room again: still nothing is written after a failure
+    assert capture.drain() is True and capture.unwritten == 2
     capture.finish()
+    assert capture.samples == 0 and pd.read_perf_data(tmp_path / "c.data").data_size == 0
 
 
 def test_lost_samples_records_carry_the_instances_counts(tmp_path: Path) -> None:

@@ -237,6 +237,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     if args.verbose:
         for note in session.closing_notes:
             err.write(f"evspec record: {note}\n")
+    if capture is not None and capture.failure is not None:
+        return _capture_failed(capture, session, err)
     if capture is not None:
         try:
             counts = capture.counts  # read back from the file: the reader did not count
@@ -255,6 +257,26 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             out.write(summary_json(session.summary()))
             out.flush()
     return status
+
+
+def _capture_failed(capture: Capture, session: RecordSession, err: TextIO) -> int:
+    """A write to the capture file failed (a full file system): say so, what was not written and
+    what the file holds, then the summary; exit 2."""
+    assert capture.failure is not None
+    lost = session.lost
+    err.write(f"evspec record: error: {capture.failure.message}; {capture.unwritten} samples were not written\n")
+    if capture.removed:
+        err.write(f"evspec record: {capture.path} is removed: not even its header and an empty data section "
+                  "fit in what was left\n")
+        err.write(f"[ evspec record: nothing written to {capture.path} ({capture.unwritten} samples not "
+                  f"written, {lost} lost) ]\n")
+        return EXIT_SETUP
+    samples = capture.counts.samples
+    err.write(f"evspec record: {capture.path} holds the {samples} samples read before, and is complete: "
+              "perf script and evspec script read it\n")
+    err.write(f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} ({samples} samples, "
+              f"{lost} lost, {capture.unwritten} not written) ]\n")
+    return EXIT_SETUP
 
 
 def _dump_names(option: str | None) -> list[str] | None:

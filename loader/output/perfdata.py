@@ -18,6 +18,7 @@ counts the padding).
 from __future__ import annotations
 
 import ctypes
+import errno as errno_mod
 import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
@@ -444,6 +445,10 @@ class PerfDataWriter:
             self._write(self._header(0, ()) + ids + b"".join(table))
         except BaseException:
             os.close(self.fd)
+            try:  # a file without its header is no perf.data file: nothing of it is kept
+                os.unlink(self.path)
+            except OSError:
+                pass
             raise
 
     def _header(self, data_size: int, features: Sequence[int]) -> bytes:
@@ -488,10 +493,21 @@ class PerfDataWriter:
 
     def write_round(self, chunks: Sequence[bytes | memoryview]) -> None:
         """Append a round of reading (``chunks``: whole records, e.g. slices of the ring buffers
-        themselves) and its PERF_RECORD_FINISHED_ROUND in one writev(), then publish the size."""
+        themselves) and its PERF_RECORD_FINISHED_ROUND in one writev(), then publish the size.
+        ``data_size`` counts only what was written whole: a round that fails counts not at all."""
         self._writev([*chunks, _FINISHED_ROUND_RECORD])
         self.data_size += sum(len(c) for c in chunks) + len(_FINISHED_ROUND_RECORD)
         self._publish_size()
+
+    def cut_data(self, size: int) -> None:
+        """Keep the first ``size`` bytes of the data section (a record boundary) and drop
+        whatever the file holds past them (a round that failed half-way)."""
+        try:
+            os.ftruncate(self.fd, self.data_offset + size)
+            os.lseek(self.fd, self.data_offset + size, os.SEEK_SET)  # the next write goes there
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+        self.data_size = size
 
     def end_round(self) -> None:
         """Mark the end of a round of reading every ring (perf's FINISHED_ROUND) and publish the
@@ -504,11 +520,16 @@ class PerfDataWriter:
         except OSError as exc:
             raise _write_error(self.path, exc) from None
 
+    def feature_bytes(self) -> int:
+        """How many bytes ``finish`` appends after the data section."""
+        feats = {**self.features, Feature.EVENT_DESC: encode_event_desc(self.attrs)}
+        return sum(_SECTION.size + len(body) for body in feats.values())
+
     def finish(self) -> None:
-        """Write the features and the final header; the file is complete afterwards."""
+        """Write the features and the final header; the file is complete afterwards. A failure
+        leaves it unfinished (``finish`` may be tried again, after ``cut_data``)."""
         if self.finished:
             return
-        self.finished = True
         feats = {**self.features, Feature.EVENT_DESC: encode_event_desc(self.attrs)}
         order = sorted(feats)
         index_at = self.data_offset + self.data_size
@@ -523,6 +544,7 @@ class PerfDataWriter:
             os.pwrite(self.fd, self._header(self.data_size, order), 0)
         except OSError as exc:
             raise _write_error(self.path, exc) from None
+        self.finished = True
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -547,8 +569,18 @@ def _with_size(a: FileAttr, size: int) -> FileAttr:
     return FileAttr(a.name, bytes(raw), a.ids)
 
 
-def _write_error(path: Path, exc: OSError) -> ObjectError:
-    return ObjectError(codes.PERF_DATA_WRITE, f"cannot write {path}: {exc.strerror}")
+class WriteError(ObjectError):
+    """A write to a perf.data file failed: ``errno`` says why (ENOSPC: the file system is full)."""
+
+    def __init__(self, path: Path, exc: OSError) -> None:
+        name = errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))
+        super().__init__(codes.PERF_DATA_WRITE, f"cannot write {path}: {exc.strerror} ({name})")
+        self.path = path
+        self.errno = exc.errno
+
+
+def _write_error(path: Path, exc: OSError) -> WriteError:
+    return WriteError(path, exc)
 
 
 # ------------------------------------------------------------------- reader
@@ -637,7 +669,7 @@ def read_perf_data(path: str | Path) -> PerfData:
         raise _corrupt(path, f"header sizes (header {size}, attr {attr_size}) do not fit the file")
     if data_at > len(buf):
         raise _corrupt(path, f"the data section starts at {data_at}, past the end ({len(buf)})")
-    truncated = data_size == 0 or not any(bits)
+    truncated = not any(bits)  # a writer that finished set its feature bits (EVENT_DESC at least)
     if truncated:
         # a writer that died: the data runs to the last complete record in the file
         data_size = len(buf) - data_at
