@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -242,16 +242,38 @@ def read_format(system: str, event: str, tracefs: Path = TRACEFS) -> TraceFormat
     return parse_format(text, system, event)
 
 
-class TraceFields(tuple):  # type: ignore[type-arg]
-    """A tracepoint record's own fields, ``((name, value), ...)``, and ``text``: the record as
-    perf script prints it (its format's ``print fmt``)."""
+class TraceFields:
+    """A tracepoint record's own fields, ``((name, value), ...)`` (``pairs``: what iterating and
+    indexing give), and ``text``: the record as perf script prints it (its format's ``print fmt``).
+    Each is made when first asked for: text output needs no pairs, JSON output no text."""
 
-    text: str
+    __slots__ = ("_printer", "_raw", "_pairs", "_text")
 
-    def __new__(cls, items: Iterable[tuple[str, FieldValue]], text: str) -> TraceFields:
-        self = super().__new__(cls, tuple(items))
-        self.text = text
-        return self
+    def __init__(self, printer: TracepointPrinter, raw: bytes) -> None:
+        self._printer, self._raw = printer, raw
+        self._pairs: tuple[tuple[str, FieldValue], ...] | None = None
+        self._text: str | None = None
+
+    @property
+    def pairs(self) -> tuple[tuple[str, FieldValue], ...]:
+        if self._pairs is None:
+            self._pairs = tuple(self._printer.format.decode(self._raw).items())
+        return self._pairs
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._printer.printer.render(self._raw)
+        return self._text
+
+    def __iter__(self) -> Iterator[tuple[str, FieldValue]]:
+        return iter(self.pairs)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, index: slice) -> tuple[tuple[str, FieldValue], ...]:
+        return self.pairs[index]
 
 
 Resolver = Callable[[int], "tuple[str, int] | None"]
@@ -268,7 +290,7 @@ class TracepointPrinter:
         self.printer = PrintFormat.compile(fmt.print_fmt, fmt.fields, resolve, printk)
 
     def fields(self, raw: bytes) -> TraceFields:
-        return TraceFields(self.format.decode(raw).items(), self.printer.render(raw))
+        return TraceFields(self, raw)
 
 
 class TracepointDecoders:
