@@ -341,6 +341,7 @@ class RecordSession:
         self.objects: list[LoadedObject] = []
         self.events: list[OpenedEvent] = []
         self.notes: list[str] = []
+        self.notices: list[str] = []  # what record says of the recording even without -v, not a warning
         self._warnings: list[str] = []  # what record says of the plan even without -v
         self.closing_notes: list[str] = []  # the attachers' notes about detaching, after close()
         self.decoders = TracepointDecoders(resolve=kernel_symbols())
@@ -417,7 +418,7 @@ class RecordSession:
             self._sweep_dead_runs()
             plan = compile_events(lists, system, "record")
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
-            self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev))
+            self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=os.getpid()))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
                 spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd),
@@ -430,7 +431,8 @@ class RecordSession:
                 pins = {} if self.options.pin_root is None else {"pin_root": self.options.pin_root}
                 live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred,
                                    expected_attach_types={a.program: a.expected_attach_type for a in attachments},
-                                   attach_btf_ids={a.program: a.attach_btf_id for a in attachments}, **pins)
+                                   attach_btf_ids={a.program: a.attach_btf_id for a in attachments},
+                                   skip_tgid=os.getpid(), **pins)
                 earlier = _events_before(lists, ref.spec_index, ref.event)
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
                                   for t in ref.event.prog_terms if t.value is not None)
@@ -532,11 +534,14 @@ class RecordSession:
     def _open_all(self, planned: Sequence[object], auto: Sequence[object], target: Target) -> None:
         by_spec: dict[int, list[OpenedEvent]] = {}
         carriers = {event for obj in self.objects for _, event in obj.programs_on_events}
+        plain: set[int] = set()  # id() of the plain tracepoints sampled for printing
         for ev in planned:
             sampled = _sampled(ev, self._fed_to_programs())
             opened = self._event(ev.name, ev.attr.to_json(), sampling=sampled, target=target,  # type: ignore[attr-defined]
                                  own_period=ev.name in carriers or (sampled and not _is_output(ev)))  # type: ignore[attr-defined]
             opened.tracefs = ev.tracepoint  # type: ignore[attr-defined]
+            if sampled and ev.tracepoint is not None:  # type: ignore[attr-defined]
+                plain.add(id(opened))
             by_spec.setdefault(ev.spec_index, []).append(opened)  # type: ignore[attr-defined]
         for obj in self.objects:
             for a in obj.attachments:
@@ -555,6 +560,7 @@ class RecordSession:
         for ev in auto:
             ordered.append(self._event(ev.name, ev.attr.to_json(), sampling=True, target=target))  # type: ignore[attr-defined]
         ordered.insert(0, self._tracking_event(target))
+        own = f"common_pid != {os.getpid()}"  # system-wide, evspec's own records are left out at the source
         for opened in ordered:
             self.events.append(opened)
             for pid in target.pids:
@@ -564,6 +570,8 @@ class RecordSession:
                     fd = self.kernel.perf_event_open(opened.attr, pid=pid, cpu=cpu)
                     row.append(fd)
                     opened.ids.append(self.kernel.event_id(fd))
+                    if pid == -1 and id(opened) in plain:
+                        self.kernel.set_filter(fd, own)
         self._target = target
 
     def _fed_to_programs(self) -> set[str]:
@@ -636,12 +644,22 @@ class RecordSession:
                         raise
 
     def _map_bpf_rings(self) -> None:
-        """Every ring buffer map is read, the way ``__bpf_stdout__`` is created: no term needed."""
+        """Every ring buffer map is read, the way ``__bpf_stdout__`` is created: no term needed.
+        When the recording follows tasks, a notice says that they hold every task's records."""
+        read: list[str] = []
         for obj in self.objects:
             for lm in obj.live.maps.values():
                 if lm.spec.type == MapType.RINGBUF:
                     mapping = self.kernel.mmap_bpf_ringbuf(lm.fd, lm.spec.max_entries)
                     self.bpf_rings.append(BpfRingReader(lm.name, mapping))
+                    read.append(f"{lm.name} ({obj.path})")
+        if read and -1 not in self._target.pids:
+            self.notices.append(
+                f"ring buffer map{'s' if len(read) > 1 else ''} {', '.join(read)} hold{'' if len(read) > 1 else 's'} "
+                "the records of the whole system: a program sees every task that hits its events, not only "
+                "the command's, and a ring buffer, unlike a perf event array's per-task bpf-output events, "
+                "keeps them all (evspec's own activity is left out); filter in the program (by a pid or comm "
+                "set with var:) to keep the command's alone")
 
     def _type_records(self) -> None:
         """The decoders of the typed output maps (map:NAME.type=TYPE): a ring buffer's reader, or

@@ -185,6 +185,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             finally:
                 for warning in session.warnings:
                     err.write(f"evspec record: warning: {warning}\n")
+            for notice in session.notices:
+                err.write(f"evspec record: note: {notice}\n")
             if args.verbose:
                 for note in session.all_notes():
                     err.write(f"evspec record: {note}\n")

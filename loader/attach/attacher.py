@@ -85,10 +85,13 @@ class ProgramAttach:
 
 @dataclass(frozen=True, slots=True)
 class AttachOptions:
-    """What the command line says about attaching: tracepoint ids of the machine, ``--dev``."""
+    """What the command line says about attaching: tracepoint ids of the machine, ``--dev``;
+    ``skip_tgid``: the recording's own process, in which the programs a kind attacher loads itself
+    must do nothing (``load.self_filter``)."""
 
     tracepoint_id: TracepointIds
     dev: str | None = None
+    skip_tgid: int | None = None
 
 
 class KindAttacher(Protocol):

@@ -74,7 +74,7 @@ from evspec.loader.object.section import (
     SectionStyle,
     Setting,
 )
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
 
 from evspec.codes import kernel as codes
 
@@ -276,12 +276,15 @@ class ProbeAttacher(ABC):
     # -------------------------------------------------------------- prologues
 
     def _prologue_bytes(self, args: tuple[ProbeArg, ...], points: tuple[ProbePoint, ...]) -> tuple[bytes, ...]:
+        """The argument prologue of each point, behind the recording's own-task filter."""
         if not args:
             return ()
         from evspec.loader.attach.prologue import build_prologue
+        from evspec.loader.load.self_filter import prelude_for
 
+        front = prelude_for(ProgType.KPROBE, self.options.skip_tgid)
         return tuple(
-            build_prologue(
+            front + build_prologue(
                 args,
                 binary=point.location.path,
                 function=point.function,
