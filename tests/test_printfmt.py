@@ -175,16 +175,6 @@ def test_random_records_never_break_a_printer() -> None:
 # ---------------------------------------------------------------------------- this machine
 
 
-TRACEFS = Path("/sys/kernel/tracing")
-
-
-@pytest.fixture(scope="module")
-def tracefs(root_kernel: None) -> Path:
-    if not (TRACEFS / "events").is_dir():
-        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
-    return TRACEFS
-
-
 def test_every_format_of_this_machine_compiles_and_prints(tracefs: Path) -> None:
     rng = random.Random(1)
     files = sorted((tracefs / "events").glob("*/*/format"))

@@ -414,42 +414,40 @@ def test_entries_removed_after_sigterm(workdir: Path) -> None:
     assert _entries_of(proc.pid) == []
 
 
-def test_stale_entries_of_a_killed_run_are_removed_by_the_next(workdir: Path) -> None:
-    proc = _recorder(workdir, "-e", "./glob.c", "--", "sleep", "30")
+def _killed_recorder(workdir: Path, source: str, entries: int) -> tuple[int, list[str], str]:
+    """A recorder of ``source`` SIGKILLed once it made ``entries`` tracefs entries: its pid, the
+    entries (nobody removed them) and their group."""
+    proc = _recorder(workdir, "-e", source, "--", "sleep", "30")
     try:
         stale = _wait_for_entries(proc.pid)
-        while len(stale) < 2:
+        while len(stale) < entries:
             stale = _entries_of(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert len(_entries_of(proc.pid)) == 2  # SIGKILL: nobody removed them
-    group = re.search(r":(evspec_\d+_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+    assert _entries_of(proc.pid) == stale
+    return proc.pid, stale, re.search(r":(evspec_\d+_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+
+
+def test_stale_entries_of_a_killed_run_are_removed_by_the_next(workdir: Path) -> None:
+    pid, stale, group = _killed_recorder(workdir, "./glob.c", 2)
+    assert len(stale) == 2
     status, _, err = record("-v", "-e", "./entry.c", "--", "./target", "1")
     assert status == 0, err
     assert (f"evspec record: removed 2 stale uprobe event(s) of evspec runs that are gone: "
             f"{group}/probe, {group}/probe_1\n") in err
-    assert _entries_of(proc.pid) == []
+    assert _entries_of(pid) == []
 
 
 def test_stale_entries_are_removed_by_a_next_run_that_makes_no_probe(workdir: Path) -> None:
     """The next run sweeps whatever it attaches: here a plain tracepoint event, no probe at all."""
-    proc = _recorder(workdir, "-e", "./entry.c", "--", "sleep", "30")
-    try:
-        stale = _wait_for_entries(proc.pid)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate(timeout=20)
-    finally:
-        if proc.poll() is None:
-            os.killpg(proc.pid, signal.SIGKILL)
-    assert _entries_of(proc.pid) == stale
-    group = re.search(r":(evspec_\d+_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+    pid, _, group = _killed_recorder(workdir, "./entry.c", 1)
     status, _, err = record("-v", "-e", "syscalls:sys_enter_getppid", "--", "true")
     assert status == 0, err
     assert f"evspec record: removed 1 stale uprobe event(s) of evspec runs that are gone: {group}/probe\n" in err
-    assert _entries_of(proc.pid) == []
+    assert _entries_of(pid) == []
 
 
 def _state(pid: int) -> str:
