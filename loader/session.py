@@ -535,8 +535,9 @@ class RecordSession:
         by_spec: dict[int, list[OpenedEvent]] = {}
         carriers = {event for obj in self.objects for _, event in obj.programs_on_events}
         plain: set[int] = set()  # id() of the plain tracepoints sampled for printing
+        fed = self._fed_to_programs()
         for ev in planned:
-            sampled = _sampled(ev, self._fed_to_programs())
+            sampled = _sampled(ev, fed)
             opened = self._event(ev.name, ev.attr.to_json(), sampling=sampled, target=target,  # type: ignore[attr-defined]
                                  own_period=ev.name in carriers or (sampled and not _is_output(ev)))  # type: ignore[attr-defined]
             opened.tracefs = ev.tracepoint  # type: ignore[attr-defined]

@@ -96,6 +96,7 @@ def test_a_file_that_cannot_hold_its_features_is_removed(tmp_path: Path, monkeyp
 
 def test_a_file_whose_header_does_not_fit_is_not_left_behind(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     FullDisk(monkeypatch, tmp_path, budget=64)
-    with pytest.raises(pd.WriteError, match=r"cannot write .*c\.data: No space left on device \(ENOSPC\)"):
+    with pytest.raises(pd.WriteError, match=r"cannot write .*c\.data: No space left on device \(ENOSPC\); the "
+                                            r"file is removed: not even its header fits"):
         Capture(tmp_path / "c.data", ATTRS, [Ring().reader], HOST)
     assert not (tmp_path / "c.data").exists()

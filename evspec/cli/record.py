@@ -264,6 +264,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
 def _capture_failed(capture: Capture, session: RecordSession, err: TextIO) -> int:
     """A write to the capture file failed (a full file system): say so, what was not written and
     what the file holds, then the summary; exit 2."""
+    from evspec.loader.errors import ObjectError
+
     assert capture.failure is not None
     lost = session.lost
     err.write(f"evspec record: error: {capture.failure.message}; {capture.unwritten} samples were not written\n")
@@ -273,7 +275,11 @@ def _capture_failed(capture: Capture, session: RecordSession, err: TextIO) -> in
         err.write(f"[ evspec record: nothing written to {capture.path} ({capture.unwritten} samples not "
                   f"written, {lost} lost) ]\n")
         return EXIT_SETUP
-    samples = capture.counts.samples
+    try:
+        samples = capture.counts.samples
+    except ObjectError as exc:  # what was kept cannot be read back
+        err.write(f"evspec record: error: {exc.message}\n")
+        return EXIT_SETUP
     err.write(f"evspec record: {capture.path} holds the {samples} samples read before, and is complete: "
               "perf script and evspec script read it\n")
     err.write(f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} ({samples} samples, "

@@ -443,12 +443,14 @@ class PerfDataWriter:
                 offset += 8 * len(a.ids)
             self.data_offset = self._attrs_at + self._attr_size * len(self.attrs)
             self._write(self._header(0, ()) + ids + b"".join(table))
-        except BaseException:
+        except BaseException as exc:
             os.close(self.fd)
             try:  # a file without its header is no perf.data file: nothing of it is kept
                 os.unlink(self.path)
             except OSError:
                 pass
+            if isinstance(exc, WriteError):
+                raise WriteError(self.path, exc.cause, "the file is removed: not even its header fits") from None
             raise
 
     def _header(self, data_size: int, features: Sequence[int]) -> bytes:
@@ -570,13 +572,16 @@ def _with_size(a: FileAttr, size: int) -> FileAttr:
 
 
 class WriteError(ObjectError):
-    """A write to a perf.data file failed: ``errno`` says why (ENOSPC: the file system is full)."""
+    """A write to a perf.data file failed: ``errno`` says why (ENOSPC: the file system is full);
+    ``outcome`` what became of the file, when that is decided already."""
 
-    def __init__(self, path: Path, exc: OSError) -> None:
+    def __init__(self, path: Path, exc: OSError, outcome: str | None = None) -> None:
         name = errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))
-        super().__init__(codes.PERF_DATA_WRITE, f"cannot write {path}: {exc.strerror} ({name})")
+        tail = f"; {outcome}" if outcome else ""
+        super().__init__(codes.PERF_DATA_WRITE, f"cannot write {path}: {exc.strerror} ({name}){tail}")
         self.path = path
         self.errno = exc.errno
+        self.cause = exc
 
 
 def _write_error(path: Path, exc: OSError) -> WriteError:
