@@ -275,6 +275,15 @@ class TraceFields:
     def __getitem__(self, index: slice) -> tuple[tuple[str, FieldValue], ...]:
         return self.pairs[index]
 
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same pairs, a tuple of them included."""
+        return self.pairs == (other.pairs if isinstance(other, TraceFields) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TraceFields({self.pairs!r})"
+
 
 Resolver = Callable[[int], "tuple[str, int] | None"]
 
