@@ -12,7 +12,11 @@ class ObjectError(Exception):
 
     ``code`` is a stable diagnostic code (``EB…``); ``perf_message`` is perf's wording for the same
     failure where perf has one; ``detail`` holds extra lines (clang's output, a verifier log).
+    ``finding``: the error is a verdict on the user's input, not a failure to get one (a program
+    the verifier refuses): the command line reports it with the exit status of findings.
     """
+
+    finding = False
 
     def __init__(
         self,

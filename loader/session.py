@@ -9,6 +9,7 @@ until the workload exits or a stop is requested, ``close`` releases every descri
 
 from __future__ import annotations
 
+import errno
 import os
 import select
 import signal
@@ -45,10 +46,11 @@ from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.object.btf import BtfError
-from evspec.loader.object.spec import MapType, ObjectSpec
+from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
+from evspec.loader.output.printfmt import kernel_symbols
 from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
@@ -58,7 +60,7 @@ from evspec.loader.output.typed_capture import TypedOutput, btf_file_id, is_bpf_
 
 from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
-from evspec.codes.kernel import OBJECT, RING_BUFFER, WORKLOAD
+from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, RING_BUFFER, UNSAMPLED_EVENT, WORKLOAD
 from evspec.cpus import parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
 from evspec.rules import program_event_name
@@ -192,6 +194,7 @@ class OpenedEvent:
     sampling: bool
     tracking: bool = False
     cpus: tuple[int, ...] | None = None  # the CPU slots of each row; None: the target's
+    tracefs: str | None = None  # a tracepoint event's SYSTEM:EVENT in tracefs (its format's)
     fds: list[list[int]] = field(default_factory=list)
     ids: list[int] = field(default_factory=list)  # PERF_EVENT_IOC_ID of each fd, in all_fds() order
     rings: list[tuple[int, PerfRing]] = field(default_factory=list)  # (cpu, ring)
@@ -339,9 +342,10 @@ class RecordSession:
         self.objects: list[LoadedObject] = []
         self.events: list[OpenedEvent] = []
         self.notes: list[str] = []
+        self.notices: list[str] = []  # what record says of the recording even without -v, not a warning
         self._warnings: list[str] = []  # what record says of the plan even without -v
         self.closing_notes: list[str] = []  # the attachers' notes about detaching, after close()
-        self.decoders = TracepointDecoders()
+        self.decoders = TracepointDecoders(resolve=kernel_symbols())
         self.samples = 0
         self.lost_reported = 0  # the sum of the PERF_RECORD_LOST counts read
         self.lost_counted: int | None = None  # the events' own counts (PERF_FORMAT_LOST), after run()
@@ -412,9 +416,10 @@ class RecordSession:
         from evspec.parser import parse
 
         try:
+            self._sweep_dead_runs()
             plan = compile_events(lists, system, "record")
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
-            self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev))
+            self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=os.getpid()))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
                 spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd,
@@ -428,7 +433,8 @@ class RecordSession:
                 pins = {} if self.options.pin_root is None else {"pin_root": self.options.pin_root}
                 live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred,
                                    expected_attach_types={a.program: a.expected_attach_type for a in attachments},
-                                   attach_btf_ids={a.program: a.attach_btf_id for a in attachments}, **pins)
+                                   attach_btf_ids={a.program: a.attach_btf_id for a in attachments},
+                                   skip_tgid=os.getpid(), **pins)
                 earlier = _events_before(lists, ref.spec_index, ref.event)
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
                                   for t in ref.event.prog_terms if t.value is not None)
@@ -440,6 +446,7 @@ class RecordSession:
             auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
             target = Target.of(self.options, workload.pid if workload else None)
             self._lost_readable = self.kernel.lost_count_readable()
+            _refuse_unsampled(plan.events, self._fed_to_programs())
             self._open_all(plan.events, auto, target)
             self._attach()
             self._attach_perf_event_programs()
@@ -449,22 +456,50 @@ class RecordSession:
             self._map_bpf_rings()
             self._type_records()
         except BaseException:
+            self._warnings.extend(self.unpin_created())
             self.close()
             raise
 
+    def unpin_created(self) -> list[str]:
+        """Remove the pins of the maps this session pinned (not of those it found pinned and
+        reused): what a set-up that failed or was stopped before anything ran undoes, as libbpf
+        unpins what a failed load pinned. Returns a warning for each pin that stays."""
+        problems = []
+        for obj in self.objects:
+            for path in obj.live.pinned_here:
+                try:
+                    os.unlink(path)
+                except FileNotFoundError:
+                    pass
+                except OSError as exc:
+                    problems.append(f"could not remove the pin {path} this run made: {exc.strerror}")
+            obj.live.pinned_here.clear()
+        return problems
+
+    def _sweep_dead_runs(self) -> None:
+        """The probe entries of evspec runs killed before they could remove them, removed by the
+        next run whatever it attaches."""
+        from evspec.loader.attach.probe_events import sweep_dead_runs
+
+        notes, warnings = sweep_dead_runs()
+        self.notes.extend(notes)
+        self._warnings.extend(warnings)
+
     def _event(self, name: str, values: dict[str, int], *, sampling: bool, target: Target,
-               overflows: bool = False) -> OpenedEvent:
-        """``overflows``: the event carries a perf_event program, which runs when the event
-        overflows: its period or frequency stays as the event string set it (no ring is read)."""
+               own_period: bool = False) -> OpenedEvent:
+        """``own_period``: the period or frequency stays as the event string set it (a plain
+        tracepoint sampled as perf record samples it; an event carrying a perf_event program,
+        which runs when it overflows). Every event has the samples' sample_type, counters too: a
+        capture file's events must agree on where a record's id is (perf script refuses others)."""
         values = dict(values)
         for bit in _TRACKING_BITS:
             values.pop(bit, None)
-        if not overflows:
+        if not own_period:
             values.pop("freq", None)
             values.pop("sample_freq", None)
             values["sample_period"] = 1 if sampling else 0
         values["read_format"] = self.kernel.PERF_FORMAT_LOST if sampling and self._lost_readable else 0
-        values["sample_type"] = int(SAMPLE_TYPE) if sampling else 0
+        values["sample_type"] = int(SAMPLE_TYPE)
         values.update(self._wakeup(sampling))
         values["sample_id_all"] = 1
         values["disabled"] = 1
@@ -501,10 +536,15 @@ class RecordSession:
     def _open_all(self, planned: Sequence[object], auto: Sequence[object], target: Target) -> None:
         by_spec: dict[int, list[OpenedEvent]] = {}
         carriers = {event for obj in self.objects for _, event in obj.programs_on_events}
+        plain: set[int] = set()  # id() of the plain tracepoints sampled for printing
+        fed = self._fed_to_programs()
         for ev in planned:
-            is_output = ev.attr.get("type") == PerfType.SOFTWARE and ev.attr.get("config") == SwConfig.BPF_OUTPUT  # type: ignore[attr-defined]
-            opened = self._event(ev.name, ev.attr.to_json(), sampling=is_output, target=target,  # type: ignore[attr-defined]
-                                 overflows=ev.name in carriers)  # type: ignore[attr-defined]
+            sampled = _sampled(ev, fed)
+            opened = self._event(ev.name, ev.attr.to_json(), sampling=sampled, target=target,  # type: ignore[attr-defined]
+                                 own_period=ev.name in carriers or (sampled and not _is_output(ev)))  # type: ignore[attr-defined]
+            opened.tracefs = ev.tracepoint  # type: ignore[attr-defined]
+            if sampled and ev.tracepoint is not None:  # type: ignore[attr-defined]
+                plain.add(id(opened))
             by_spec.setdefault(ev.spec_index, []).append(opened)  # type: ignore[attr-defined]
         for obj in self.objects:
             for a in obj.attachments:
@@ -515,12 +555,15 @@ class RecordSession:
                     sampling = cpus != (-1,)
                     opened = self._event(probe.name, {"inherit": 1, **probe.values}, sampling=sampling, target=target)
                     opened.cpus = cpus
+                    if probe.values.get("type") == PerfType.TRACEPOINT:
+                        opened.tracefs = probe.tracefs or probe.name
                     by_spec.setdefault(obj.spec_index, []).append(opened)
                     self._carriers.append((obj, a, probe, opened))
         ordered = [ev for index in sorted(by_spec) for ev in by_spec[index]]
         for ev in auto:
             ordered.append(self._event(ev.name, ev.attr.to_json(), sampling=True, target=target))  # type: ignore[attr-defined]
         ordered.insert(0, self._tracking_event(target))
+        own = f"common_pid != {os.getpid()}"  # system-wide, evspec's own records are left out at the source
         for opened in ordered:
             self.events.append(opened)
             for pid in target.pids:
@@ -530,7 +573,15 @@ class RecordSession:
                     fd = self.kernel.perf_event_open(opened.attr, pid=pid, cpu=cpu)
                     row.append(fd)
                     opened.ids.append(self.kernel.event_id(fd))
+                    if pid == -1 and id(opened) in plain:
+                        self.kernel.set_filter(fd, own)
         self._target = target
+
+    def _fed_to_programs(self) -> set[str]:
+        """The events the objects' terms give to their programs (map:NAME.event=, prog:NAME.event=):
+        they are opened as those terms want them, and not sampled for printing."""
+        fed = {u.event for obj in self.objects for u in obj.updates if u.event is not None}
+        return fed | {event for obj in self.objects for _, event in obj.programs_on_events}
 
     def _by_name(self) -> dict[str, OpenedEvent]:
         named: dict[str, OpenedEvent] = {}
@@ -545,7 +596,12 @@ class RecordSession:
         points = 0
         for obj, a, probe, opened in self._carriers:
             prog_fd = self._attacher.program_fd(obj.live, a, probe)
-            attach_program(self.kernel, opened.all_fds(), prog_fd)
+            try:
+                attach_program(self.kernel, opened.all_fds(), prog_fd)
+            except KernelError as exc:
+                if exc.errno != errno.EACCES or a.prog_type != ProgType.TRACEPOINT:
+                    raise
+                raise _past_the_record(obj.path, a.program, probe.name, exc) from None
             if a.deferred:
                 prologue_programs.add(prog_fd)
                 points += 1
@@ -591,12 +647,22 @@ class RecordSession:
                         raise
 
     def _map_bpf_rings(self) -> None:
-        """Every ring buffer map is read, the way ``__bpf_stdout__`` is created: no term needed."""
+        """Every ring buffer map is read, the way ``__bpf_stdout__`` is created: no term needed.
+        When the recording follows tasks, a notice says that they hold every task's records."""
+        read: list[str] = []
         for obj in self.objects:
             for lm in obj.live.maps.values():
                 if lm.spec.type == MapType.RINGBUF:
                     mapping = self.kernel.mmap_bpf_ringbuf(lm.fd, lm.spec.max_entries)
                     self.bpf_rings.append(BpfRingReader(lm.name, mapping))
+                    read.append(f"{lm.name} ({obj.path})")
+        if read and -1 not in self._target.pids:
+            self.notices.append(
+                f"ring buffer map{'s' if len(read) > 1 else ''} {', '.join(read)} hold{'' if len(read) > 1 else 's'} "
+                "the records of the whole system: a program sees every task that hits its events, not only "
+                "the command's, and a ring buffer, unlike a perf event array's per-task bpf-output events, "
+                "keeps them all (evspec's own activity is left out); filter in the program (by a pid or comm "
+                "set with var:) to keep the command's alone")
 
     def _type_records(self) -> None:
         """The decoders of the typed output maps (map:NAME.type=TYPE): a ring buffer's reader, or
@@ -661,6 +727,12 @@ class RecordSession:
         if ev.tracking or not is_bpf_output(ev.attr):
             return ev.attr
         return output_file_attr(ev.name, ev.attr, self._typed_outputs.get(ev.name))
+
+    def tracepoint_formats(self) -> list[tuple[str, str]]:
+        """(system, event) of the tracefs format of every tracepoint event, once each: what a
+        capture file's tracing data holds (a probe's is in evspec's own group, whatever its name)."""
+        found = (ev.tracefs.partition(":") for ev in self.events if ev.tracefs and ev.attr.type == PerfType.TRACEPOINT)
+        return list(dict.fromkeys((system, event) for system, _, event in found))
 
     def ring_events(self) -> list[tuple[BpfRingReader, int]]:
         """Every ring buffer map's reader with the id of its event in a capture file."""
@@ -802,8 +874,9 @@ class RecordSession:
         ev, layout, chunk = pending.event, pending.layout, pending.chunk
         name, cpu = ev.name, pending.cpu
         decoders = self.decoders if ev.attr.type == PerfType.TRACEPOINT else None
+        format_name = ev.tracefs or name  # where a tracepoint's format is, for its decoder
         if name in self.typed_events:  # a bpf-output event of a typed map: its samples decoded
-            decoders = self.typed_events  # type: ignore[assignment]
+            decoders, format_name = self.typed_events, name  # type: ignore[assignment]
         comms = self._comms
         new_line = tuple.__new__
         header = _RECORD_HEADER.unpack_from
@@ -846,7 +919,7 @@ class RecordSession:
                 comm = comms.get(tid) or self._comm(pid, tid)
                 out.append(SampleLine(name, comm, pid, tid, fields.get("cpu", cpu), fields.get("time", 0),
                                       fields.get("period", 0), raw,
-                                      None if decoders is None else decoders.fields(name, raw)))
+                                      None if decoders is None else decoders.fields(format_name, raw)))
             else:
                 for tid in {row[1] for row in rows}.difference(comms):
                     pid = next(row[0] for row in rows if row[1] == tid)
@@ -859,7 +932,7 @@ class RecordSession:
                 else:
                     fields_of = decoders.fields
                     out.extend([
-                        SampleLine(name, comms[tid], pid, tid, cpu_, time, period, raw, fields_of(name, raw))  # type: ignore[arg-type]
+                        SampleLine(name, comms[tid], pid, tid, cpu_, time, period, raw, fields_of(format_name, raw))  # type: ignore[arg-type]
                         for pid, tid, time, cpu_, period, raw in rows
                     ])
             samples += run
@@ -1004,6 +1077,55 @@ def _record_decoder(path: str, btf: bytes | None, map_name: str, type_name: str)
     except BtfError as exc:
         raise ObjectError(CODE_OBJECT, f"{path}: map:{map_name}.type={type_name}: the object's BTF cannot "
                                        f"decode the type: {exc}") from None
+
+
+def _past_the_record(path: str, program: str, event: str, exc: KernelError) -> KernelError:
+    """PERF_EVENT_IOC_SET_BPF's EACCES for a tracepoint program that had every capability: the
+    verifier's highest context offset is past the tracepoint's record (perf_event_set_bpf_prog)."""
+    error = KernelError(
+        PAST_THE_RECORD,
+        f"{path}: program '{program}' reads past the record of tracepoint {event}: the kernel refused to "
+        f"set it on the event ({exc.operation}: EACCES); a tracepoint program may read only the fields of "
+        "the tracepoint's format",
+        errno=exc.errno,
+        operation=exc.operation,
+        help=(f"see the fields and their offsets in /sys/kernel/tracing/events/{event.replace(':', '/')}/format",),
+    )
+    error.finding = True
+    return error
+
+
+def _is_output(ev: object) -> bool:
+    return ev.attr.get("type") == PerfType.SOFTWARE and ev.attr.get("config") == SwConfig.BPF_OUTPUT  # type: ignore[attr-defined, no-any-return]
+
+
+def _sampled(ev: object, fed: set[str]) -> bool:
+    """Whether a planned event is sampled and its samples printed: a bpf-output event, and a
+    tracepoint no term gives to a program (as perf record samples it: every hit)."""
+    return _is_output(ev) or (ev.tracepoint is not None and ev.name not in fed)  # type: ignore[attr-defined]
+
+
+_KINDS = {PerfType.HARDWARE: "hardware", PerfType.SOFTWARE: "software", PerfType.HW_CACHE: "hardware cache",
+          PerfType.RAW: "raw", PerfType.BREAKPOINT: "breakpoint"}
+
+
+def _refuse_unsampled(planned: Sequence[object], fed: set[str]) -> None:
+    """An event that would be neither sampled and printed nor given to a program is refused: a
+    counter nothing reads would make "0 samples" of a run that had events."""
+    for ev in planned:
+        if _sampled(ev, fed) or ev.name in fed:  # type: ignore[attr-defined]
+            continue
+        kind = _KINDS.get(ev.attr.get("type"), f"{ev.pmu} PMU" if ev.pmu else "PMU")  # type: ignore[attr-defined]
+        raise ObjectError(
+            UNSAMPLED_EVENT,
+            f"event '{ev.name}' (-e #{ev.spec_index + 1}) cannot be recorded: evspec record prints the "  # type: ignore[attr-defined]
+            f"samples of tracepoint and bpf-output events only, and those of a {kind} event are "
+            "instruction pointers, which it does not resolve to symbols",
+            help=("record it with perf record",
+                  "or give it to a program of a BPF object: map:NAME.event=EVENT (an entry of a perf event "
+                  "array the program reads with bpf_perf_event_read) or prog:NAME.event=EVENT (a perf_event "
+                  "program run on its samples)"),
+        )
 
 
 def _no_tracepoints(system: str, event: str) -> int | None:

@@ -6,6 +6,7 @@ A missing tool skips the test outside CI and fails it in CI (where scripts/test.
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 from collections.abc import Iterable
@@ -40,3 +41,12 @@ def build_program(out: Path, source: str, program: str) -> Path:
     """A host workload: ``cc -O1 -o PROGRAM SOURCE`` in ``out``."""
     subprocess.run(["cc", "-O1", "-o", program, source], cwd=out, check=True)
     return out / program
+
+
+def libc_path() -> str:
+    """The real path of the C library the machine's programs run with (``ldd /bin/true``)."""
+    ldd = subprocess.run(["ldd", "/bin/true"], capture_output=True, text=True, check=True).stdout
+    found = re.search(r"libc\.so\.6 => (\S+)", ldd)
+    if found is None:
+        raise RuntimeError(f"no libc.so.6 in ldd's answer: {ldd}")
+    return os.path.realpath(found.group(1))

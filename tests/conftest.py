@@ -92,3 +92,13 @@ def oracle(name: str) -> str:
 def perf_binary() -> str:
     return _require("perf", "differential tests against perf 6.1")
 
+
+TRACEFS = Path("/sys/kernel/tracing")
+
+
+@pytest.fixture(scope="module")
+def tracefs(root_kernel: None) -> Path:
+    """This machine's tracefs, mounted first if it is not."""
+    if not (TRACEFS / "events").is_dir():
+        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
+    return TRACEFS

@@ -163,9 +163,13 @@ def test_tracing_data_round_trip(tmp_path: Path) -> None:
     (events / "header_event").write_text("# compressed entry header\n")
     fmt = "name: sys_enter_getppid\nID: 305\nformat:\n\tfield:int __syscall_nr;\toffset:8;\tsize:4;\tsigned:1;\n"
     (events / "syscalls" / "sys_enter_getppid" / "format").write_text(fmt)
+    (tmp_path / "printk_formats").write_text('0xffffffff8281afc3 : "Start scheduler-tick"\n'
+                                             '0xffffffff8281b000 : "a line\\n"\n')
     blob = pd.build_tracing_data(events, [("syscalls", "sys_enter_getppid")] * 2, PAGE)
     assert blob.startswith(b"\x17\x08Dtracing0.6\0\0\x08")
     assert pd.parse_tracing_data(blob) == {305: pd.TraceFormat("syscalls", "sys_enter_getppid", 305, fmt)}
+    # the printk formats as perf record saves them and libtraceevent keeps them
+    assert pd.read_tracing_data(blob)[1] == {0xFFFFFFFF8281AFC3: "Start scheduler-tick", 0xFFFFFFFF8281B000: "a line"}
     with pytest.raises(ValueError, match="magic"):
         pd.parse_tracing_data(b"\x17\x08Dtracinx")
 
@@ -283,20 +287,26 @@ def test_capture_writes_straight_from_the_rings_in_one_writev(tmp_path: Path, mo
     assert [r.type for r in data.records()] == [RecordType.SAMPLE] * 3 + [RecordType.LOST, pd.FINISHED_ROUND]
 
 
-def test_a_failed_write_keeps_the_records_in_the_ring(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_failed_write_stops_writing_and_the_rings_are_still_read(tmp_path: Path,
+                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a write fails, nothing more is written and every record read is counted as not
+    written; the file is then completed with what it holds whole (here: none)."""
     ring = Ring()
-    ring.put(sample(3, 7, 7, 1, 0, b"kept\0"))
+    ring.put(sample(3, 7, 7, 1, 0, b"lost\0"))
     capture = Capture(tmp_path / "c.data", [TRACKING, OUTPUT], [ring.reader], HOST)
 
     def full(fd: int, buffers: list[memoryview]) -> int:
         raise OSError(28, "No space left on device")
 
     monkeypatch.setattr(os, "writev", full)
-    with pytest.raises(ObjectError, match="No space left on device"):
-        capture.drain()
-    assert ring.page.data_tail != ring.page.data_head  # not released: nothing was written
-    monkeypatch.undo()
+    assert capture.drain() is True
+    assert capture.failure is not None and capture.failure.errno == 28
+    assert ring.page.data_tail == ring.page.data_head and capture.unwritten == 1
+    ring.put(sample(3, 7, 7, 2, 0, b"more\0"))
+    monkeypatch.undo()  # room again: still nothing is written after a failure
+    assert capture.drain() is True and capture.unwritten == 2
     capture.finish()
+    assert capture.samples == 0 and pd.read_perf_data(tmp_path / "c.data").data_size == 0
 
 
 def test_lost_samples_records_carry_the_instances_counts(tmp_path: Path) -> None:

@@ -414,24 +414,40 @@ def test_entries_removed_after_sigterm(workdir: Path) -> None:
     assert _entries_of(proc.pid) == []
 
 
-def test_stale_entries_of_a_killed_run_are_removed_by_the_next(workdir: Path) -> None:
-    proc = _recorder(workdir, "-e", "./glob.c", "--", "sleep", "30")
+def _killed_recorder(workdir: Path, source: str, entries: int) -> tuple[int, list[str], str]:
+    """A recorder of ``source`` SIGKILLed once it made ``entries`` tracefs entries: its pid, the
+    entries (nobody removed them) and their group."""
+    proc = _recorder(workdir, "-e", source, "--", "sleep", "30")
     try:
         stale = _wait_for_entries(proc.pid)
-        while len(stale) < 2:
+        while len(stale) < entries:
             stale = _entries_of(proc.pid)
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate(timeout=20)
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGKILL)
-    assert len(_entries_of(proc.pid)) == 2  # SIGKILL: nobody removed them
-    group = re.search(r":(evspec_\d+_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+    assert _entries_of(proc.pid) == stale
+    return proc.pid, stale, re.search(r":(evspec_\d+_\d+_\d+)/", stale[0]).group(1)  # type: ignore[union-attr]
+
+
+def test_stale_entries_of_a_killed_run_are_removed_by_the_next(workdir: Path) -> None:
+    pid, stale, group = _killed_recorder(workdir, "./glob.c", 2)
+    assert len(stale) == 2
     status, _, err = record("-v", "-e", "./entry.c", "--", "./target", "1")
     assert status == 0, err
     assert (f"evspec record: removed 2 stale uprobe event(s) of evspec runs that are gone: "
             f"{group}/probe, {group}/probe_1\n") in err
-    assert _entries_of(proc.pid) == []
+    assert _entries_of(pid) == []
+
+
+def test_stale_entries_are_removed_by_a_next_run_that_makes_no_probe(workdir: Path) -> None:
+    """The next run sweeps whatever it attaches: here a plain tracepoint event, no probe at all."""
+    pid, _, group = _killed_recorder(workdir, "./entry.c", 1)
+    status, _, err = record("-v", "-e", "syscalls:sys_enter_getppid", "--", "true")
+    assert status == 0, err
+    assert f"evspec record: removed 1 stale uprobe event(s) of evspec runs that are gone: {group}/probe\n" in err
+    assert _entries_of(pid) == []
 
 
 def _state(pid: int) -> str:
@@ -494,3 +510,37 @@ def test_differential_against_perf(workdir: Path, perf_binary: str) -> None:
     samples = [r for r in map(json.loads, out.splitlines()) if "raw_hex" in r]
     assert Counter(r["raw_hex"] for r in samples) == expected
     assert sum(expected.values()) == 2 * N
+
+
+def test_a_capture_of_a_uprobe_object_reads_back(workdir: Path, perf_binary: str) -> None:
+    """The capture's tracing data holds the probe's format from evspec's own tracefs group, where
+    the event is (its name is perf's perf_bpf_probe:probe)."""
+    status, out, err = record("-o", "up.data", "-e", "./entry.c", "--", "./target", str(N))
+    assert (status, out) == (0, ""), err
+    done = subprocess.run([sys.executable, "-m", "evspec", "script", "-i", "up.data"], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    perf = subprocess.run([perf_binary, "script", "-i", "up.data"], capture_output=True, text=True, errors="replace")
+    assert perf.returncode == 0, perf.stderr
+    ours = _perf_payloads(done.stdout)
+    assert ours == _perf_payloads(perf.stdout) and sum(ours.values()) == N
+
+
+def test_a_probe_programs_filter_prints_its_probes_samples_as_perf_does(workdir: Path, perf_binary: str) -> None:
+    """A program's return value decides whether its probe's own sample is kept (1: kept, 0: not),
+    and a kept one is the probe's tracepoint record, printed by its format as perf prints it: never
+    as BPF output."""
+    address = f"{uprobe_sites(read_elf_symbols(str(workdir / 'target')), 'probed_add')[0].address:x}"
+    status, out, err = record("-e", "./filtered.c", "--", "./target", str(N))
+    assert status == 0, err
+    assert "BPF output" not in out
+    probe = re.compile(r"^\s+target\s+\d+ \[\d{3}\]\s+\d+\.\d{6}: perf_bpf_probe:probe: \(([0-9a-f]+)\)$", re.M)
+    kept = probe.findall(out)
+    assert len(kept) == N // 2 and len(set(kept)) == 1 and kept[0].endswith(address[-3:])  # the odd calls
+    status, _, err = record("-o", "filtered.data", "-e", "./filtered.c", "--", "./target", str(N))
+    assert status == 0, err
+    perf = subprocess.run([perf_binary, "script", "-i", "filtered.data"], capture_output=True, text=True)
+    assert perf.returncode == 0, perf.stderr
+    ours = subprocess.run([sys.executable, "-m", "evspec", "script", "-i", "filtered.data"], capture_output=True,
+                          text=True)
+    assert ours.returncode == 0, ours.stderr
+    assert len(probe.findall(perf.stdout)) == N // 2 and ours.stdout.splitlines() == perf.stdout.splitlines()

@@ -21,6 +21,7 @@ from evspec.loader.attach.probe_events import (
     Tracefs,
     format_mask,
     process_start,
+    sweep_dead_runs,
     sweep_stale,
 )
 from evspec.loader.attach.probe_fake import FakeTracefs
@@ -206,6 +207,26 @@ def test_two_runs_sweeping_at_once(tmp_path: Path) -> None:
     fake.fail("-:evspec_51_7/a", errno.EBUSY)  # anything else is reported
     assert sweep_stale(fake.tracefs, (ProbeKind.UPROBE,), proc) == (
         [], ["could not remove the stale uprobe event evspec_51_7/a of process 51: Device or resource busy (EBUSY)"])
+
+
+def test_every_run_sweeps_both_kinds_of_a_tracefs_it_may_write(tmp_path: Path) -> None:
+    """What a recording does first (``sweep_dead_runs``): uprobe and kprobe entries of dead runs go,
+    each kind said once; a tracefs that is not mounted, or not this user's to write, is left alone."""
+    fake = FakeTracefs.create(tmp_path / "tracefs")
+    proc = _fake_proc(tmp_path / "proc", {50: 7})
+    fake.tracefs.add(ProbeLocation(ProbeKind.UPROBE, False, path=str(TARGET_C), offset=0x10), "evspec_51_7", "u")
+    fake.tracefs.add(ProbeLocation(ProbeKind.KPROBE, False, symbol="vfs_read"), "evspec_52_7", "k")
+    fake.tracefs.add(ProbeLocation(ProbeKind.UPROBE, False, path=str(TARGET_C), offset=0x10), "evspec_50_7", "alive")
+    fake.busy.add("evspec_52_7/k")
+    notes, warnings = sweep_dead_runs(fake.root, writer=fake, proc=proc)
+    assert notes == ["removed 1 stale uprobe event(s) of evspec runs that are gone: evspec_51_7/u"]
+    assert warnings == ["could not remove the stale kprobe event evspec_52_7/k of process 52: "
+                        "Device or resource busy (EBUSY)"]
+    assert [e.event for e in fake.tracefs.entries(ProbeKind.UPROBE)] == ["alive"]
+    assert sweep_dead_runs(tmp_path / "not-mounted", writer=fake, proc=proc) == ([], [])
+    if os.geteuid() != 0:  # root may write whatever the mode says
+        (fake.root / "kprobe_events").chmod(0o444)
+        assert sweep_dead_runs(fake.root, writer=fake, proc=proc) == ([], [])
 
 
 def test_tracefs_entries_parse_the_kernels_listing(tmp_path: Path) -> None:
@@ -406,24 +427,6 @@ def test_entry_removed_by_someone_else_is_not_an_error(tmp_path: Path, target: P
     written = len(fake.writes)
     attacher.close()
     assert len(fake.writes) == written  # the entry is forgotten
-
-
-def test_construction_sweeps_stale_entries(tmp_path: Path, target: Path) -> None:
-    fake = FakeTracefs.create(tmp_path / "tracefs")
-    location = ProbeLocation(ProbeKind.UPROBE, False, path=str(target), offset=0x10)
-    fake.tracefs.add(location, "evspec_999999999_1", "probe")  # no such pid
-    fake.tracefs.add(location, GROUP, "mine")  # this process's: kept
-    fake.tracefs.add(ProbeLocation(ProbeKind.KPROBE, False, symbol="f"), "evspec_999999999_1", "k")
-    fake.tracefs.add(location, "evspec_999999998_1", "busy")
-    fake.busy.add("evspec_999999998_1/busy")
-    attacher = _attacher(UprobeAttacher, tmp_path, fake)
-    assert attacher.notes == ["removed 1 stale uprobe event(s) of evspec runs that are gone: "
-                              "evspec_999999999_1/probe"]
-    # a refused removal is a warning: record prints those without -v
-    assert attacher.warnings == ["could not remove the stale uprobe event evspec_999999998_1/busy of process "
-                                 "999999998: Device or resource busy (EBUSY)"]
-    assert sorted(e.event for e in fake.tracefs.entries(ProbeKind.UPROBE)) == ["busy", "mine"]
-    assert len(fake.tracefs.entries(ProbeKind.KPROBE)) == 1  # the kprobe attacher sweeps those
 
 
 def test_tracefs_is_mounted_when_missing(tmp_path: Path) -> None:

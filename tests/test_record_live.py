@@ -11,6 +11,7 @@ import shutil
 import signal
 import subprocess
 import threading
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -185,12 +186,20 @@ def test_command_that_cannot_run(workdir: Path) -> None:
 
 
 def test_sigint_stops_forwards_and_tears_down(workdir: Path) -> None:
-    timer = threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT))
-    timer.start()
-    try:
-        status, _, err = record("-e", "./raise.c", "--", "sleep", "5")
-    finally:
-        timer.cancel()
+    """SIGINT once the command runs (it made the file 'started'), however long set-up took."""
+    started = workdir / "started"
+
+    def interrupt_when_started() -> None:
+        deadline = time.monotonic() + 60
+        while not started.exists() and time.monotonic() < deadline:
+            time.sleep(0.02)
+        time.sleep(0.2)  # the sleep's clock_nanosleep is under way
+        os.kill(os.getpid(), signal.SIGINT)
+
+    thread = threading.Thread(target=interrupt_when_started, daemon=True)
+    thread.start()
+    status, _, err = record("-e", "./raise.c", "--", "sh", "-c", "touch started; exec sleep 5")
+    thread.join()
     assert status == 128 + signal.SIGINT
     assert err.endswith("[ evspec record: 1 samples, 0 lost ]\n")
 

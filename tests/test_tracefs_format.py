@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import os
 import struct
-import subprocess
 import sys
 from pathlib import Path
 
@@ -122,16 +121,6 @@ def test_decoders_read_each_format_once_and_note_what_is_missing(tmp_path: Path)
 
 
 # ----------------------------------------------------------------------- live
-
-
-TRACEFS = Path("/sys/kernel/tracing")
-
-
-@pytest.fixture(scope="module")
-def tracefs(root_kernel: None) -> Path:
-    if not (TRACEFS / "events").is_dir():
-        subprocess.run(["mount", "-t", "tracefs", "nodev", str(TRACEFS)], check=True)
-    return TRACEFS
 
 
 def test_every_format_of_this_machine_parses(tracefs: Path) -> None:

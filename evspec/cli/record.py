@@ -1,8 +1,10 @@
 """``evspec record``: check the event strings, load and attach, run the command, print its samples.
 
 ``add_record_parser(subparsers)`` adds the sub-command; ``record_main(args)`` runs it and returns
-the exit status (the command's, or perf's status for an apply-time map error, 1 for findings in
-the event strings, 2 for usage or setup errors).
+the exit status: the command's, or perf's status for an apply-time map error, 1 for findings (in
+the event strings, or a program the kernel refuses: ``ObjectError.finding``), 2 for usage or
+set-up errors, 128 + the signal's number when SIGINT or SIGTERM stops set-up (what set-up made is
+undone, maps this run pinned included).
 """
 
 from __future__ import annotations
@@ -95,9 +97,11 @@ def _stop_signals(forward: list[int]) -> Iterator[int]:
         os.close(w)
 
 
-def _stop_requested(stop_fd: int) -> bool:
-    """A stop signal arrived during setup (the wake-up pipe has a byte)."""
-    return bool(select.select([stop_fd], [], [], 0)[0])
+def _stop_signal(stop_fd: int) -> int | None:
+    """The stop signal that arrived during setup (the wake-up pipe holds its number), or None."""
+    if not select.select([stop_fd], [], [], 0)[0]:
+        return None
+    return os.read(stop_fd, 64)[0]
 
 
 def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bool) -> list[object] | None:
@@ -176,6 +180,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             return busy or session.backlog > 0
 
         status = 0
+        started = False
         try:
             if command:
                 workload = Workload(command)
@@ -185,6 +190,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             finally:
                 for warning in session.warnings:
                     err.write(f"evspec record: warning: {warning}\n")
+            for notice in session.notices:
+                err.write(f"evspec record: note: {notice}\n")
             if args.verbose:
                 for note in session.all_notes():
                     err.write(f"evspec record: {note}\n")
@@ -192,9 +199,11 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 capture = _open_capture(args, session)
             dump_names = _dump_names(args.dump_maps)
             _check_dump_names(session, dump_names)
-            if _stop_requested(stop_fd):
-                status = 128 + signal.SIGINT
+            stopped = _stop_signal(stop_fd)
+            if stopped is not None:  # nothing ran: undone as a failed set-up is (below)
+                status = 128 + stopped
             else:
+                started = True
                 session.start()
                 if workload is not None:
                     workload.start()
@@ -220,18 +229,23 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 err.write(f"  help: {line}\n")
             if args.verbose and exc.detail:
                 err.write(exc.detail + "\n")
-            status = EXIT_SETUP
+            status = EXIT_FINDINGS if exc.finding else EXIT_SETUP
         finally:
             try:
                 if capture is not None:
                     capture.finish()
             finally:
+                if not started:
+                    for warning in session.unpin_created():
+                        err.write(f"evspec record: warning: {warning}\n")
                 session.close()
                 if workload is not None:
                     workload.close()
     if args.verbose:
         for note in session.closing_notes:
             err.write(f"evspec record: {note}\n")
+    if capture is not None and capture.failure is not None:
+        return _capture_failed(capture, session, err)
     if capture is not None:
         try:
             counts = capture.counts  # read back from the file: the reader did not count
@@ -250,6 +264,32 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             out.write(summary_json(session.summary()))
             out.flush()
     return status
+
+
+def _capture_failed(capture: Capture, session: RecordSession, err: TextIO) -> int:
+    """A write to the capture file failed (a full file system): say so, what was not written and
+    what the file holds, then the summary; exit 2."""
+    from evspec.loader.errors import ObjectError
+
+    assert capture.failure is not None
+    lost = session.lost
+    err.write(f"evspec record: error: {capture.failure.message}; {capture.unwritten} samples were not written\n")
+    if capture.removed:
+        err.write(f"evspec record: {capture.path} is removed: not even its header and an empty data section "
+                  "fit in what was left\n")
+        err.write(f"[ evspec record: nothing written to {capture.path} ({capture.unwritten} samples not "
+                  f"written, {lost} lost) ]\n")
+        return EXIT_SETUP
+    try:
+        samples = capture.counts.samples
+    except ObjectError as exc:  # what was kept cannot be read back
+        err.write(f"evspec record: error: {exc.message}\n")
+        return EXIT_SETUP
+    err.write(f"evspec record: {capture.path} holds the {samples} samples read before, and is complete: "
+              "perf script and evspec script read it\n")
+    err.write(f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} ({samples} samples, "
+              f"{lost} lost, {capture.unwritten} not written) ]\n")
+    return EXIT_SETUP
 
 
 def _dump_names(option: str | None) -> list[str] | None:
@@ -297,7 +337,8 @@ def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:
     # ring buffer records become samples stamped with perf's clock, calibrated before the events run
     clock = PerfClock.calibrate(session.kernel).now if rings else None
     capture = Capture(args.output, session.file_attrs(), [ring for _, _, ring in session.rings()], host,
-                      bpf_rings=rings, clock=clock, btfs=session.file_btfs())
+                      bpf_rings=rings, clock=clock, btfs=session.file_btfs(),
+                      tracepoints=session.tracepoint_formats())
     tracking = session.events[0]
     if args.pid is not None:
         capture.add_tasks(existing_tasks([args.pid]), tracking.ids[0])

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, TextIO
 if TYPE_CHECKING:
     from evspec.loader.output.perfdata import FileAttr, PerfData
     from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
-    from evspec.loader.output.tracefs_format import TraceFormat
+    from evspec.loader.output.tracefs_format import TracepointPrinter
     from evspec.loader.output.typed import RecordDecoder
 
 EXIT_ERROR = 2
@@ -102,18 +102,22 @@ def name_width(data: PerfData) -> int:
     return max((len(a.name) for a in data.attrs if not _is_tracking(a)), default=0)
 
 
-def tracepoint_formats(data: PerfData) -> dict[int, TraceFormat]:
+def tracepoint_formats(data: PerfData) -> dict[int, TracepointPrinter]:
     """The format of each tracepoint event of the file (by ``id()`` of its attr), parsed from
-    the file's HEADER_TRACING_DATA; events whose format the file lacks print undecoded."""
+    the file's HEADER_TRACING_DATA, with its printer (kernel addresses named with this machine's
+    symbols, as perf script names them); events whose format the file lacks print undecoded."""
     from evspec.loader.abi.perf import PerfType
-    from evspec.loader.output.tracefs_format import parse_format
+    from evspec.loader.output.printfmt import kernel_symbols
+    from evspec.loader.output.tracefs_format import TracepointPrinter, parse_format
 
-    out: dict[int, TraceFormat] = {}
+    out: dict[int, TracepointPrinter] = {}
+    resolve = kernel_symbols()
     for attr in data.attrs:
         parsed = attr.parsed()
         saved = data.tracepoints.get(parsed.config) if parsed.type == PerfType.TRACEPOINT else None
         if saved is not None:
-            out[id(attr)] = parse_format(saved.text, saved.system, saved.name)
+            out[id(attr)] = TracepointPrinter(parse_format(saved.text, saved.system, saved.name), resolve,
+                                              data.printk)
     return out
 
 
@@ -248,7 +252,7 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
             if decoder is not None:  # a typed bpf-output event's: its raw data is checked to be there
                 decoded = decoder.decode_sample(raw)  # type: ignore[arg-type]
             else:
-                decoded = tuple(fmt.decode(raw).items()) if fmt is not None and raw is not None else None  # type: ignore[arg-type]
+                decoded = fmt.fields(raw) if fmt is not None and raw is not None else None  # type: ignore[arg-type]
             totals.samples += 1
             yield SampleLine(attr.name, comm, pid, tid, f.get("cpu", 0), time, f.get("period", 0), raw, decoded)  # type: ignore[arg-type, union-attr]
 

@@ -74,6 +74,10 @@ PERF_DATA_WRITE = "EK152"
 BTF_FIXUP = "EK160"
 TRACEPOINT_FORMAT = "EK161"
 
+# Recording: what the kernel refuses at attach time, what record cannot sample (EK170-EK189).
+PAST_THE_RECORD = "EK170"
+UNSAMPLED_EVENT = "EK171"
+
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         PERMISSION,
@@ -418,6 +422,27 @@ CODES: tuple[CodeInfo, ...] = (
         "line that does not match `field:TYPE NAME; offset:N; size:N; signed:N;`. Samples of that\n"
         "event are printed as a hexdump instead.",
         fix="mount tracefs (mount -t tracefs nodev /sys/kernel/tracing) and run evspec as root",
+    ),
+    CodeInfo(
+        PAST_THE_RECORD,
+        "a tracepoint program reads past the tracepoint's record",
+        "The verifier lets a tracepoint program read its context at any constant offset and keeps the\n"
+        "highest one; PERF_EVENT_IOC_SET_BPF then compares it with the size of the tracepoint's\n"
+        "record and refuses the program with EACCES when it reads further (the record's fields are\n"
+        "in events/SYS/EVENT/format). It is a finding about the program, reported with exit status 1.",
+        fix="read only the fields of the tracepoint's format, at their offsets (or use a\n"
+            "raw_tp/ or tp_btf/ program, whose arguments the verifier checks by type)",
+    ),
+    CodeInfo(
+        UNSAMPLED_EVENT,
+        "an event evspec record can neither print nor give to a program",
+        "evspec record samples tracepoint events (every hit, as perf record does) and bpf-output\n"
+        "events, and prints their samples as perf script does. The samples of hardware,\n"
+        "software, cache, raw, breakpoint and PMU events are instruction pointers, which evspec does\n"
+        "not resolve to symbols; such an event is recorded only when a term of a BPF object gives it\n"
+        "to a program (map:NAME.event=EVENT, prog:NAME.event=EVENT). Any other is refused before\n"
+        "anything is loaded, rather than counted and never shown.",
+        fix="record it with perf record, or give it to a BPF program with a map: or prog: term",
     ),
     CodeInfo(
         PROBE_TARGET,

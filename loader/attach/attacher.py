@@ -18,19 +18,26 @@ from __future__ import annotations
 
 import errno
 import importlib
+import os
+import pwd
+import stat
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from evspec.loader.abi.perf import PerfType
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.errors import missing_capabilities
 from evspec.loader.load.live import LiveObject
 from evspec.loader.object.section import AttachKind, SectionSpec, TracepointTarget, parse_section
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
 
 from evspec.codes import kernel as codes
 from evspec.diagnostics import EvspecError
+
+if TYPE_CHECKING:
+    from evspec.system.model import TracefsUnavailable
 
 CODE_ATTACH_UNSUPPORTED = codes.ATTACH_UNSUPPORTED
 CODE_BAD_SECTION = codes.BAD_SECTION
@@ -46,12 +53,15 @@ class ProbeEvent:
     ``one_per_task``: every perf event opened with these values is a kernel probe of its own that
     runs the program on each hit, whatever CPU it is on (a probe PMU event), so the event must be
     opened once per task with cpu=-1 (system-wide: on one CPU only), not once per CPU, or the
-    program runs once per CPU event for each hit.
+    program runs once per CPU event for each hit. ``tracefs``: where the format of a tracepoint
+    event shown under another name is (a probe perf named ``perf_bpf_probe:EVENT``, made in
+    evspec's own group).
     """
 
     name: str
     values: Mapping[str, int] = field(hash=False)
     one_per_task: bool = False
+    tracefs: str | None = None  # SYSTEM:EVENT of its tracefs entry, when that is not ``name``
 
 
 @dataclass(frozen=True, slots=True)
@@ -75,10 +85,13 @@ class ProgramAttach:
 
 @dataclass(frozen=True, slots=True)
 class AttachOptions:
-    """What the command line says about attaching: tracepoint ids of the machine, ``--dev``."""
+    """What the command line says about attaching: tracepoint ids of the machine, ``--dev``;
+    ``skip_tgid``: the recording's own process, in which the programs a kind attacher loads itself
+    must do nothing (``load.self_filter``)."""
 
     tracepoint_id: TracepointIds
     dev: str | None = None
+    skip_tgid: int | None = None
 
 
 class KindAttacher(Protocol):
@@ -130,10 +143,17 @@ def _section(spec: ObjectSpec, prog: ProgramSpec) -> SectionSpec:
         ) from None
 
 
-def _plan_tracepoint(spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec, tracepoint_id: TracepointIds) -> ProgramAttach:
+def _plan_tracepoint(kernel: Kernel, spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec,
+                     tracepoint_id: TracepointIds) -> ProgramAttach:
+    from evspec.system.model import TracefsUnavailable
+
     target = section.target
     assert isinstance(target, TracepointTarget)
-    tp_id = tracepoint_id(target.system, target.event)
+    try:
+        tp_id = tracepoint_id(target.system, target.event)
+    except TracefsUnavailable as exc:
+        raise tracefs_refusal(kernel, f"{spec.path}: program '{prog.name}': cannot look up tracepoint "
+                                      f"'{target.name}'", exc) from None
     if tp_id is None:
         raise ObjectError(
             CODE_NO_TRACEPOINT,
@@ -142,6 +162,35 @@ def _plan_tracepoint(spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec, 
         )
     event = ProbeEvent(target.name, {"type": int(PerfType.TRACEPOINT), "config": tp_id})
     return ProgramAttach(prog.name, int(ProgType.TRACEPOINT), (event,), kind=AttachKind.TRACEPOINT)
+
+
+def tracefs_refusal(kernel: Kernel, what: str, exc: TracefsUnavailable) -> KernelError:
+    """The error of a tracepoint lookup (``what``) that found no readable tracefs: for a process
+    without root's powers, the privileges it lacks (tracefs is root's, mode 0700 on Debian; loading
+    and attaching need CAP_BPF and CAP_PERFMON); for root, why there is none (not mounted, and
+    mounting failed)."""
+    missing = missing_capabilities(kernel.funnel)
+    if os.geteuid() == 0 and not missing:
+        return KernelError(CODE_NO_TRACEPOINT, f"{what}: {exc.reason}", help=exc.help)
+    lacks = f"; it also lacks {' and '.join(missing)}, which loading and attaching programs need" if missing else ""
+    return KernelError(
+        codes.PERMISSION,
+        f"{what}: tracefs cannot be read by this user ({tracefs_access()}){lacks}: evspec record needs root",
+        help=("run evspec record as root (sudo)",),
+    )
+
+
+def tracefs_access(root: str = "/sys/kernel/tracing") -> str:
+    """Why this user cannot read the tracefs at ``root``: its mode and owner, or that it is missing."""
+    try:
+        st = os.stat(root)
+    except OSError as exc:
+        return f"{root}: {os.strerror(exc.errno or 0)}"
+    try:
+        owner = pwd.getpwuid(st.st_uid).pw_name
+    except KeyError:
+        owner = f"uid {st.st_uid}"
+    return f"{root} is mode {stat.S_IMODE(st.st_mode):04o}, owned by {owner}; this process runs as uid {os.geteuid()}"
 
 
 def _unsupported(spec: ObjectSpec, prog: ProgramSpec, section: SectionSpec) -> ObjectError:
@@ -190,7 +239,7 @@ class Attacher:
                 if section.note is not None:
                     self._notes.append(f"{spec.path}: program '{prog.name}' (section '{prog.section}'): {section.note}")
             elif section.attach is AttachKind.TRACEPOINT and isinstance(section.target, TracepointTarget):
-                out.append(_plan_tracepoint(spec, prog, section, self.options.tracepoint_id))
+                out.append(_plan_tracepoint(self.kernel, spec, prog, section, self.options.tracepoint_id))
             elif (handler := self._kind(section.attach)) is not None:
                 out.append(handler.plan(spec, prog, section))
             else:

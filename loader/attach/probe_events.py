@@ -199,7 +199,7 @@ def open_tracefs(
     """The tracefs at ``root``, mounted first when it is not (as root, with ``mount``; by default
     the real mount for the default root); None when there is none. What was done goes to ``notes``."""
     tracefs = Tracefs(root, writer or KernelTracefsWriter())
-    if (root / "events").is_dir():
+    if _readable_dir(root / "events"):
         return tracefs
     if mount is None and root == DEFAULT_TRACEFS and os.geteuid() == 0:
         from evspec.system.live import mount_tracefs
@@ -215,7 +215,15 @@ def open_tracefs(
         return None
     if notes is not None:
         notes.append(f"mounted tracefs at {root}")
-    return tracefs if (root / "events").is_dir() else None
+    return tracefs if _readable_dir(root / "events") else None
+
+
+def _readable_dir(path: Path) -> bool:
+    """Whether ``path`` is a folder this process may list (not one under root's mode-0700 tracefs)."""
+    try:
+        return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
+    except OSError:
+        return False
 
 
 # ---------------------------------------------------------------------------------------------
@@ -317,6 +325,34 @@ def sweep_stale(
     return removed, problems
 
 
+def sweep_dead_runs(
+    root: Path = DEFAULT_TRACEFS, *, writer: TracefsWriter | None = None, proc: Path = Path("/proc")
+) -> tuple[list[str], list[str]]:
+    """What every recording does first, whatever it attaches: remove the probe entries (of every
+    kind) that evspec runs which are gone left in the tracefs at ``root``. A tracefs that is not
+    mounted, or whose probe files this user may not write, is left alone (nothing is mounted for
+    this: entries exist only where a run could write them).
+
+    Returns (notes for ``-v``, warnings about entries that could not be removed)."""
+    tracefs = Tracefs(root, writer or KernelTracefsWriter())
+    notes: list[str] = []
+    warnings: list[str] = []
+    for kind in ProbeKind:
+        if not os.access(root / kind.events_file, os.R_OK | os.W_OK):
+            continue
+        try:
+            removed, problems = sweep_stale(tracefs, (kind,), proc)
+        except OSError as exc:
+            warnings.append(f"could not look for the {kind.value} events of evspec runs that are gone in "
+                            f"{root / kind.events_file}: {errno_text(exc.errno)}")
+            continue
+        if removed:
+            notes.append(f"removed {len(removed)} stale {kind.value} event(s) of evspec runs that are gone: "
+                         f"{', '.join(removed)}")
+        warnings.extend(problems)
+    return notes, warnings
+
+
 # ---------------------------------------------------------------------------------------------
 # making the events
 
@@ -406,7 +442,7 @@ class ProbeEventMaker:
                 codes.PROBE_CREATE,
                 f"{self.kind.value} event {group}/{event} was created but its id cannot be read: {exc}",
             ) from None
-        return ProbeEvent(name, {"type": int(PerfType.TRACEPOINT), "config": tp_id})
+        return ProbeEvent(name, {"type": int(PerfType.TRACEPOINT), "config": tp_id}, tracefs=f"{group}:{event}")
 
     def _create_error(self, location: ProbeLocation, group: str, name: str, exc: OSError) -> ObjectError:
         err = exc.errno or 0

@@ -54,7 +54,6 @@ from evspec.loader.attach.probe_events import (
     ProbeLocation,
     TracefsWriter,
     open_tracefs,
-    sweep_stale,
 )
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel
@@ -75,7 +74,7 @@ from evspec.loader.object.section import (
     SectionStyle,
     Setting,
 )
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
 
 from evspec.codes import kernel as codes
 
@@ -147,14 +146,6 @@ class ProbeAttacher(ABC):
         self.tracefs_root = tracefs_root
         tracefs = open_tracefs(tracefs_root, writer=tracefs_writer, mount=mount, notes=self._notes)
         owner = Owner.of(os.getpid(), proc) or Owner(os.getpid(), 0)
-        if tracefs is not None:
-            removed, problems = sweep_stale(tracefs, (self.kind,), proc)
-            if removed:
-                self._notes.append(
-                    f"removed {len(removed)} stale {self.kind.value} event(s) of evspec runs that are "
-                    f"gone: {', '.join(removed)}"
-                )
-            self.warnings.extend(problems)
         self.maker = ProbeEventMaker(self.kind, pmus=pmus, tracefs=tracefs, owner=owner)
         self._taken: set[str] = set()  # tracefs event names used in this session
         self._prologues: PrologueCache | None = None
@@ -285,12 +276,15 @@ class ProbeAttacher(ABC):
     # -------------------------------------------------------------- prologues
 
     def _prologue_bytes(self, args: tuple[ProbeArg, ...], points: tuple[ProbePoint, ...]) -> tuple[bytes, ...]:
+        """The argument prologue of each point, behind the recording's own-task filter."""
         if not args:
             return ()
         from evspec.loader.attach.prologue import build_prologue
+        from evspec.loader.load.self_filter import prelude_for
 
+        front = prelude_for(ProgType.KPROBE, self.options.skip_tgid)
         return tuple(
-            build_prologue(
+            front + build_prologue(
                 args,
                 binary=point.location.path,
                 function=point.function,

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from evspec.loader.abi.bpf import encode_insn
 from evspec.loader.errors import ObjectError
@@ -202,7 +202,7 @@ def _prologue_error(program: str, exc: VerifierError, prologue: bytes) -> Kernel
         )
     else:
         return exc
-    return KernelError(
+    error = KernelError(
         codes.PROLOGUE_REJECTED,
         message,
         errno=exc.errno,
@@ -210,6 +210,8 @@ def _prologue_error(program: str, exc: VerifierError, prologue: bytes) -> Kernel
         detail=exc.log,
         help=("declare the program as prog(ctx, err, arg1, ...) with one argument per fetched value",),
     )
+    error.finding = True  # the verifier's verdict, as the VerifierError it explains
+    return error
 
 
 def fetched_count(prologue: bytes) -> int:
@@ -246,14 +248,8 @@ class PrologueCache:
         if prog is None:
             raise KeyError(f"object {spec.path!r} has no program {program!r}")
         linked = link_program(prog, spec, {name: m.fd for name, m in live.maps.items()})
-        shift = len(prologue) // INSN_SIZE
-        with_prologue = replace(
-            linked,
-            insns=prologue + linked.insns,
-            line_info=tuple(replace(e, insn_offset=e.insn_offset + shift) for e in linked.line_info),
-        )
         try:
-            return load_linked(live, prog, with_prologue, prog_type, prologue=shift)
+            return load_linked(live, prog, linked.prefixed(prologue), prog_type, prologue=len(prologue) // INSN_SIZE)
         except VerifierError as exc:
             raise _prologue_error(program, exc, prologue) from exc
 

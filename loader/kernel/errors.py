@@ -58,6 +58,8 @@ class KernelError(ObjectError):
 class VerifierError(KernelError):
     """The verifier refused a program: ``log`` is its whole log, ``summary`` the short reading."""
 
+    finding = True
+
     def __init__(self, program: str, errno: int, log: str, summary: VerifierSummary) -> None:
         name = f"program '{program}'" if program else "program"
         super().__init__(
@@ -78,6 +80,13 @@ def has_capability(caps: int, cap: int) -> bool:
 
 def _has_any(caps: int, needed: tuple[tuple[int, str], ...]) -> bool:
     return any(has_capability(caps, cap) for cap, _ in needed)
+
+
+def missing_capabilities(funnel: Funnel) -> list[str]:
+    """The capabilities a recording needs that this process lacks: CAP_BPF to load programs and
+    create maps, CAP_PERFMON to open events and attach (CAP_SYS_ADMIN stands for either)."""
+    caps = funnel.effective_capabilities()
+    return [needed[0][1] for needed in (BPF_CAPS, PERF_CAPS) if not _has_any(caps, needed)]
 
 
 def permission_error(funnel: Funnel, operation: str, err: int, where: str, *, perf: bool) -> KernelError:

@@ -134,6 +134,14 @@ class PerfOperations(KernelCore):
 
         self._ioctl(fd, Ioctl.SET_BPF, prog_fd)
 
+    def set_filter(self, fd: int, expression: str) -> None:
+        """An ftrace filter on a tracepoint perf event (PERF_EVENT_IOC_SET_FILTER): only records
+        for which ``expression`` holds are kept (``common_pid != 42``)."""
+        from evspec.loader.abi.perf import Ioctl
+
+        text = ctypes.create_string_buffer(expression.encode())
+        self._ioctl(fd, Ioctl.SET_FILTER, ctypes.addressof(text))
+
     def event_id(self, fd: int) -> int:
         """The kernel's id of a perf event (PERF_EVENT_IOC_ID), as PERF_SAMPLE_IDENTIFIER carries it."""
         from evspec.loader.abi.perf import Ioctl

@@ -33,6 +33,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
 from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.kernel.verifier import VerifierSummary
+from evspec.loader.load.self_filter import prelude_for
 from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
 from evspec.loader.object.btf_fixup import (
     BtfFeatures,
@@ -85,6 +86,16 @@ class LinkedProgram(Record):
         set_field(self, "insns", insns)
         set_field(self, "line_info", line_info)
         set_field(self, "layout", layout)
+
+    def prefixed(self, front: bytes) -> LinkedProgram:
+        """The program with the instructions ``front`` put before it (an argument prologue, a
+        prelude): its line records shifted with it; load it with ``prologue`` = their count."""
+        if not front:
+            return self
+        shift = len(front) // abi.INSN_SIZE
+        return LinkedProgram(front + self.insns,
+                             tuple(replace(e, insn_offset=e.insn_offset + shift) for e in self.line_info),
+                             self.layout)
 
 
 class LiveMap(Record):
@@ -867,8 +878,12 @@ def load_object(
     pin_root: str = DEFAULT_PIN_ROOT,
     target_btf: TargetBtf | None = None,
     attach_btf_ids: Mapping[str, int] | None = None,
+    skip_tgid: int | None = None,
 ) -> LiveObject:
     """Create the maps and load the programs of ``spec``.
+
+    ``skip_tgid``: the tracing programs get ``self_filter``'s prelude, so that they do nothing in
+    that process (a recording's own).
 
     ``expected_attach_types`` and ``attach_btf_ids`` (a kernel BTF type id: the ``btf_trace_NAME``
     of a tp_btf program; a ``ModuleTypeId`` for a module's type, whose module BTF fd the caller
@@ -923,10 +938,12 @@ def load_object(
         for prog in spec.programs:
             if prog.name in deferred:
                 continue
+            front = prelude_for(prog_types[prog.name], skip_tgid)
             linked = link_program(prog, spec, fds)
             fd = load_linked(
-                live, prog, linked, prog_types[prog.name], attach.get(prog.name, 0), log_level=log_level,
-                attach_btf_id=(attach_btf_ids or {}).get(prog.name, 0),
+                live, prog, linked.prefixed(front), prog_types[prog.name], attach.get(prog.name, 0),
+                log_level=log_level, attach_btf_id=(attach_btf_ids or {}).get(prog.name, 0),
+                prologue=len(front) // abi.INSN_SIZE,
             )
             live.programs[prog.name] = LiveProgram(prog, fd, prog_types[prog.name], linked.insns)
         _fill_prog_arrays(kernel, live)

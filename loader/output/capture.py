@@ -19,13 +19,14 @@ one for their counts. At the end, the events' own loss counts
 
 from __future__ import annotations
 
+import mmap
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from evspec.loader.abi.perf import PerfType, RecordType
+from evspec.loader.abi.perf import RecordType
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import (
@@ -34,6 +35,7 @@ from evspec.loader.output.perfdata import (
     HostInfo,
     PerfDataWriter,
     SampleIdTrailer,
+    WriteError,
     build_tracing_data,
     encode_bpf_btf,
     lost_samples_record,
@@ -50,6 +52,7 @@ _ID_SAMPLE = struct.Struct("<IIQIIQ")  # sample_id_all trailer: TID, TIME, CPU, 
 _FIRST_WINDOW = 16
 _MAX_WINDOW = 1 << 16
 _READ_PIECE = 1 << 23  # bytes of the file counted at a time
+_BLOCK = 4096  # what a salvage first cuts beyond the features' size (a file system block)
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
 
 
@@ -172,15 +175,10 @@ def existing_tasks(pids: Iterable[int] | None) -> list[tuple[int, int, str]]:
     return out
 
 
-def tracing_feature(attrs: Sequence[FileAttr], page_size: int) -> bytes | None:
-    """HEADER_TRACING_DATA for the tracepoint events among ``attrs`` (perf script needs it to read
-    a file with tracepoint events at all); None when there are none."""
-    wanted = []
-    for a in attrs:
-        attr = a.parsed()
-        if attr.type == PerfType.TRACEPOINT:
-            system, _, event = a.name.partition(":")
-            wanted.append((system, event))
+def tracing_feature(tracepoints: Sequence[tuple[str, str]], page_size: int) -> bytes | None:
+    """HEADER_TRACING_DATA with the formats of ``tracepoints`` ((system, event) in tracefs: perf
+    script needs it to read a file with tracepoint events at all); None when there are none."""
+    wanted = list(tracepoints)
     if not wanted:
         return None
     for events_dir in TRACEFS_EVENTS:
@@ -200,7 +198,9 @@ class Capture:
     ``bpf_rings``: the readers of BPF ring buffer maps, each with the id of its event among
     ``attrs`` (``ringbuf_capture``); their records are written as samples stamped by ``clock``
     (perf's clock: ``PerfClock.now``). ``btfs``: the BTF objects, by id, that the attrs of typed
-    events name (ring buffer maps' and bpf-output events': ``typed_capture``), for HEADER_BPF_BTF."""
+    events name (ring buffer maps' and bpf-output events': ``typed_capture``), for HEADER_BPF_BTF.
+    ``tracepoints``: (system, event) of the tracefs formats of the tracepoint events, for
+    HEADER_TRACING_DATA (a probe shown as perf named it has its format in evspec's own group)."""
 
     def __init__(
         self,
@@ -212,6 +212,7 @@ class Capture:
         bpf_rings: Sequence[tuple[BpfRingReader, int]] = (),
         clock: Callable[[], int] | None = None,
         btfs: Mapping[int, bytes] | None = None,
+        tracepoints: Sequence[tuple[str, str]] = (),
         page_size: int = os.sysconf("SC_PAGE_SIZE"),
     ) -> None:
         if bpf_rings and clock is None:
@@ -219,7 +220,7 @@ class Capture:
         features: dict[int, bytes] = host.features()
         if btfs:
             features[Feature.BPF_BTF] = encode_bpf_btf(btfs)
-        tracing = tracing_feature(attrs, page_size)
+        tracing = tracing_feature(tracepoints, page_size)
         if tracing is not None:
             features[Feature.TRACING_DATA] = tracing
         self.writer = PerfDataWriter(path, attrs, features=features)
@@ -227,6 +228,9 @@ class Capture:
         self.bpf_rings = tuple((reader, RingSamples(reader.name, ident)) for reader, ident in bpf_rings)
         self._clock = clock
         self._counts: RecordCounts | None = None
+        self.failure: WriteError | None = None  # the write that failed; nothing is written after it
+        self.unwritten = 0  # samples read from the rings and not in the file
+        self.removed = False  # the file could not be completed even empty, and is gone
 
     @property
     def path(self) -> Path:
@@ -270,9 +274,11 @@ class Capture:
     def add_tasks(self, tasks: Iterable[tuple[int, int, str]], identifier: int) -> None:
         """COMM records for tasks that exist already (perf synthesizes them the same way)."""
         records = b"".join(comm_record(pid, tid, comm, identifier) for pid, tid, comm in tasks)
-        if records:
-            self.writer.write(records)
-            self.writer.end_round()
+        if records and self.failure is None:
+            try:
+                self.writer.write_round((records,))
+            except WriteError as exc:
+                self.failure = exc
 
     def drain(self) -> bool:
         """One round: every perf ring's new records appended to the file straight from the
@@ -295,14 +301,23 @@ class Capture:
             for samples, got in records:
                 chunks.extend(samples.encode(got, now))
         if chunks:
-            self.writer.write_round(chunks)
+            if self.failure is None:
+                try:
+                    self.writer.write_round(chunks)
+                except WriteError as exc:
+                    self.failure = exc
+            if self.failure is not None:  # read on, so that what is not written is counted
+                self.unwritten += count_span(chunks).samples
             for ring, span in taken:
                 ring.release(span)
         return bool(chunks)
 
     def add_lost_counts(self, counts: Iterable[LostCount]) -> None:
         """PERF_RECORD_LOST_SAMPLES for every event instance that lost samples, after the last
-        round (as perf record writes them at the end), with the instance's sample_id trailer."""
+        round (as perf record writes them at the end), with the instance's sample_id trailer;
+        nothing once a write has failed."""
+        if self.failure is not None:
+            return
         trailers = {i: SampleIdTrailer(a.sample_type) for a in self.writer.attrs for i in a.ids}
         records = b"".join(
             lost_samples_record(
@@ -312,11 +327,74 @@ class Capture:
             if c.lost and c.id in trailers
         )
         if records:
-            self.writer.write(records)
+            try:
+                self.writer.write(records)
+            except WriteError as exc:
+                self.failure = exc
 
     def finish(self) -> None:
-        """Write the features and the final header, and close the file (safe to call twice)."""
+        """Write the features and the final header, and close the file (safe to call twice).
+        After a failed write the file is completed with what it holds whole (``salvage``)."""
         try:
-            self.writer.finish()
+            if self.failure is None:
+                try:
+                    self.writer.finish()
+                except WriteError as exc:  # the data is whole; what follows it is not records
+                    self.failure = exc
+                    self.writer.cut_data(self.writer.data_size)
+            if self.failure is not None and not self.writer.finished and not self.removed:
+                self._salvage()
+        except WriteError:  # the file cannot even be cut back: it is no perf.data file
+            self._remove()
         finally:
             self.writer.close()
+
+    def _remove(self) -> None:
+        self.writer.close()
+        try:
+            os.unlink(self.writer.path)
+        except FileNotFoundError:
+            pass
+        self.removed = True
+
+    def _salvage(self) -> None:
+        """Make the file a complete perf.data file of its first records: drop a round written in
+        part, then write the features and header, cutting whole records off the end until they
+        fit; when not even an empty data section leaves room for them, remove the file. The
+        samples cut off are added to ``unwritten``."""
+        written = self._count_written().samples
+        size = self._boundary_before(os.fstat(self.writer.fd).st_size - self.writer.data_offset)
+        room, slack = self.writer.feature_bytes(), _BLOCK
+        while True:
+            self.writer.cut_data(size)
+            try:
+                self.writer.finish()
+                break
+            except WriteError:
+                if size == 0:
+                    self._remove()
+                    self.unwritten += written
+                    return
+                size = self._boundary_before(max(0, size - room - slack))
+                slack *= 2  # the file system's blocks, its metadata: cut more each time
+        self._counts = None
+        self.unwritten += written - self.counts.samples
+
+    def _boundary_before(self, limit: int) -> int:
+        """The end of the last whole record of the data in the file (the part of a failed round
+        written before it failed included) that ends at or before ``limit`` (runs of equal records
+        stepped over at once, as ``_count`` does)."""
+        start = self.writer.data_offset
+        with open(self.writer.path, "rb") as f:
+            end = start + min(limit, os.fstat(f.fileno()).st_size - start)
+            if end <= start:
+                return 0
+            data = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+        with data:
+            pos = start
+            while pos + 8 <= end:
+                size = _HEADER.unpack_from(data, pos)[2]
+                if size < 8 or pos + size > end:
+                    break
+                pos += size * run_length(data, pos, size, (end - pos) // size)
+        return pos - start

@@ -18,6 +18,7 @@ counts the padding).
 from __future__ import annotations
 
 import ctypes
+import errno as errno_mod
 import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
@@ -252,8 +253,11 @@ def _format_id(text: str) -> int:
 def build_tracing_data(events_dir: Path, tracepoints: Sequence[tuple[str, str]], page_size: int) -> bytes:
     """HEADER_TRACING_DATA for ``tracepoints`` ((system, event) pairs) from tracefs ``events_dir``.
 
-    Carries the ring-buffer header formats and one format file per tracepoint; kallsyms, printk
-    formats and saved command lines are left empty (perf script does not need them for samples).
+    Carries the ring-buffer header formats, one format file per tracepoint and the kernel's
+    printk formats (``printk_formats``: the strings a ``const char *`` field may point at, which
+    perf script prints in its place), as perf record writes them; kallsyms and saved command lines
+    are left empty (perf 6.1 resolves kernel addresses with the machine's symbols, and names
+    tasks from COMM records).
     """
     parts = [_TRACING_MAGIC, TRACING_VERSION.encode() + b"\0", b"\0", b"\x08", _U32.pack(page_size)]
     for name in ("header_page", "header_event"):
@@ -268,8 +272,30 @@ def build_tracing_data(events_dir: Path, tracepoints: Sequence[tuple[str, str]],
         parts += [system.encode() + b"\0", _U32.pack(len(formats))]
         for content in formats:
             parts += [_U64.pack(len(content)), content]
-    parts += [_U32.pack(0), _U32.pack(0), _U64.pack(0)]  # kallsyms, printk formats, saved cmdlines
+    try:
+        printk = (events_dir.parent / "printk_formats").read_bytes()
+    except OSError:
+        printk = b""
+    parts += [_U32.pack(0), _U32.pack(len(printk)), printk, _U64.pack(0)]  # kallsyms, printk, cmdlines
     return b"".join(parts)
+
+
+def parse_printk_formats(text: str) -> dict[int, str]:
+    """tracefs ``printk_formats`` (``0xADDR : "text"`` lines) as libtraceevent keeps them: by
+    address, the quotes and a trailing ``\\n`` dropped."""
+    out: dict[int, str] = {}
+    for line in text.splitlines():
+        address, sep, fmt = line.partition(":")
+        if not sep:
+            continue
+        try:
+            addr = int(address.strip(), 16)
+        except ValueError:
+            continue
+        fmt = fmt[1:].removeprefix('"')
+        fmt = fmt[:-1] if fmt.endswith('"') else fmt
+        out[addr] = fmt.removesuffix("\\n")
+    return out
 
 
 class _Cursor:
@@ -300,6 +326,12 @@ class _Cursor:
 
 def parse_tracing_data(data: bytes) -> dict[int, TraceFormat]:
     """The tracepoint formats in HEADER_TRACING_DATA, by tracepoint id."""
+    return read_tracing_data(data)[0]
+
+
+def read_tracing_data(data: bytes) -> tuple[dict[int, TraceFormat], dict[int, str]]:
+    """The tracepoint formats in HEADER_TRACING_DATA, by tracepoint id, and its printk formats
+    (``parse_printk_formats``; none when the section ends before them)."""
     cur = _Cursor(data)
     if cur.take(len(_TRACING_MAGIC)) != _TRACING_MAGIC:
         raise ValueError("tracing data does not start with its magic")
@@ -322,7 +354,12 @@ def parse_tracing_data(data: bytes) -> dict[int, TraceFormat]:
             name = next((ln[5:].strip() for ln in text.splitlines() if ln.startswith("name:")), "")
             tp_id = _format_id(text)
             out[tp_id] = TraceFormat(system, name, tp_id, text)
-    return out
+    printk: dict[int, str] = {}
+    if cur.pos + 4 <= len(data):
+        cur.take(cur.u32())  # kallsyms
+        if cur.pos + 4 <= len(data):
+            printk = parse_printk_formats(cur.take(cur.u32()).decode(errors="replace"))
+    return out, printk
 
 
 # ------------------------------------------------------------ sample ids
@@ -406,8 +443,14 @@ class PerfDataWriter:
                 offset += 8 * len(a.ids)
             self.data_offset = self._attrs_at + self._attr_size * len(self.attrs)
             self._write(self._header(0, ()) + ids + b"".join(table))
-        except BaseException:
+        except BaseException as exc:
             os.close(self.fd)
+            try:  # a file without its header is no perf.data file: nothing of it is kept
+                os.unlink(self.path)
+            except OSError:
+                pass
+            if isinstance(exc, WriteError):
+                raise WriteError(self.path, exc.cause, "the file is removed: not even its header fits") from None
             raise
 
     def _header(self, data_size: int, features: Sequence[int]) -> bytes:
@@ -452,10 +495,21 @@ class PerfDataWriter:
 
     def write_round(self, chunks: Sequence[bytes | memoryview]) -> None:
         """Append a round of reading (``chunks``: whole records, e.g. slices of the ring buffers
-        themselves) and its PERF_RECORD_FINISHED_ROUND in one writev(), then publish the size."""
+        themselves) and its PERF_RECORD_FINISHED_ROUND in one writev(), then publish the size.
+        ``data_size`` counts only what was written whole: a round that fails counts not at all."""
         self._writev([*chunks, _FINISHED_ROUND_RECORD])
         self.data_size += sum(len(c) for c in chunks) + len(_FINISHED_ROUND_RECORD)
         self._publish_size()
+
+    def cut_data(self, size: int) -> None:
+        """Keep the first ``size`` bytes of the data section (a record boundary) and drop
+        whatever the file holds past them (a round that failed half-way)."""
+        try:
+            os.ftruncate(self.fd, self.data_offset + size)
+            os.lseek(self.fd, self.data_offset + size, os.SEEK_SET)  # the next write goes there
+        except OSError as exc:
+            raise _write_error(self.path, exc) from None
+        self.data_size = size
 
     def end_round(self) -> None:
         """Mark the end of a round of reading every ring (perf's FINISHED_ROUND) and publish the
@@ -468,11 +522,16 @@ class PerfDataWriter:
         except OSError as exc:
             raise _write_error(self.path, exc) from None
 
+    def feature_bytes(self) -> int:
+        """How many bytes ``finish`` appends after the data section."""
+        feats = {**self.features, Feature.EVENT_DESC: encode_event_desc(self.attrs)}
+        return sum(_SECTION.size + len(body) for body in feats.values())
+
     def finish(self) -> None:
-        """Write the features and the final header; the file is complete afterwards."""
+        """Write the features and the final header; the file is complete afterwards. A failure
+        leaves it unfinished (``finish`` may be tried again, after ``cut_data``)."""
         if self.finished:
             return
-        self.finished = True
         feats = {**self.features, Feature.EVENT_DESC: encode_event_desc(self.attrs)}
         order = sorted(feats)
         index_at = self.data_offset + self.data_size
@@ -487,6 +546,7 @@ class PerfDataWriter:
             os.pwrite(self.fd, self._header(self.data_size, order), 0)
         except OSError as exc:
             raise _write_error(self.path, exc) from None
+        self.finished = True
 
     def close(self) -> None:
         if self.fd >= 0:
@@ -511,8 +571,21 @@ def _with_size(a: FileAttr, size: int) -> FileAttr:
     return FileAttr(a.name, bytes(raw), a.ids)
 
 
-def _write_error(path: Path, exc: OSError) -> ObjectError:
-    return ObjectError(codes.PERF_DATA_WRITE, f"cannot write {path}: {exc.strerror}")
+class WriteError(ObjectError):
+    """A write to a perf.data file failed: ``errno`` says why (ENOSPC: the file system is full);
+    ``outcome`` what became of the file, when that is decided already."""
+
+    def __init__(self, path: Path, exc: OSError, outcome: str | None = None) -> None:
+        name = errno_mod.errorcode.get(exc.errno or 0, str(exc.errno))
+        tail = f"; {outcome}" if outcome else ""
+        super().__init__(codes.PERF_DATA_WRITE, f"cannot write {path}: {exc.strerror} ({name}){tail}")
+        self.path = path
+        self.errno = exc.errno
+        self.cause = exc
+
+
+def _write_error(path: Path, exc: OSError) -> WriteError:
+    return WriteError(path, exc)
 
 
 # ------------------------------------------------------------------- reader
@@ -540,6 +613,7 @@ class PerfData:
     features: Mapping[int, bytes]
     truncated: bool  # the writer did not finish: data read up to the last complete record
     tracepoints: Mapping[int, TraceFormat] = field(default_factory=dict)
+    printk: Mapping[int, str] = field(default_factory=dict)  # the tracing data's printk formats
 
     @property
     def host(self) -> HostInfo:
@@ -600,7 +674,7 @@ def read_perf_data(path: str | Path) -> PerfData:
         raise _corrupt(path, f"header sizes (header {size}, attr {attr_size}) do not fit the file")
     if data_at > len(buf):
         raise _corrupt(path, f"the data section starts at {data_at}, past the end ({len(buf)})")
-    truncated = data_size == 0 or not any(bits)
+    truncated = not any(bits)  # a writer that finished set its feature bits (EVENT_DESC at least)
     if truncated:
         # a writer that died: the data runs to the last complete record in the file
         data_size = len(buf) - data_at
@@ -609,9 +683,10 @@ def read_perf_data(path: str | Path) -> PerfData:
     attrs = _read_attrs(path, buf, attrs_at, attrs_size, attr_size)
     features = {} if truncated else _read_features(path, buf, data_at + data_size, bits)
     tracepoints: dict[int, TraceFormat] = {}
+    printk: dict[int, str] = {}
     if Feature.TRACING_DATA in features:
         try:
-            tracepoints = parse_tracing_data(features[Feature.TRACING_DATA])
+            tracepoints, printk = read_tracing_data(features[Feature.TRACING_DATA])
         except ValueError as exc:
             raise _corrupt(path, f"HEADER_TRACING_DATA: {exc}") from None
     names: dict[int, str] = {}
@@ -627,7 +702,7 @@ def read_perf_data(path: str | Path) -> PerfData:
         FileAttr(names.get(i) or default_event_name(a.parsed(), tp_names), a.attr, a.ids)
         for i, a in enumerate(attrs)
     )
-    return PerfData(str(path), buf, attrs, data_at, data_size, features, truncated, tracepoints)
+    return PerfData(str(path), buf, attrs, data_at, data_size, features, truncated, tracepoints, printk)
 
 
 def _read_attrs(path: str | Path, buf: bytes, at: int, total: int, attr_size: int) -> list[FileAttr]:

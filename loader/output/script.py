@@ -16,11 +16,13 @@ Latin-1 characters they are (in UTF-8).
 
 A tracepoint sample whose fields were decoded (``SampleLine.fields``, from the event's tracefs
 format: ``loader.tracefs_format.TracepointDecoders``) is one line, as perf script prints
-tracepoints (no period column, no empty line after it), with ``name=value`` for each field::
+tracepoints (no period column, no empty line after it), the record printed by its format's
+``print fmt`` as perf 6.1's libtraceevent prints it (``loader.output.print_fmt``)::
 
-             sh  6152 [000]  3662.144282:   sched:sched_process_exec: filename=/usr/bin/sh pid=6152 old_pid=6152
+             cat 28373 [000]   647.201677: syscalls:sys_enter_openat: dfd: 0xffffff9c, filename: 0x7f6ba092c0b1, flags: 0x00080000, mode: 0x00000000
 
-Strings print as they are, numbers in decimal with their sign, pointers in hex, other arrays as
+Fields decoded without a format's printer (``name=value`` pairs) print as ``name=value``:
+strings as they are, numbers in decimal with their sign, pointers in hex, other arrays as
 ``[1, 2, 3]``; JSON lines carry ``"fields": {name: value}`` (strings, numbers, lists of numbers).
 The records of a typed output map (``map:NAME.type=TYPE``, ``loader.output.typed``) print the
 same way: a bpf-output sample's as a tracepoint's line, a ring buffer record's as
@@ -45,7 +47,7 @@ from itertools import chain, groupby, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
-from evspec.loader.output.tracefs_format import FieldValue
+from evspec.loader.output.tracefs_format import FieldValue, TraceFields
 from evspec.loader.output.typed import TypedFields, fields_json, fields_text
 
 BYTES_PER_LINE = 8
@@ -146,6 +148,8 @@ def tracepoint_text(sample: SampleLine, name_width: int) -> str:
     seconds, nanos = divmod(sample.time_ns, 1_000_000_000)
     if isinstance(sample.fields, TypedFields):  # a bpf-output sample of a typed map
         fields = fields_text(sample.fields)
+    elif isinstance(sample.fields, TraceFields):  # as its format's print fmt says
+        fields = sample.fields.text
     else:
         fields = " ".join(f"{name}={field_text(value)}" for name, value in sample.fields or ())
     return (

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -109,6 +110,7 @@ class TraceFormat:
     event: str
     id: int | None
     fields: tuple[TraceField, ...]
+    print_fmt: str | None = None  # what follows "print fmt:" (how perf script prints a record)
 
     @property
     def name(self) -> str:
@@ -208,6 +210,7 @@ def parse_format(text: str, system: str = "", event: str = "") -> TraceFormat:
     name = event
     in_fields = False
     common = True
+    print_fmt = None
     for line in text.splitlines():
         if line.startswith("name:"):
             name = name or line.split(":", 1)[1].strip()
@@ -215,7 +218,8 @@ def parse_format(text: str, system: str = "", event: str = "") -> TraceFormat:
             event_id = int(line.split(":", 1)[1])
         elif line.startswith("format:"):
             in_fields = True
-        elif line.startswith("print fmt:"):
+        elif line.startswith("print fmt:"):  # to the end: its strings may hold newlines
+            print_fmt = text[text.index("print fmt:") + len("print fmt:"):].strip()
             break
         elif in_fields and not line.strip():
             common = not fields  # the blank line after the common block
@@ -223,7 +227,7 @@ def parse_format(text: str, system: str = "", event: str = "") -> TraceFormat:
             fields.append(_field(line, common, where))
     if not in_fields:
         raise ObjectError(codes.TRACEPOINT_FORMAT, f"{where}: no 'format:' section")
-    return TraceFormat(system, name, event_id, tuple(fields))
+    return TraceFormat(system, name, event_id, tuple(fields), print_fmt)
 
 
 def read_format(system: str, event: str, tracefs: Path = TRACEFS) -> TraceFormat:
@@ -238,17 +242,93 @@ def read_format(system: str, event: str, tracefs: Path = TRACEFS) -> TraceFormat
     return parse_format(text, system, event)
 
 
+class TraceFields:
+    """A tracepoint record's own fields, ``((name, value), ...)`` (``pairs``: what iterating and
+    indexing give), and ``text``: the record as perf script prints it (its format's ``print fmt``).
+    Each is made when first asked for: text output needs no pairs, JSON output no text."""
+
+    __slots__ = ("_printer", "_raw", "_pairs", "_text")
+
+    def __init__(self, printer: TracepointPrinter, raw: bytes) -> None:
+        self._printer, self._raw = printer, raw
+        self._pairs: tuple[tuple[str, FieldValue], ...] | None = None
+        self._text: str | None = None
+
+    @property
+    def pairs(self) -> tuple[tuple[str, FieldValue], ...]:
+        if self._pairs is None:
+            self._pairs = tuple(self._printer.format.decode(self._raw).items())
+        return self._pairs
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = self._printer.printer.render(self._raw)
+        return self._text
+
+    def __iter__(self) -> Iterator[tuple[str, FieldValue]]:
+        return iter(self.pairs)
+
+    def __len__(self) -> int:
+        return len(self.pairs)
+
+    def __getitem__(self, index: slice) -> tuple[tuple[str, FieldValue], ...]:
+        return self.pairs[index]
+
+    def __eq__(self, other: object) -> bool:
+        """Equal to the same pairs, a tuple of them included."""
+        return self.pairs == (other.pairs if isinstance(other, TraceFields) else other)
+
+    __hash__ = None  # type: ignore[assignment]
+
+    def __repr__(self) -> str:
+        return f"TraceFields({self.pairs!r})"
+
+
+Resolver = Callable[[int], "tuple[str, int] | None"]
+
+
+class TracepointPrinter:
+    """A format with its compiled ``print fmt`` (``printfmt.PrintFormat``): ``fields(raw)``.
+    ``resolve`` names kernel addresses, ``printk`` maps the kernel's printk strings by address."""
+
+    def __init__(self, fmt: TraceFormat, resolve: Resolver | None = None, printk: Mapping[int, str] | None = None) -> None:
+        from evspec.loader.output.printfmt import PrintFormat
+
+        self.format = fmt
+        self.printer = PrintFormat.compile(fmt.print_fmt, fmt.fields, resolve, printk)
+
+    def fields(self, raw: bytes) -> TraceFields:
+        return TraceFields(self, raw)
+
+
 class TracepointDecoders:
     """The formats of the tracepoints a session samples, each read from tracefs once, on first use.
 
-    ``fields(event, raw)`` is what a sample printer calls: the decoded own fields, or None when the
-    event is no tracepoint or its format cannot be had (the reason goes to ``notes``).
+    ``fields(event, raw)`` is what a sample printer calls: the decoded own fields with the line
+    perf script prints, or None when the event is no tracepoint or its format cannot be had (the
+    reason goes to ``notes``).
     """
 
-    def __init__(self, tracefs: Path = TRACEFS) -> None:
+    def __init__(self, tracefs: Path = TRACEFS, resolve: Resolver | None = None) -> None:
         self.tracefs = tracefs
         self.notes: list[str] = []
+        self.resolve = resolve
         self._formats: dict[str, TraceFormat | None] = {}
+        self._printers: dict[str, TracepointPrinter | None] = {}
+        self._printk: dict[int, str] | None = None
+
+    @property
+    def printk(self) -> dict[int, str]:
+        """tracefs ``printk_formats``, read on first use (empty when it cannot be read)."""
+        if self._printk is None:
+            from evspec.loader.output.perfdata import parse_printk_formats
+
+            try:
+                self._printk = parse_printk_formats((self.tracefs / "printk_formats").read_text())
+            except OSError:
+                self._printk = {}
+        return self._printk
 
     def format(self, event: str) -> TraceFormat | None:
         """``event`` is ``SYS:EVENT`` (``SYS/EVENT`` works too)."""
@@ -264,8 +344,11 @@ class TracepointDecoders:
             self._formats[event] = found
         return self._formats[event]
 
-    def fields(self, event: str, raw: bytes | None) -> tuple[tuple[str, FieldValue], ...] | None:
-        fmt = self.format(event)
-        if fmt is None or raw is None:
+    def fields(self, event: str, raw: bytes | None) -> TraceFields | None:
+        if event not in self._printers:
+            fmt = self.format(event)
+            self._printers[event] = None if fmt is None else TracepointPrinter(fmt, self.resolve, self.printk)
+        printer = self._printers[event]
+        if printer is None or raw is None:
             return None
-        return tuple(fmt.decode(raw).items())
+        return printer.fields(raw)

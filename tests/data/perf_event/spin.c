@@ -1,4 +1,5 @@
-/* spin.c - burns CPU for argv[1] milliseconds (the workload of the perf_event program tests). */
+/* spin.c - burns argv[1] milliseconds of CPU time (the workload of the perf_event program tests):
+ * CPU time, not wall time, so that a busy machine does not starve it of the ticks it counts. */
 #include <stdlib.h>
 #include <time.h>
 
@@ -8,11 +9,11 @@ int main(int argc, char **argv)
 	struct timespec start, now;
 	volatile unsigned long n = 0;
 
-	clock_gettime(CLOCK_MONOTONIC, &start);
+	clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &start);
 	do {
 		for (int i = 0; i < 100000; i++)
 			n++;
-		clock_gettime(CLOCK_MONOTONIC, &now);
+		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &now);
 	} while ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000 < ms);
 	return 0;
 }
