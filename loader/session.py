@@ -49,9 +49,9 @@ from evspec.loader.object.btf import BtfError
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
+from evspec.loader.output.perf_ring import LostCount, PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.printfmt import kernel_symbols
-from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 from evspec.loader.output.tracefs_format import TracepointDecoders

@@ -26,7 +26,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.output import perfdata as pd
 from evspec.loader.output.bpf_ringbuf import DISCARD_BIT, BpfRingReader, RecordRun
 from evspec.loader.output.capture import Capture
-from evspec.loader.output.ringbuf import SampleLayout
+from evspec.loader.output.perf_ring import SampleLayout
 from evspec.loader.output.ringbuf_capture import (
     MAX_RECORD,
     RING_ID_BASE,
@@ -380,7 +380,7 @@ def test_perf_clock_reads_the_time_the_kernel_stamps_samples_with(root_kernel: N
     tracepoint sample lies between them (CLOCK_MONOTONIC alone is a millisecond off here)."""
     from evspec.loader.kernel import Kernel
     from evspec.loader.output.perf_clock import PerfClock
-    from evspec.loader.output.ringbuf import PerfRing, walk_records
+    from evspec.loader.output.perf_ring import PerfRing, walk_records
 
     from evspec.system import load_system
 

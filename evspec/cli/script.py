@@ -177,8 +177,8 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
     samples of a ring buffer map's event (``ringbuf_capture``) are its records, and those of an
     event that names their type are decoded (``typed_decoder``), as live."""
     from evspec.loader.abi.perf import AttrFlag, RecordType
+    from evspec.loader.output.perf_ring import SampleLayout
     from evspec.loader.output.perfdata import SampleIdTrailer
-    from evspec.loader.output.ringbuf import SampleLayout
     from evspec.loader.output.ringbuf_capture import is_ring_event
     from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 

@@ -15,7 +15,7 @@ from itertools import chain
 from typing import NamedTuple
 
 from evspec.loader.kernel import BpfRingMapping, KernelError
-from evspec.loader.output.ringbuf import Atomics
+from evspec.loader.output.perf_ring import Atomics
 
 from evspec.codes import kernel as codes
 
