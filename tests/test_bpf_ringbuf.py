@@ -17,7 +17,7 @@ import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.kernel import BpfRingMapping, KernelError
-from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader
+from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader, cut_records
 from record_cli import run_record as _record
 
 PAGE = 4096
@@ -179,6 +179,48 @@ def test_mixed_sizes_discards_and_busy_records_read_as_one_header_at_a_time(seed
             assert reader.take() == expected and ring.consumed == stop
             discarded += dropped
         assert reader.discarded == discarded
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_committed_bytes_cut_later_are_what_a_take_gives(seed: int) -> None:
+    """The drain's way: ``committed`` hands the records up to the first busy one as the ring holds
+    them, in place, and ``release`` gives their space back; ``cut_records`` over a copy of those
+    bytes gives what a walk of one header at a time takes, discarded ones counted."""
+    import random
+
+    rng = random.Random(seed)
+    ring = FakeRing(8 * PAGE)
+    reader = BpfRingReader("events", ring.mapping)
+    for _ in range(20):
+        while ring.pos - ring.consumed < 6 * PAGE:
+            size = rng.choice((1, 8, 16, 16, 40))
+            for _ in range(rng.choice((1, 3, 30, 100))):
+                if ring.pos - ring.consumed + size + 16 > 6 * PAGE:
+                    break
+                ring.write(bytes(rng.randrange(256) for _ in range(size)),
+                           rng.choices((0, DISCARD_BIT, BUSY_BIT), (90, 9, 1))[0])
+            else:
+                continue
+            break
+        expected, dropped, stop = reference_take(ring, ring.consumed)
+        span, position = reader.committed()
+        assert position == stop and len(span) == stop - ring.consumed
+        assert cut_records("events", bytes(span)) == (expected, dropped)
+        reader.release(position)
+        assert ring.consumed == stop
+        for at in range(ring.consumed, ring.pos, 8):  # commit the busy record where the next take starts
+            word = struct.unpack_from("=I", ring.producer, PAGE + at % ring.size)[0]
+            if at == ring.consumed and word & BUSY_BIT:
+                for copy in (0, ring.size):
+                    struct.pack_into("=I", ring.producer, PAGE + copy + at % ring.size, word & ~BUSY_BIT)
+
+
+def test_cut_records_refuses_bytes_with_a_record_being_written() -> None:
+    span = struct.pack("=II", 3, 0) + b"abc\0\0\0\0\0" + struct.pack("=II", 3 | BUSY_BIT, 0) + bytes(8)
+    with pytest.raises(KernelError, match="a record at 16 of 32 bytes is marked as being written"):
+        cut_records("events", span)
+    with pytest.raises(KernelError, match="a record of 4000 bytes at 0 runs past producer_pos 16"):
+        cut_records("events", struct.pack("=II", 4000, 0) + bytes(8))
 
 
 def test_ring_records_decode_in_order_by_budget_and_render_as_the_line_functions() -> None:
