@@ -15,6 +15,7 @@ import select
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from evspec.loader.abi.perf import MmapPage, RecordType, SampleType
 from evspec.loader.kernel import KernelError, RingMapping
@@ -183,6 +184,17 @@ class SampleLayout:
         self.raw = bool(sample_type & SampleType.RAW)
         self._rows: dict[int, struct.Struct] = {}
 
+    def offsets(self) -> dict[str, int]:
+        """Where each fixed-size field is in a whole record (its 8-byte header included)."""
+        out: dict[str, int] = {}
+        at = _HEADER.size
+        for bit, field_names, code in _FIXED_FIELDS:
+            if self.sample_type & bit:
+                for name, one in zip(field_names, code, strict=True):
+                    out[name] = at
+                    at += struct.calcsize(one)
+        return out
+
     def index(self, name: str) -> int | None:
         return self.names.index(name) if name in self.names else None
 
@@ -282,6 +294,34 @@ def run_length(buffer: bytes | memoryview, pos: int, size: int, count: int) -> i
         else:
             differs = middle
     return same
+
+
+_CUT_GROUP = 64  # records cut by one struct
+_CUTTERS: dict[tuple[int, int, int, int], struct.Struct] = {}
+
+
+def _cutter(offset: int, length: int, size: int, count: int) -> struct.Struct:
+    key = (offset, length, size, count)
+    cutter = _CUTTERS.get(key)
+    if cutter is None:
+        if len(_CUTTERS) >= 1024:  # many record sizes: forget them all now and then
+            _CUTTERS.clear()
+        cutter = _CUTTERS[key] = struct.Struct("=" + f"{offset}x{length}s{size - offset - length}x" * count)
+    return cutter
+
+
+def cut_column(buffer: bytes | bytearray | memoryview, offset: int, length: int, size: int, count: int) -> list[bytes]:
+    """``length`` bytes at ``offset`` of each of ``count`` records of ``size`` bytes in ``buffer``,
+    cut by a ``struct`` of many records (no Python step per record)."""
+    view = memoryview(buffer)
+    groups, rest = divmod(count, _CUT_GROUP)
+    out: list[bytes] = []
+    if groups:
+        out.extend(chain.from_iterable(_cutter(offset, length, size, _CUT_GROUP).iter_unpack(
+            view[: groups * _CUT_GROUP * size])))
+    if rest:
+        out.extend(_cutter(offset, length, size, rest).unpack_from(view, groups * _CUT_GROUP * size))
+    return out
 
 
 def walk_records(chunk: bytes) -> Iterator[tuple[int, int, int, int]]:
