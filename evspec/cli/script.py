@@ -53,16 +53,6 @@ class ScriptTotals:
         return out
 
 
-def lost_samples_text(line: LostLine) -> str:
-    return f"LOST_SAMPLES {line.lost} of {line.event} on cpu {line.cpu}\n"
-
-
-def lost_samples_json(line: LostLine) -> str:
-    import json
-
-    return json.dumps({"lost_samples": line.lost, "cpu": line.cpu, "event": line.event}) + "\n"
-
-
 def add_script_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     p = subparsers.add_parser(
         "script",
@@ -277,6 +267,8 @@ def script_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                     out.write(renderer.render(batch))
                     batch.clear()
             out.write(renderer.render(batch))
+        from evspec.loader.output.script import lost_samples_json, lost_samples_text
+
         render_lost = lost_samples_json if fmt_json else lost_samples_text
         out.write("".join(render_lost(x) for x in totals.lost_samples))
         if fmt_json:

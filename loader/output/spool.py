@@ -263,6 +263,11 @@ class Spool:
 
     # ------------------------------------------------------------------- both
 
+    @property
+    def fds(self) -> tuple[int, ...]:
+        """The descriptors the spool works with (a forked writer keeps them open)."""
+        return (self.fd, self.wake_fd, self._wake_w)
+
     def stats(self) -> SpoolStats:
         return SpoolStats(self._load(_MEM_PEAK), self._load(_SPILLED), self._load(_FILE_PEAK), self.path,
                           self._load(_ERRNO))
