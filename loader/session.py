@@ -93,7 +93,10 @@ _TRACKING_BITS = ("mmap", "comm", "task", "mmap2", "comm_exec", "ksymbol", "bpf_
 _ATTR_UNIONS = {"sample_freq": "sample_period", "bp_addr": "config1", "bp_len": "config2"}
 _OWN_EVENT_HELP = ("give each typed map a bpf-output event of its own "
                    "(bpf-output/no-inherit,name=NAME/ and map:MAP.event=NAME)",)
-DEFAULT_RING_PAGES = 128  # perf record's default for root: 512 KiB of data per ring
+RING_BYTES = 4 << 20  # a ring's data when -m does not say (bench/loss_bench.py --pages measures)
+EVENT_RING_BYTES = 64 << 20  # at most across the CPUs of one event: more CPUs, smaller rings
+MIN_RING_BYTES = 512 << 10  # but never less than perf record's default (-m 128)
+TRACKING_PAGES = 64  # the tracking event's rings: task records are few
 DEFAULT_MAX_MEMORY = 64 << 20  # live mode: the spool's memory, beyond which it goes to a file
 
 
@@ -105,7 +108,7 @@ class RecordOptions:
     system_wide: bool = False
     cpus: tuple[int, ...] | None = None
     pid: int | None = None
-    ring_pages: int = DEFAULT_RING_PAGES
+    ring_pages: int | None = None  # -m: data pages a ring (None: default_ring_pages)
     dev: str | None = None  # network interface for xdp/tc programs that name none
     pin_root: str | None = None  # where LIBBPF_PIN_BY_NAME maps are pinned (None: /sys/fs/bpf)
     wakeup_fraction: int = 4  # the reader is woken when 1/N of a ring is full (0: every sample)
@@ -118,6 +121,15 @@ class RecordOptions:
         """Whether the events will follow a workload's new children (``Target.inherits`` of the
         target these options make): not with -i, -a, -C or -p."""
         return not (self.no_inherit or self.system_wide or self.cpus is not None or self.pid is not None)
+
+
+def default_ring_pages(cpus: int, page_size: int) -> int:
+    """The data pages of each ring when -m does not say: RING_BYTES, less when the rings of an
+    event on ``cpus`` CPUs would take more than EVENT_RING_BYTES, never less than MIN_RING_BYTES;
+    a power of two."""
+    size = max(MIN_RING_BYTES, min(RING_BYTES, EVENT_RING_BYTES // max(cpus, 1)))
+    pages = max(size // page_size, 1)
+    return 1 << (pages.bit_length() - 1)
 
 
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
@@ -337,6 +349,7 @@ class RecordSession:
         self.unprinted = 0  # records left when printing was stopped early
         self.discarded = 0  # ring buffer records their programs discarded (live mode)
         self.spool_stats: SpoolStats | None = None  # what the spool held (live mode)
+        self._ring_pages: int | None = None
         self._drain: DrainProcess | None = None  # live mode's drain process, forked by prepare()
         self._spool: Spool | None = None
         self._reader: Follower | None = None  # drain()'s
@@ -511,13 +524,26 @@ class RecordSession:
             values["inherit"] = 0
         return OpenedEvent(name, perf_attr(values), sampling)
 
-    def _wakeup(self, sampling: bool) -> dict[str, int]:
+    @property
+    def ring_pages(self) -> int:
+        """The data pages of each ring of a sampling event (-m, or ``default_ring_pages``)."""
+        if self._ring_pages is None:
+            self._ring_pages = self.options.ring_pages or default_ring_pages(len(online_cpus()),
+                                                                             self.kernel.page_size)
+        return self._ring_pages
+
+    def _pages(self, ev: OpenedEvent) -> int:
+        return min(self.ring_pages, TRACKING_PAGES) if ev.tracking else self.ring_pages
+
+    def _wakeup(self, sampling: bool, pages: int | None = None) -> dict[str, int]:
+        """The drain is woken when 1/``wakeup_fraction`` of a ring is full: 1/4 by measurement
+        (1/2 lost more on a busy machine, 1/8 no less, with twice the wakeups)."""
         fraction = self.options.wakeup_fraction
         if not sampling:
             return {"wakeup_events": 0}
         if fraction <= 0:
             return {"wakeup_events": 1}
-        data_bytes = self.options.ring_pages * self.kernel.page_size
+        data_bytes = (pages or self.ring_pages) * self.kernel.page_size
         return {"watermark": 1, "wakeup_events": max(data_bytes // fraction, 1)}  # wakeup_watermark
 
     def _tracking_event(self, target: Target) -> OpenedEvent:
@@ -529,7 +555,7 @@ class RecordSession:
             "comm_exec": 1,
             "task": 1,
             "sample_id_all": 1,
-            **self._wakeup(True),
+            **self._wakeup(True, min(self.ring_pages, TRACKING_PAGES)),
             "disabled": 1,
             "enable_on_exec": int(target.on_exec),
             "inherit": int(target.inherits(self.options)),
@@ -642,7 +668,7 @@ class RecordSession:
                 continue
             for row in ev.fds:
                 for cpu, fd in zip(ev.cpus or self._target.cpus, row, strict=True):
-                    mapping = self.kernel.mmap_ring(fd, self.options.ring_pages)
+                    mapping = self.kernel.mmap_ring(fd, self._pages(ev))
                     try:
                         sample_type = TRACKING_SAMPLE_TYPE if ev.tracking else SAMPLE_TYPE
                         ev.rings.append((cpu, PerfRing(mapping, int(sample_type))))

@@ -47,7 +47,8 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
     p.add_argument("-o", "--output", metavar="FILE",
                    help="capture: write the records to FILE in perf.data format instead of printing them")
     p.add_argument("-m", "--mmap-pages", type=_pages, default=None, metavar="PAGES",
-                   help="ring buffer data pages per CPU and event, a power of two (default: 128, perf's)")
+                   help="ring buffer data pages per CPU and event, a power of two (default: 4 MiB a ring, "
+                        "less where the rings of an event would take more than 64 MiB, at least perf's 128)")
     p.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
                    help="live output: the memory that records waiting to be printed may take (K, M, G: "
                         "binary units; default 64M); past it they wait in a temporary file in $TMPDIR")
@@ -186,7 +187,6 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     )
     from evspec.loader.session import (
         DEFAULT_MAX_MEMORY,
-        DEFAULT_RING_PAGES,
         RecordOptions,
         RecordSession,
         Workload,
@@ -215,7 +215,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             pid=args.pid,
             dev=args.dev,
             pin_root=args.pin_root,
-            ring_pages=args.mmap_pages or DEFAULT_RING_PAGES,
+            ring_pages=args.mmap_pages,
             max_memory=args.max_memory or DEFAULT_MAX_MEMORY,
             drain_process=not args.output,
             clang_opts=tuple(args.clang_opts),
