@@ -50,7 +50,6 @@ from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.drain import DrainPlan, DrainProcess, run_rounds
 from evspec.loader.output.follow import BpfSource, FollowCounts, Follower, Line
-from evspec.loader.output.perf_clock import PerfClock
 from evspec.loader.output.perf_ring import LostCount, PerfRing
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.printfmt import kernel_symbols
@@ -878,7 +877,11 @@ class RecordSession:
         if self._drain is None or self._spool is None:
             raise ValueError("run_live needs a session prepared with options.drain_process")
         drain, spool = self._drain, self._spool
-        clock = PerfClock.calibrate(self.kernel) if self.bpf_rings else None
+        clock = None
+        if self.bpf_rings:  # their records get a time of perf's clock
+            from evspec.loader.output.perf_clock import PerfClock
+
+            clock = PerfClock.calibrate(self.kernel)
         rings = [ring for _, _, ring in self.rings()]
         plan = DrainPlan(
             perf=[(ring.data_size // ring.ring.page_size, ring.sample_type) for ring in rings],

@@ -18,14 +18,14 @@ import select
 import signal
 import socket
 import traceback
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Callable, Iterable, Sequence
 
 from evspec.loader.kernel import Kernel
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
-from evspec.loader.output.perf_clock import PerfClock
 from evspec.loader.output.perf_ring import PerfRing
 from evspec.loader.output.spool import BPF, END, ERROR, PERF, ROUND, Spool
+
+from evspec.span import Record, set_field
 
 POLL_MS = 200  # how long an idle drain sleeps between looks at the stop conditions
 BUSY_SHARE = 16  # a ring more than 1/BUSY_SHARE full after a round: read again at once
@@ -115,8 +115,7 @@ class SpoolDrain:
         return busy
 
 
-@dataclass(frozen=True, slots=True)
-class DrainPlan:
+class DrainPlan(Record):
     """What a drain process does with the descriptors it is handed, in their order: the perf
     rings' events (``perf``: data pages and sample_type of each), the BPF ring buffer maps'
     (``bpf``: name and data size of each), ``events`` more perf events to disable at the end, then
@@ -124,13 +123,27 @@ class DrainPlan:
     ``until_hangup``: stop when every ring hangs up (-p); ``clock``: perf's clock (offset, error)
     for the ring buffer records."""
 
-    perf: list[tuple[int, int]]
-    bpf: list[tuple[str, int]]
+    __slots__ = ("perf", "bpf", "events", "workload", "stop", "until_hangup", "clock")
+    perf: tuple[tuple[int, int], ...]
+    bpf: tuple[tuple[str, int], ...]
     events: int
     workload: bool
     stop: bool
     until_hangup: bool
     clock: tuple[int, int] | None
+
+    def __init__(self, perf: Iterable[Sequence[int]], bpf: Iterable[Sequence[object]], events: int, workload: bool,
+                 stop: bool, until_hangup: bool, clock: Sequence[int] | None) -> None:
+        set_field(self, "perf", tuple((int(pages), int(sample_type)) for pages, sample_type in perf))
+        set_field(self, "bpf", tuple((str(name), int(size)) for name, size in bpf))  # type: ignore[call-overload]
+        set_field(self, "events", events)
+        set_field(self, "workload", workload)
+        set_field(self, "stop", stop)
+        set_field(self, "until_hangup", until_hangup)
+        set_field(self, "clock", (int(clock[0]), int(clock[1])) if clock is not None else None)
+
+    def to_json(self) -> dict[str, object]:
+        return {name: getattr(self, name) for name in self.__slots__}
 
 
 _FDS_A_MESSAGE = 250  # below the kernel's SCM_MAX_FD (253)
@@ -168,7 +181,7 @@ class DrainProcess:
     def hand_over(self, plan: DrainPlan, fds: Sequence[int]) -> None:
         """Start the drain on ``fds`` as ``plan`` says."""
         assert self._socket is not None
-        message = json.dumps({**asdict(plan), "fds": len(fds)}).encode()
+        message = json.dumps({**plan.to_json(), "fds": len(fds)}).encode()
         for at in range(0, max(len(fds), 1), _FDS_A_MESSAGE):
             socket.send_fds(self._socket, [message if at == 0 else b"+"], list(fds[at : at + _FDS_A_MESSAGE]))
 
@@ -204,7 +217,11 @@ class DrainProcess:
                  for fd, (pages, sample_type) in zip(perf_fds, plan.perf, strict=True)]
         readers = [BpfRingReader(name, kernel.mmap_bpf_ringbuf(fd, size))
                    for fd, (name, size) in zip(bpf_fds, plan.bpf, strict=True)]
-        clock = PerfClock(*plan.clock).now if plan.clock is not None else None
+        clock = None
+        if plan.clock is not None:
+            from evspec.loader.output.perf_clock import PerfClock
+
+            clock = PerfClock(*plan.clock).now
 
         def disable() -> None:
             for fd in [*perf_fds, *event_fds]:
@@ -257,10 +274,7 @@ def _receive(sock: socket.socket) -> tuple[DrainPlan, list[int]] | None:
         if not more or flags & socket.MSG_CTRUNC:
             raise OSError(f"the drain process was handed {len(fds)} of {count} descriptors")
         fds.extend(got)
-    plan = DrainPlan(**{**fields, "perf": [tuple(x) for x in fields["perf"]],
-                        "bpf": [tuple(x) for x in fields["bpf"]],
-                        "clock": tuple(fields["clock"]) if fields["clock"] is not None else None})
-    return plan, fds
+    return DrainPlan(**fields), fds
 
 
 def _close_all_but(keep: set[int]) -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import select
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from itertools import repeat
 
 from evspec.loader.kernel import KernelError
@@ -24,6 +23,7 @@ from evspec.loader.output.tasks import TaskNames
 from evspec.loader.output.typed import RecordDecoder
 
 from evspec.codes import kernel as codes
+from evspec.span import Record, set_field
 
 BATCH = 4096  # records rendered and written at a time
 _WAIT_MS = 200
@@ -31,20 +31,31 @@ _WAIT_MS = 200
 Line = SampleRun | LostLine | RingRecordLine
 
 
-@dataclass(frozen=True, slots=True)
-class BpfSource:
+class BpfSource(Record):
     """A BPF ring buffer map's frames: its name, and its ``map:NAME.type=`` decoder if typed."""
 
+    __slots__ = ("name", "typed")
     name: str
-    typed: RecordDecoder | None = None
+    typed: RecordDecoder | None
+
+    def __init__(self, name: str, typed: RecordDecoder | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "typed", typed)
 
 
-@dataclass(slots=True)
-class FollowCounts:
-    samples: int = 0  # records rendered (samples and ring buffer records)
-    lost_reported: int = 0  # the sum of the PERF_RECORD_LOST counts read
-    unprinted: int = 0  # records left when printing was stopped early
-    stopped: bool = False  # rendering was stopped early
+class FollowCounts(Record, frozen=False):
+    """What the follower printed: records (samples and ring buffer records), the sum of the
+    PERF_RECORD_LOST counts read, and when it was stopped early, the records it left."""
+
+    __slots__ = ("samples", "lost_reported", "unprinted", "stopped")
+    samples: int
+    lost_reported: int
+    unprinted: int
+    stopped: bool
+
+    def __init__(self) -> None:
+        self.samples = self.lost_reported = self.unprinted = 0
+        self.stopped = False
 
 
 class Follower:

@@ -51,6 +51,8 @@ from evspec.loader.output.perf_ring import cut_column
 from evspec.loader.output.tracefs_format import FieldValue, TraceFields
 from evspec.loader.output.typed import TypedFields, fields_json, fields_text
 
+from evspec.span import Record
+
 BYTES_PER_LINE = 8
 _json_string = json.encoder.encode_basestring_ascii  # json.dumps(str), without its Python steps
 _LABEL_WIDTH = 17
@@ -87,13 +89,13 @@ class LostLine:
     lost: int
 
 
-@dataclass(slots=True)
-class SampleRun:
+class SampleRun(Record, frozen=False):
     """Samples of one event, as columns: what live mode decodes a run of a ring's samples into
     (``loader.output.samples``) and the renderers print in bulk. ``fields`` holds each sample's
     decoded fields (a tracepoint's, a typed map's) or is None; ``comms`` is filled in before
     rendering by whoever knows the tasks' names."""
 
+    __slots__ = ("event", "pids", "tids", "cpus", "times", "periods", "raws", "fields", "comms")
     event: str
     pids: list[int]
     tids: list[int]
@@ -101,8 +103,14 @@ class SampleRun:
     times: list[int]
     periods: list[int]
     raws: list[bytes | None]
-    fields: list[object] | None = None
-    comms: list[str] | None = None
+    fields: list[object] | None
+    comms: list[str] | None
+
+    def __init__(self, event: str, pids: list[int], tids: list[int], cpus: list[int], times: list[int],
+                 periods: list[int], raws: list[bytes | None], fields: list[object] | None = None,
+                 comms: list[str] | None = None) -> None:
+        self.event, self.pids, self.tids, self.cpus, self.times = event, pids, tids, cpus, times
+        self.periods, self.raws, self.fields, self.comms = periods, raws, fields, comms
 
     def __len__(self) -> int:
         return len(self.times)

@@ -7,8 +7,9 @@ there opens a *segment* of the file: the memory ring gets a marker saying where,
 goes on in the file until the memory ring is half empty again; the segment's end is then written
 in the control page, and the reader, having followed the marker into the file, comes back to the
 memory ring there. So the reader meets every frame in the order it was written, and memory never
-holds more than the bound. The file (``$TMPDIR/evspec-spool-*``) is removed by ``close``; it is
-written again from its start once the reader has read everything in it.
+holds more than the bound. The file (``$TMPDIR/evspec-spool-PID-*``, /tmp without TMPDIR) is
+removed by ``close``; it is written again from its start once the reader has read everything in
+it.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import errno
 import mmap
 import os
 import struct
-import tempfile
 from collections.abc import Sequence
 from typing import NamedTuple
 
@@ -48,6 +48,17 @@ _SEG_ENDS = 16  # first of the segment-end words
 _SLOTS = 256  # segments the reader may be behind by
 
 
+def _new_file(directory: str) -> tuple[int, str]:
+    """A new file of the spool's in ``directory``, readable by its owner only."""
+    for _ in range(100):
+        path = os.path.join(directory, f"evspec-spool-{os.getpid()}-{os.urandom(4).hex()}")
+        try:
+            return os.open(path, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600), path
+        except FileExistsError:
+            continue
+    raise FileExistsError(f"no new spool file could be made in {directory}")
+
+
 def _padded(length: int) -> int:
     return (length + _ALIGN - 1) & ~(_ALIGN - 1)
 
@@ -72,7 +83,7 @@ class SpoolStats(NamedTuple):
 
 class Spool:
     """A frame spool of ``memory`` bytes of shared memory (rounded up to whole pages), then a
-    temporary file in ``directory`` (default: ``$TMPDIR``)."""
+    temporary file in ``directory`` (default: ``$TMPDIR``, else /tmp)."""
 
     def __init__(self, memory: int, directory: str | None = None, *, atomics: Atomics | None = None) -> None:
         if memory < MIN_MEMORY:
@@ -83,8 +94,7 @@ class Spool:
         self._map = mmap.mmap(-1, page + self.capacity, flags=mmap.MAP_SHARED)
         self._base = ctypes.addressof(ctypes.c_char.from_buffer(self._map))
         self._data = memoryview(self._map)[page:]
-        fd, self.path = tempfile.mkstemp(prefix="evspec-spool-", dir=directory)
-        self.fd = fd
+        self.fd, self.path = _new_file(directory or os.environ.get("TMPDIR") or "/tmp")
         self._owner = os.getpid()
         self.wake_fd, self._wake_w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
         self._closed = False
