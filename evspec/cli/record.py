@@ -129,13 +129,19 @@ def _stop_signals(forward: list[int]) -> Iterator[_Stops]:
 
 
 def _writer(out: TextIO) -> Callable[[bytes | bytearray | memoryview], None]:
-    """How rendered UTF-8 goes to ``out``: straight to its byte stream when it has a UTF-8 one."""
-    buffer = getattr(out, "buffer", None)
-    if buffer is not None and (getattr(out, "encoding", "") or "").lower().replace("-", "") == "utf8":
+    """How rendered UTF-8 goes to ``out``: straight to its descriptor when it has one and is
+    UTF-8, with os.write (a BufferedWriter loses the rest of a large write that a signal
+    interrupts: Python 3.11 on a full pipe), else as text."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd >= 0 and (getattr(out, "encoding", "") or "").lower().replace("-", "") == "utf8":
         def write(data: bytes | bytearray | memoryview) -> None:
             out.flush()
-            buffer.write(data)
-            buffer.flush()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
     else:
         def write(data: bytes | bytearray | memoryview) -> None:
             out.write(str(data, "utf-8"))
