@@ -11,7 +11,7 @@ import threading
 
 import pytest
 from evspec.loader.abi.perf import MmapPage
-from evspec.loader.kernel import BpfRingMapping, RingMapping
+from evspec.loader.kernel import RingMapping
 from evspec.loader.output import drain as drain_module
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.drain import DrainPlan, SpoolDrain, run_rounds
@@ -19,6 +19,7 @@ from evspec.loader.output.perf_ring import PerfRing
 from evspec.loader.output.spool import BPF, MIN_MEMORY, PERF, ROUND, Frame, Spool
 from evspec.loader.session import SAMPLE_TYPE
 from perf_records import full_sample
+from test_bpf_ringbuf import FakeRing
 
 PAGE = 4096
 
@@ -44,27 +45,6 @@ class Ring:
         return self.page.data_head - self.page.data_tail
 
 
-class BpfRing:
-    """A BPF ring buffer map's mapping: consumer page, producer page, the data twice."""
-
-    def __init__(self, size: int = PAGE) -> None:
-        self.size = size
-        self.consumer = ctypes.create_string_buffer(PAGE)
-        self.producer = ctypes.create_string_buffer(PAGE + 2 * size)
-        self.mapping = BpfRingMapping(-1, ctypes.addressof(self.consumer), ctypes.addressof(self.producer), size, PAGE)
-        self.pos = 0
-
-    def write(self, payload: bytes) -> bytes:
-        total = (len(payload) + 15) & ~7
-        record = struct.pack("=II", len(payload), 0) + payload.ljust(total - 8, b"\0")
-        for copy in (0, self.size):
-            at = PAGE + copy + self.pos % self.size
-            self.producer[at : at + total] = record
-        self.pos += total
-        struct.pack_into("=Q", self.producer, 0, self.pos)
-        return record
-
-
 def frames(spool: Spool) -> list[Frame]:
     out = []
     while (frame := spool.get()) is not None:
@@ -73,16 +53,17 @@ def frames(spool: Spool) -> list[Frame]:
 
 
 def test_a_round_copies_each_ring_into_the_spool_and_frees_it() -> None:
-    rings, bpf = [Ring(), Ring()], BpfRing()
+    rings, bpf = [Ring(), Ring()], FakeRing()
     with Spool(MIN_MEMORY) as spool:
         drain = SpoolDrain(spool, [r.reader for r in rings], [BpfRingReader("rb", bpf.mapping)], clock=lambda: 99)
         assert drain.round() is False and frames(spool) == []  # nothing: no frame, not even a ROUND
         first = full_sample(5, 5, 10, 1, b"a")
         rings[1].put(first)
-        record = bpf.write(b"hello")
+        bpf.write(b"hello")
+        record = struct.pack("=II", 5, 0) + b"hello\0\0\0"  # as the ring holds it: header, padding
         assert drain.round() is False  # far below 1/16 of a ring: no need to come back at once
         assert frames(spool) == [Frame(PERF, 1, 0, first), Frame(BPF, 0, 99, record), Frame(ROUND, 0, 0, b"")]
-        assert rings[1].pending == 0 and struct.unpack_from("=Q", bpf.consumer)[0] == bpf.pos
+        assert rings[1].pending == 0 and bpf.consumed == bpf.pos
         assert drain.round() is False and frames(spool) == [Frame(ROUND, 0, 0, b"")]  # ends the last round's
         assert drain.round() is False and frames(spool) == []
         many = full_sample(5, 5, 11, 0, b"b" * 60) * 60  # 6 KiB of 64: more than a sixteenth
