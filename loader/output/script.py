@@ -44,7 +44,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, groupby, repeat
-from operator import floordiv, itemgetter
+from operator import itemgetter
 from typing import NamedTuple
 
 from evspec.loader.output.perf_ring import cut_column
@@ -394,25 +394,27 @@ _CHUNK = 2048  # samples of a run printed at a time: the text stays in the CPU's
 
 def _time_digits(times: list[int]) -> tuple[bytes, int, int] | None:
     """The times as perf script prints them (``%5d.%06d`` of seconds and microseconds) can be
-    made from the decimal digits of the microseconds when all have as many digits, seven or
-    more: those digits joined, their count, and the blanks before each; None otherwise."""
-    micros = list(map(floordiv, times, repeat(1000)))
-    digits = len(str(max(micros)))
-    if digits < 7 or len(str(min(micros))) != digits:
+    made from the decimal digits of the nanoseconds when all have as many digits, ten or more
+    (a second or more): those digits joined, their count, and the blanks before each printed
+    time; None otherwise."""
+    digits = len(str(max(times)))
+    if digits < 10 or len(str(min(times))) != digits:
         return None
-    return "".join(map(str, micros)).encode("ascii"), digits, max(0, 5 - (digits - 6))
+    return "".join(map(str, times)).encode("ascii"), digits, max(0, 5 - (digits - 9))
 
 
 def _fill_times(buffer: bytearray | memoryview, at: int, stride: int, digits: bytes, count: int, blanks: int) -> None:
-    """Write the times into ``buffer``: the ``count`` digit groups of ``digits`` (``count``
-    digits each) at ``at`` + ``blanks`` of every ``stride`` bytes, a point before the last six."""
-    seconds = count - 6
-    for k in range(count):
+    """Write the times into ``buffer`` at ``at`` + ``blanks`` of every ``stride`` bytes: of each
+    group of ``count`` digits of ``digits`` (nanoseconds), all but the last three, a point
+    before the last six of those."""
+    seconds = count - 9
+    for k in range(count - 3):
         buffer[at + blanks + k + (k >= seconds) :: stride] = digits[k::count]
 
 
 def _time_template(count: int, blanks: int) -> bytes:
-    return b" " * blanks + b"0" * (count - 6) + b"." + b"0" * 6
+    """What ``_fill_times`` writes into, for times of ``count`` digits of nanoseconds."""
+    return b" " * blanks + b"0" * (count - 9) + b"." + b"0" * 6
 
 
 def time_texts(times: list[int]) -> list[bytes]:
