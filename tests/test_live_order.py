@@ -154,3 +154,14 @@ def test_a_drain_gone_without_its_end_is_an_error() -> None:
         spool.put(PERF, 0, 0, [full_sample(9, 9, 1, 0, b"a")])
         with pytest.raises(KernelError, match="the drain of the rings ended without finishing its work"):
             follower([], tracking=False).run(spool, lambda: True)
+
+
+def test_an_error_of_the_drain_is_raised_with_its_message() -> None:
+    import pytest
+    from evspec.loader.kernel import KernelError
+    from evspec.loader.output.spool import ERROR
+
+    with Spool(MIN_MEMORY) as spool:
+        spool.put(ERROR, 0, 0, [b"corrupt perf ring buffer record: header at position 8 says 4 bytes"])
+        with pytest.raises(KernelError, match="header at position 8 says 4 bytes"):
+            follower([], tracking=False).run(spool, lambda: False)

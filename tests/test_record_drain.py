@@ -149,3 +149,8 @@ def test_max_memory_must_be_a_size_of_at_least_64k(value: str, message: str, cap
     with pytest.raises(SystemExit) as exit_:
         run_record("--max-memory", value, "-e", "./x.o", "--", "true")
     assert exit_.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_max_memory_is_for_printed_output() -> None:
+    status, out, err = run_record("--max-memory", "1M", "-o", "x.data", "-e", "./x.o", "--", "true")
+    assert (status, out) == (2, "") and "--max-memory bounds the records waiting to be printed" in err

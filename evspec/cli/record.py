@@ -211,6 +211,10 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     if not command and args.pid is None and not args.all_cpus and args.cpu is None:
         err.write("evspec record: error: give a command after --, or -p PID, -a or -C CPUS\n")
         return EXIT_SETUP
+    if args.output and args.max_memory is not None:
+        err.write("evspec record: error: --max-memory bounds the records waiting to be printed; with -o "
+                  "they are written to the file as they are read\n")
+        return EXIT_SETUP
     forward: list[int] = []
     with _stop_signals(forward) as stops:
         stop_fd = stops.fd
