@@ -17,18 +17,21 @@ import os
 import select
 import signal
 import socket
+import time
 import traceback
 from collections.abc import Callable, Iterable, Sequence
 
-from evspec.loader.kernel import Kernel
+from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perf_ring import PerfRing
 from evspec.loader.output.spool import BPF, END, ERROR, PERF, ROUND, Spool
 
+from evspec.codes import kernel as codes
 from evspec.span import Record, set_field
 
 POLL_MS = 200  # how long an idle drain sleeps between looks at the stop conditions
 BUSY_SHARE = 16  # a ring more than 1/BUSY_SHARE full after a round: read again at once
+HELD_WAIT = 0.005
 
 
 def run_rounds(
@@ -68,8 +71,10 @@ class SpoolDrain:
     """A round of live reading: the new bytes of every perf ring (frames ``PERF``, numbered as in
     ``perf_rings``) and the committed records of every BPF ring buffer (frames ``BPF``, stamped
     with ``clock()`` just after they were taken) copied into ``spool``, the space given back,
-    then a ``ROUND`` frame. A ring whose bytes the spool has no room for is left as it is (its
-    kernel counts what it drops meanwhile): ``held`` counts such rounds."""
+    then a ``ROUND`` frame. A ring whose bytes the spool has no room for (its memory full, its
+    file not writable) is left as it is, its kernel counting what it drops meanwhile: ``held``
+    counts such rounds, and the round waits ``HELD_WAIT`` seconds for the renderer to free
+    memory rather than go round again at once."""
 
     def __init__(self, spool: Spool, perf_rings: Sequence[PerfRing], bpf_rings: Sequence[BpfRingReader] = (),
                  clock: Callable[[], int] | None = None) -> None:
@@ -112,6 +117,8 @@ class SpoolDrain:
             spool.put(ROUND, 0, 0)
             spool.wake()
         self._last = took
+        if busy and not took and self.held:
+            time.sleep(HELD_WAIT)
         return busy
 
 
@@ -182,8 +189,12 @@ class DrainProcess:
         """Start the drain on ``fds`` as ``plan`` says."""
         assert self._socket is not None
         message = json.dumps({**plan.to_json(), "fds": len(fds)}).encode()
-        for at in range(0, max(len(fds), 1), _FDS_A_MESSAGE):
-            socket.send_fds(self._socket, [message if at == 0 else b"+"], list(fds[at : at + _FDS_A_MESSAGE]))
+        try:
+            for at in range(0, max(len(fds), 1), _FDS_A_MESSAGE):
+                socket.send_fds(self._socket, [message if at == 0 else b"+"], list(fds[at : at + _FDS_A_MESSAGE]))
+        except OSError as exc:
+            raise KernelError(codes.RING_BUFFER, f"the drain process {self.pid} is gone before it could read "
+                                                 f"the rings: {exc.strerror or exc}") from None
 
     # ------------------------------------------------------------ the child
 
@@ -197,14 +208,22 @@ class DrainProcess:
             received = _receive(sock)
             if received is not None:
                 self._drain(sock, *received)
-                self.spool.put(END, 0, 0)
+                self._last_word(END, b"")
         except BaseException as exc:  # said to the renderer, which raises it
             code = 1
             message = getattr(exc, "message", None) or "".join(traceback.format_exception_only(exc)).strip()
-            self.spool.put(ERROR, 0, 0, [message.encode(errors="replace")])
+            self._last_word(ERROR, message.encode(errors="replace"))
         finally:
             self.spool.wake()
             os._exit(code)
+
+    def _last_word(self, kind: int, payload: bytes) -> None:
+        """Put END or ERROR into the spool, waiting while it has no room (the renderer frees
+        memory) as long as the parent lives."""
+        parent = os.getppid()
+        while not self.spool.put(kind, 0, 0, [payload]) and os.getppid() == parent:
+            self.spool.wake()
+            time.sleep(HELD_WAIT)
 
     def _drain(self, sock: socket.socket, plan: DrainPlan, fds: list[int]) -> None:
         kernel = self.kernel
