@@ -856,10 +856,6 @@ class RecordSession:
         self.discarded = sum(reader.discarded)
         return took
 
-    def recording_over(self) -> bool:
-        """Whether the drain of ``run_live`` has ended the recording (only printing goes on)."""
-        return self._drain is not None and self._drain.exited()
-
     def _disable(self) -> None:
         for ev in self.events:
             for fd in ev.all_fds():

@@ -60,6 +60,14 @@ def wait_for_spool(folder: Path, size: int, proc: subprocess.Popen[bytes], timeo
     raise AssertionError(f"no spool file of {size} bytes in {folder}: {spool_files(folder)}")
 
 
+def wait_until_still(folder: Path, proc: subprocess.Popen[bytes], quiet: float = 0.5) -> None:
+    """Wait until the spool file in ``folder`` has not grown for ``quiet`` seconds."""
+    last = -1
+    while (size := wait_for_spool(folder, 1, proc)) != last:
+        last = size
+        time.sleep(quiet)
+
+
 def test_a_stalled_renderer_loses_nothing_and_its_spool_file_is_removed(built: Path, tmp_path: Path) -> None:
     """Nobody reads the output while 200,000 records are made: the renderer blocks on the full
     pipe, the drain goes on, 64 KiB of memory and then a temporary file hold the records; once
@@ -88,7 +96,8 @@ def test_a_second_stop_stops_printing_and_says_what_was_left(built: Path, tmp_pa
     calls = 300_000
     proc = recorder(built, tmp_path, "--format", "json", "--max-memory", "64K", "-e", "./emit.o", "--",
                     "./loop", str(calls), "30")
-    wait_for_spool(tmp_path, 30 << 20, proc)  # 36 MB of records: the calls are made
+    wait_for_spool(tmp_path, 30 << 20, proc)  # 36 MB of records: most of them made
+    wait_until_still(tmp_path, proc)  # and then all: the workload sleeps
     proc.send_signal(signal.SIGINT)
     time.sleep(0.5)
     proc.send_signal(signal.SIGINT)

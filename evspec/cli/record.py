@@ -89,17 +89,15 @@ def _size(text: str) -> int:
 
 
 class _Stops:
-    """The stop signals of a run: the wake-up pipe they write to (``fd``), and for each, whether
-    the recording was over when it came (``over()`` says; set once there is a recording)."""
+    """The stop signals of a run: the wake-up pipe they write to (``fd``), and how many came."""
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
-        self.came: list[bool] = []
-        self.over: Callable[[], bool] = lambda: False
+        self.count = 0
 
     def stop_rendering(self) -> bool:
-        """A second stop, or one after the recording was over: stop printing."""
-        return len(self.came) >= 2 or any(self.came)
+        """The first stop ends the recording (the workload is stopped), the second the printing."""
+        return self.count >= 2
 
 
 @contextmanager
@@ -114,7 +112,7 @@ def _stop_signals(forward: list[int]) -> Iterator[_Stops]:
                 os.kill(pid, signo)
             except ProcessLookupError:
                 pass
-        stops.came.append(stops.over())
+        stops.count += 1
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
@@ -271,7 +269,6 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                         session.run(capture.drain, workload, stop_fd)
                     else:
                         renderer = JsonRenderer() if fmt_json else TextRenderer(session.name_width)
-                        stops.over = session.recording_over
                         session.run_live(renderer.pieces, _writer(out), workload, stop_fd,
                                          stops.stop_rendering)
                 if capture is not None:
