@@ -28,7 +28,7 @@ def check_main(args: argparse.Namespace) -> int:
     """Findings in the chosen format; with ``--perf VERSION`` merged with that perf's verdicts
     (``--format perf`` then prints what that perf prints, ``json`` adds each ``"perf"`` verdict)."""
     inputs = _inputs(args)
-    system = _load_system(args.system)
+    system = _load_system(args)
     checked = _run_checks(inputs, system, args.mode)
     results = _with_perf(args, checked, system) if args.perf else None
     if results is None:

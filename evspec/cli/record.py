@@ -92,9 +92,11 @@ def _stop_signals(forward: list[int]) -> Iterator[int]:
         os.close(w)
 
 
-def _stop_requested(stop_fd: int) -> bool:
-    """A stop signal arrived during setup (the wake-up pipe has a byte)."""
-    return bool(select.select([stop_fd], [], [], 0)[0])
+def _stop_requested(stop_fd: int) -> int:
+    """The stop signal that arrived during setup (the wake-up pipe holds its number), or 0."""
+    if not select.select([stop_fd], [], [], 0)[0]:
+        return 0
+    return os.read(stop_fd, 1)[0]
 
 
 def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bool) -> list[object] | None:
@@ -187,8 +189,9 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 capture = _open_capture(args, session)
             dump_names = _dump_names(args.dump_maps)
             _check_dump_names(session, dump_names)
-            if _stop_requested(stop_fd):
-                status = 128 + signal.SIGINT
+            stopped = _stop_requested(stop_fd)
+            if stopped:
+                status = 128 + stopped  # 130 for SIGINT, 143 for SIGTERM
             else:
                 session.start()
                 if workload is not None:
