@@ -223,7 +223,7 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
         if char == "]" and prev_type == "LSQB":
             return err("ES006", "empty index list", Span(lsqb.start_pos, span.end),
                        "list indices and ranges (e.g. [0,3...6]) or write [all]")
-        if "]" not in text[pos:]:
+        if text.find("]", pos) < 0:
             return err("ES004", "index list is not closed (missing ']')", Span(lsqb.start_pos, lsqb.start_pos + 1))
         item = _index_item_span(text, pos)
         return err("ES001", f"unexpected '{text[item.start:item.end]}' in an index list",
@@ -267,7 +267,7 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
         return err("ES010", "expected a breakpoint length after '/' (breakpoints take no terms)", span)
     if prev_type == "EQUALS":
         if char == "-" and _key_before_equals(stack).startswith("var:"):
-            number = "-" + text[pos + 1:].split("/", 1)[0].split(",", 1)[0]
+            number = "-" + re.compile(r"[^/,]*").match(text, pos + 1).group()  # type: ignore[union-attr]
             return err("ES010", "expected a value after '='", span,
                        f"a negative value of a var: term is written quoted: '{number}'")
         return err("ES010", "expected a value after '='", span,
