@@ -7,13 +7,13 @@ Library code: returns diagnostics, never prints.
 
 from __future__ import annotations
 
-from evspec.diagnostics import Diagnostic
+from evspec.diagnostics import Diagnostic, collapsed
 from evspec.inputs import SpecInput
 from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Iterator
     from pathlib import Path
 
     from evspec.ast import EventList
@@ -50,25 +50,32 @@ class CheckOptions(Record, frozen=False):
         self.cwd = cwd
 
 
-def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:
-    """Check each event string; strings of one command see the events defined before them."""
+def check_specs(inputs: Iterable[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:
+    """``iter_checked`` as a list."""
+    return list(iter_checked(inputs, options))
+
+
+def iter_checked(inputs: Iterable[SpecInput], options: CheckOptions | None = None) -> Iterator[CheckedSpec]:
+    """Check each event string as it comes; strings of one command (which come together) see the
+    events defined before them. Nothing about a command is kept once the next one starts, so a
+    file of a million lines is checked in the memory of one."""
     from evspec import parser, rules
     options = options or CheckOptions()
-    results: list[CheckedSpec] = []
-    defined: dict[int, list[str]] = {}
-    facts: dict[int, _DefinedEvents] = {}
+    command: int | None = None
+    earlier: list[str] = []
+    facts = _DefinedEvents()
     for spec in inputs:
-        earlier = defined.setdefault(spec.command, [])
+        if spec.command != command:
+            command, earlier, facts = spec.command, [], _DefinedEvents()
         result = parser.analyze(spec.text, earlier_names=tuple(earlier))
         diags = list(result.diagnostics)
         if options.system is not None:
-            diags.extend(_semantic(result.events, options, facts.setdefault(spec.command, _DefinedEvents())))
+            diags.extend(_semantic(result.events, options, facts))
         for event in result.events.events():
             earlier.extend(rules.event_reference_names(event, spec.text))
         diags.sort(key=lambda d: d.span.start)
-        located = tuple(d.located(spec.text, spec.source) for d in diags)
-        results.append(CheckedSpec(spec, result.events, located))
-    return results
+        located = tuple(d.located(spec.text, spec.source) for d in collapsed(diags))
+        yield CheckedSpec(spec, result.events, located)
 
 
 class _DefinedEvents(Record, frozen=False):
