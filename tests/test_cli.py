@@ -53,7 +53,7 @@ def test_internal_error_is_reported_as_a_bug_not_a_finding(
     def boom(*args: object, **kw: object) -> None:
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr("evspec.check.check_specs", boom)
+    monkeypatch.setattr("evspec.check.iter_checked", boom)
     code, _, err = run(capsys, "check", "-e", "cycles")
     assert code == EXIT_INTERNAL
     assert "internal error" in err and "bug in evspec" in err

@@ -13,7 +13,7 @@ from evspec import __version__
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import NoReturn
 
     from evspec.check import CheckedSpec
@@ -176,13 +176,13 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 # commands
 
 
-def _inputs(args: argparse.Namespace) -> list[SpecInput]:
-    from evspec.inputs import collect
+def _inputs(args: argparse.Namespace) -> Iterator[SpecInput]:
+    """The event strings of ``-e`` and the files, read as they are checked."""
+    from evspec.inputs import iter_inputs
 
-    inputs = collect(args.events, args.files)
     if not args.events and not args.files:
         raise UsageError("no event strings: give -e SPEC or a FILE ('-' for stdin)")
-    return inputs
+    return iter_inputs(args.events, args.files)
 
 
 def system_spec(args: argparse.Namespace) -> tuple[str, str]:
@@ -228,7 +228,7 @@ def _print_text(diags: Sequence[Diagnostic], color: bool) -> None:
     sys.stderr.write(summary_line(diags) + "\n")
 
 
-def _run_checks(inputs: Sequence[SpecInput], system, mode: str) -> list[CheckedSpec]:  # type: ignore[no-untyped-def]
+def _run_checks(inputs: Iterable[SpecInput], system, mode: str) -> list[CheckedSpec]:  # type: ignore[no-untyped-def]
     from evspec.check import CheckOptions, check_specs
 
     return check_specs(inputs, CheckOptions(system=system, mode=mode))

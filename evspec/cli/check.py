@@ -11,7 +11,6 @@ from evspec.cli.app import (
     _columns,
     _inputs,
     _load_system,
-    _print_text,
     _run_checks,
     _use_color,
 )
@@ -21,47 +20,137 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from evspec.check import CheckedSpec
+    from evspec.diagnostics import Diagnostic
     from evspec.dialect.check import DialectChecked
 
 
 def check_main(args: argparse.Namespace) -> int:
-    """Findings in the chosen format; with ``--perf VERSION`` merged with that perf's verdicts
-    (``--format perf`` then prints what that perf prints, ``json`` adds each ``"perf"`` verdict)."""
+    """Findings in the chosen format, written as each string is checked; with ``--perf VERSION``
+    merged with that perf's verdicts (``--format perf`` then prints what that perf prints,
+    ``json`` adds each ``"perf"`` verdict)."""
     inputs = _inputs(args)
     system = _load_system(args)
-    checked = _run_checks(inputs, system, args.mode)
-    results = _with_perf(args, checked, system) if args.perf else None
-    if results is None:
-        diags = [d for c in checked for d in c.diagnostics]
-    else:
-        diags = [d for r in results for d in r.diagnostics]
-    fmt = args.format
-    if fmt == "text":
-        if diags:
-            _print_text(diags, _use_color(args.color))
-    elif fmt == "perf" and results is not None:
-        for r in results:
-            sys.stdout.write(r.verdict.stdout)
-            sys.stderr.write(r.verdict.stderr)
-    elif fmt == "perf":
+    if args.perf:
+        return _check_with_perf(args, _run_checks(list(inputs), system, args.mode), system)
+    from evspec.check import CheckOptions, iter_checked
+
+    sink = _sink(args.format, args.color)
+    failing = False
+    for checked in iter_checked(inputs, CheckOptions(system=system, mode=args.mode)):
+        if checked.diagnostics:
+            sink.spec(checked.diagnostics)
+            failing = failing or any(d.is_error or args.fail_on == "warning" for d in checked.diagnostics)
+    sink.close()
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+class _Sink:
+    """Where findings go in one format: ``spec`` with the findings of each string, then ``close``."""
+
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _TextSink(_Sink):
+    def __init__(self, color: bool) -> None:
+        self.color = color
+        self.errors = self.warnings = 0
+
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
+        from evspec.render.text import render_diagnostic
+
+        for d in diags:
+            sys.stderr.write(render_diagnostic(d, self.color) + "\n")
+            if d.is_error:
+                self.errors += 1
+            else:
+                self.warnings += 1
+
+    def close(self) -> None:
+        if self.errors or self.warnings:
+            from evspec.render.text import counts_line
+
+            sys.stderr.write(counts_line(self.errors, self.warnings) + "\n")
+
+
+class _PerfSink(_Sink):
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
         from evspec.render.perf import render_perf
 
-        for c in checked:
-            if c.diagnostics:
-                sys.stderr.write(render_perf(c.diagnostics))
-    elif fmt == "json":
-        from evspec.render.jsonfmt import render_json
+        sys.stderr.write(render_perf(diags))
 
-        extra, per_diag = _perf_json(results) if results is not None else (None, None)
-        sys.stdout.write(render_json(diags, extra=extra, diagnostic_extra=per_diag) + "\n")
-    elif fmt == "sarif":
-        from evspec.render.sarif import render_sarif
 
-        sys.stdout.write(render_sarif(diags) + "\n")
-    else:
+class _JsonSink(_Sink):
+    def __init__(self) -> None:
+        from evspec.render.jsonfmt import DiagnosticsJson
+
+        self.stream = DiagnosticsJson(sys.stdout)
+
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
+        for d in diags:
+            self.stream.add(d)
+
+    def close(self) -> None:
+        self.stream.close()
+        sys.stdout.write("\n")
+
+
+class _SarifSink(_Sink):
+    def __init__(self) -> None:
+        from evspec.render.sarif import SarifStream
+
+        self.stream = SarifStream(sys.stdout)
+
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
+        for d in diags:
+            self.stream.add(d)
+
+    def close(self) -> None:
+        self.stream.close()
+        sys.stdout.write("\n")
+
+
+class _GithubSink(_Sink):
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
         from evspec.render.github import render_github
 
         sys.stdout.write(render_github(diags))
+
+
+def _sink(fmt: str, color: str) -> _Sink:
+    if fmt == "text":
+        return _TextSink(_use_color(color))
+    if fmt == "perf":
+        return _PerfSink()
+    if fmt == "json":
+        return _JsonSink()
+    if fmt == "sarif":
+        return _SarifSink()
+    return _GithubSink()
+
+
+def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> int:  # type: ignore[no-untyped-def]
+    """``--perf VERSION``: the emulation needs every string of a command together."""
+    results = _with_perf(args, checked, system)
+    diags = [d for r in results for d in r.diagnostics]
+    fmt = args.format
+    if fmt == "perf":
+        for r in results:
+            sys.stdout.write(r.verdict.stdout)
+            sys.stderr.write(r.verdict.stderr)
+    elif fmt == "json":
+        from evspec.render.jsonfmt import render_json
+
+        extra, per_diag = _perf_json(results)
+        sys.stdout.write(render_json(diags, extra=extra, diagnostic_extra=per_diag) + "\n")
+    else:
+        sink = _sink(fmt, args.color)
+        if diags:
+            sink.spec(diags)
+        sink.close()
     failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
     return EXIT_FINDINGS if failing else EXIT_CLEAN
 
