@@ -12,8 +12,12 @@ if TYPE_CHECKING:
 
 
 class Severity(str, Enum):
+    """How a finding counts: an error or a warning fails a check (``--fail-on``); a note tells
+    what the check could not do (names it could not verify) and fails nothing."""
+
     ERROR = "error"
     WARNING = "warning"
+    NOTE = "note"
 
 
 class Label(Record):
@@ -143,6 +147,16 @@ def error(code: str, message: str, span: Span, **kw: object) -> Diagnostic:
 
 def warning(code: str, message: str, span: Span, **kw: object) -> Diagnostic:
     return Diagnostic(code, Severity.WARNING, message, span, **kw)  # type: ignore[arg-type]
+
+
+def note(code: str, message: str, span: Span, **kw: object) -> Diagnostic:
+    return Diagnostic(code, Severity.NOTE, message, span, **kw)  # type: ignore[arg-type]
+
+
+def fails(diag: Diagnostic, fail_on: str = "warning") -> bool:
+    """Whether ``diag`` makes a check fail: an error always, a warning unless ``fail_on`` is
+    ``"error"``, a note never."""
+    return diag.is_error or (fail_on == "warning" and diag.severity is Severity.WARNING)
 
 
 class EvspecError(Exception):

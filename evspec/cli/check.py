@@ -32,14 +32,19 @@ def check_main(args: argparse.Namespace) -> int:
     system = _load_system(args)
     if args.perf:
         return _check_with_perf(args, _run_checks(list(inputs), system, args.mode), system)
-    from evspec.check import CheckOptions, iter_checked
+    from evspec.check import CheckOptions, Unverified, iter_checked
+    from evspec.diagnostics import fails
 
     sink = _sink(args.format, args.color)
+    unverified = Unverified() if system is None else None
     failing = False
-    for checked in iter_checked(inputs, CheckOptions(system=system, mode=args.mode)):
+    for checked in iter_checked(inputs, CheckOptions(system=system, mode=args.mode), unverified):
         if checked.diagnostics:
             sink.spec(checked.diagnostics)
-            failing = failing or any(d.is_error or args.fail_on == "warning" for d in checked.diagnostics)
+            failing = failing or any(fails(d, args.fail_on) for d in checked.diagnostics)
+    note = unverified.note() if unverified is not None else None
+    if note is not None:
+        sink.spec((note,))
     sink.close()
     return EXIT_FINDINGS if failing else EXIT_CLEAN
 
@@ -57,23 +62,20 @@ class _Sink:
 class _TextSink(_Sink):
     def __init__(self, color: bool) -> None:
         self.color = color
-        self.errors = self.warnings = 0
+        self.counts = {"error": 0, "warning": 0, "note": 0}
 
     def spec(self, diags: Sequence[Diagnostic]) -> None:
         from evspec.render.text import render_diagnostic
 
         for d in diags:
             sys.stderr.write(render_diagnostic(d, self.color) + "\n")
-            if d.is_error:
-                self.errors += 1
-            else:
-                self.warnings += 1
+            self.counts[d.severity.value] += 1
 
     def close(self) -> None:
-        if self.errors or self.warnings:
+        if any(self.counts.values()):
             from evspec.render.text import counts_line
 
-            sys.stderr.write(counts_line(self.errors, self.warnings) + "\n")
+            sys.stderr.write(counts_line(*self.counts.values()) + "\n")
 
 
 class _PerfSink(_Sink):
@@ -151,8 +153,9 @@ def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], s
         if diags:
             sink.spec(diags)
         sink.close()
-    failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
-    return EXIT_FINDINGS if failing else EXIT_CLEAN
+    from evspec.diagnostics import fails
+
+    return EXIT_FINDINGS if any(fails(d, args.fail_on) for d in diags) else EXIT_CLEAN
 
 
 def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> list[DialectChecked]:  # type: ignore[no-untyped-def]

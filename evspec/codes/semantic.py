@@ -1,4 +1,5 @@
-"""Codes of the semantic checks against a described system (``EM…`` errors, ``WM…`` warnings)."""
+"""Codes of the semantic checks against a described system (``EM…`` errors, ``WM…`` warnings
+and the note WM002, which says what a check without a system left unchecked)."""
 
 from __future__ import annotations
 
@@ -138,5 +139,18 @@ CODES: tuple[CodeInfo, ...] = (
         "without PMU passthrough, for example), so perf reports them as <not supported>.",
         "cycles",
         "Use software events (cpu-clock, task-clock) on this machine.",
+    ),
+    CodeInfo(
+        "WM002",
+        "names not verified (a note)",
+        "Checked without a system (--system none, the default of check), the syntax and the "
+        "rules that hold on every machine are checked; whether a word is a PMU event alias, a "
+        "tracepoint exists, a PMU has a term or a BPF object is there, only a machine can tell. "
+        "One note per run lists those names (the first ten; all are counted), where each first "
+        "stands and how many strings name it, and a built-in event near a name that is no "
+        "built-in one ('cyles': did you mean 'cycles'?). A note fails no check.",
+        "cyles",
+        "Check against this machine with '--system live', or against another with a snapshot "
+        "written there by 'evspec system snapshot -o FILE' and '--system FILE'.",
     ),
 )

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from evspec import suggest
 from evspec.ast import (
     AliasEvent,
     BpfEvent,
@@ -295,7 +296,8 @@ def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
                     "EM009",
                     f"unknown tracepoint '{event.name}'",
                     event.name_span,
-                    help=(f"list the events of a system with 'evspec list \"{event.system}:*\"'",),
+                    help=(*suggest.for_unknown_tracepoint(event.system, event.event, system),
+                          f"list the events of a system with 'evspec list \"{event.system}:*\"'"),
                     perf_message="unknown tracepoint",
                     perf_help=(
                         f"Error:\tFile {TRACING_EVENTS_PATH}/{event.system}/{event.event} not found.\n"
@@ -322,12 +324,12 @@ def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
 # PMU events and aliases
 
 
-def _unknown_pmu(name: str, span: Span) -> Diagnostic:
+def _unknown_pmu(name: str, span: Span, system: System) -> Diagnostic:
     return error(
         "EM001",
         f"unknown PMU '{name}'",
         span,
-        help=("list the PMUs and their events with 'evspec list pmu'",),
+        help=(*suggest.for_unknown_pmu(name, system), "list the PMUs and their events with 'evspec list pmu'"),
         perf_message=f"Cannot find PMU `{name}'. Missing kernel support?",
     )
 
@@ -345,7 +347,7 @@ def _pmu_event(event: PmuEvent, system: System | None) -> Resolution:
     matching = system.pmus_matching(event.pmu)
     if matching:
         return _on_pmus(list(matching), event, event.terms.items)
-    return Resolution((), (_unknown_pmu(event.pmu, event.name_span),))
+    return Resolution((), (_unknown_pmu(event.pmu, event.name_span, system),))
 
 
 def _alias_event(event: AliasEvent, system: System | None) -> Resolution:
@@ -360,7 +362,8 @@ def _alias_event(event: AliasEvent, system: System | None) -> Resolution:
                     "EM002",
                     f"unknown event '{event.name}' (not an event name or a PMU alias here)",
                     event.name_span,
-                    help=("list the events with 'evspec list'; event names are case-sensitive",),
+                    help=(*suggest.for_unknown_event(event.name, system),
+                          "list the events with 'evspec list'; event names are case-sensitive"),
                 ),
             ),
         )
@@ -451,7 +454,8 @@ def _encode_pmu_terms(
                     "EM003",
                     f"unknown term '{term.key}' for PMU '{pmu.name}'",
                     term.key_span,
-                    help=(_valid_terms_help(pmu),),
+                    help=(*suggest.for_unknown_term(term.key, pmu, STATIC_TERMS_HELP.split(",")),
+                          _valid_terms_help(pmu)),
                     perf_message=f"unknown term '{term.key}' for pmu '{pmu.name}'",
                     perf_help=_valid_terms_help(pmu),
                 )

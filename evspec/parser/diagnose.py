@@ -297,12 +297,41 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
             return err("ES011", "not a BPF object path: the name must end in .o, .obj or .c",
                        Span(pos, max(end, pos + 1)))
         return err("ES002", f"unexpected character {_describe_char(char)} at the start of an event", span,
-                   *(("quotes only delimit term values (name='...')",) if char == "'" else ()))
+                   *(("quotes only delimit term values (name='...')",) if char == "'" else ()),
+                   *_look_alike(text, pos))
     if tok is None:
         help_lines = ("events are separated by ','",) if char in ";|" else ()
-        return err("ES002", f"unexpected character {_describe_char(char)}", span, *help_lines)
+        return err("ES002", f"unexpected character {_describe_char(char)}", span, *help_lines,
+                   *_look_alike(text, pos))
     wanted = sorted({_EXPECTED[e] for e in expected if e in _EXPECTED})
     return err("ES001", f"unexpected {shown}", span, *((f"expected {', '.join(wanted)}",) if wanted else ()))
+
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.:")
+_WORD_REACH = 80  # characters looked at on each side of a look-alike for the word it is in
+
+
+def _look_alike(text: str, pos: int) -> tuple[str, ...]:
+    """For a character drawn like an ASCII one (a Cyrillic 'с'): what it is, and the word it
+    stands in written with ASCII letters only."""
+    from evspec.suggest import ascii_twin, look_alike_note, without_look_alikes
+
+    said = look_alike_note(text[pos])
+    if said is None:
+        return ()
+    if ascii_twin(text[pos]) == " ":
+        return (f"{said}: write a blank where one is allowed (around ',', '{{' and '}}'), or nothing",)
+
+    def in_word(char: str) -> bool:
+        return char in _NAME_CHARS or (ascii_twin(char) or " ") in _NAME_CHARS
+
+    start = pos
+    while start > max(0, pos - _WORD_REACH) and in_word(text[start - 1]):
+        start -= 1
+    end = pos + 1
+    while end < min(len(text), pos + 1 + _WORD_REACH) and in_word(text[end]):
+        end += 1
+    return (f"{said}: did you mean '{without_look_alikes(text[start:end])}'?",)
 
 
 def _bpf_colon(text: str, path: Tok, span: Span) -> Diagnostic:

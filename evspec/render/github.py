@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from evspec.diagnostics import Diagnostic
+from evspec.diagnostics import Diagnostic, Severity
 from evspec.render.excerpt import clipped, clipped_all, excerpt, repeats_note
 from evspec.render.text import describe_source
 
@@ -52,7 +52,8 @@ def render_annotation(diag: Diagnostic) -> str:
         ]
     props.append(("title", diag.code))
     joined = ",".join(f"{key}={escape_property(value)}" for key, value in props)
-    return f"::{diag.severity.value} {joined}::{escape_data(_message(diag))}\n"
+    command = "notice" if diag.severity is Severity.NOTE else diag.severity.value
+    return f"::{command} {joined}::{escape_data(_message(diag))}\n"
 
 
 def render_github(diags: Sequence[Diagnostic]) -> str:

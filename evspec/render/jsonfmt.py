@@ -7,6 +7,9 @@ The contract (other keys may follow the listed ones, never replace them)::
                       "perf_help"}],
      "summary": {"errors", "warnings"}}
 
+``severity`` is ``error``, ``warning`` or ``note`` (what the check could not do; it fails
+nothing), and the summary counts ``notes`` too when there are any.
+
 Spans are offsets into the event string. ``event`` holds it whole up to 400 characters; past
 that, an excerpt around the span, and ``"excerpt": {"start", "length"}`` says where the excerpt
 starts in the string and how long the string is. A problem that recurs in its string is one
@@ -63,13 +66,30 @@ def _merged(base: dict[str, object], more: Mapping[str, object], what: str) -> d
 
 
 def _counts(diags: Iterable[Diagnostic]) -> dict[str, object]:
-    errors = warnings = 0
+    counts = _Counts()
     for diag in diags:
-        if diag.is_error:
-            errors += 1
-        else:
-            warnings += 1
-    return {"errors": errors, "warnings": warnings}
+        counts.add(diag.severity.value)
+    return counts.summary()
+
+
+class _Counts:
+    """The summary's counts: ``errors``, ``warnings``, and ``notes`` when there are any."""
+
+    def __init__(self) -> None:
+        self.by_severity = {"error": 0, "warning": 0, "note": 0}
+
+    def add(self, severity: str) -> None:
+        self.by_severity[severity] += 1
+
+    @property
+    def total(self) -> int:
+        return sum(self.by_severity.values())
+
+    def summary(self) -> dict[str, object]:
+        out: dict[str, object] = {"errors": self.by_severity["error"], "warnings": self.by_severity["warning"]}
+        if self.by_severity["note"]:
+            out["notes"] = self.by_severity["note"]
+        return out
 
 
 def json_document(
@@ -173,34 +193,27 @@ class DiagnosticsJson:
     def __init__(self, out: TextIO, writer: JsonWriter | None = None) -> None:
         self._writer = writer if writer is not None else JsonWriter(out)
         self._writer.open_array("diagnostics")
-        self._errors = self._warnings = 0
+        self._counts = _Counts()
 
     def add(self, diag: Diagnostic, extra: Mapping[str, object] | None = None) -> None:
         entry = diagnostic_to_json(diag)
         if extra:
             entry = _merged(entry, extra, "extra keys of a diagnostic")
         self._writer.item(entry)
-        self._count(diag.severity.value)
+        self._counts.add(diag.severity.value)
 
     def add_dumped(self, text: str, severity: str) -> None:
         """A diagnostic ``dumped_item`` wrote (to a spool), of ``severity``."""
         self._writer.item_text(text)
-        self._count(severity)
-
-    def _count(self, severity: str) -> None:
-        if severity == "error":
-            self._errors += 1
-        else:
-            self._warnings += 1
+        self._counts.add(severity)
 
     @property
     def count(self) -> int:
-        return self._errors + self._warnings
+        return self._counts.total
 
     def close(self, extra: Mapping[str, object] | None = None, summary: Mapping[str, object] | None = None) -> None:
         self._writer.close_array()
-        counts = {"errors": self._errors, "warnings": self._warnings}
-        self._writer.value("summary", _merged(counts, summary or {}, "extra summary keys"))
+        self._writer.value("summary", _merged(self._counts.summary(), summary or {}, "extra summary keys"))
         for key, value in (extra or {}).items():
             if key in ("diagnostics", "summary"):
                 raise ValueError(f"extra top-level keys cannot replace the keys {key}")

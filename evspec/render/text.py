@@ -39,7 +39,7 @@ ELLIPSIS = "…"
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"
 _BLUE = "\x1b[1;34m"
-_SEVERITY_STYLE = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m"}
+_SEVERITY_STYLE = {Severity.ERROR: "\x1b[1;31m", Severity.WARNING: "\x1b[1;33m", Severity.NOTE: "\x1b[1;36m"}
 
 
 def display_char(ch: str) -> str:
@@ -246,11 +246,13 @@ def _count(n: int, noun: str) -> str:
 
 
 def summary_line(diags: Sequence[Diagnostic]) -> str:
-    """``2 errors, 1 warning`` (no trailing newline)."""
+    """``2 errors, 1 warning`` (no trailing newline); ``, 1 note`` when there are notes."""
     errors = sum(1 for d in diags if d.is_error)
-    return counts_line(errors, len(diags) - errors)
+    notes = sum(1 for d in diags if d.severity is Severity.NOTE)
+    return counts_line(errors, len(diags) - errors - notes, notes)
 
 
-def counts_line(errors: int, warnings: int) -> str:
+def counts_line(errors: int, warnings: int, notes: int = 0) -> str:
     """``summary_line`` from the counts."""
-    return f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
+    line = f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
+    return f"{line}, {_count(notes, 'note')}" if notes else line
