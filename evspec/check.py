@@ -190,9 +190,12 @@ class _DefinedEvents(Record, frozen=False):
 def _semantic(events: EventList, options: CheckOptions, defined: _DefinedEvents) -> list[Diagnostic]:
     from evspec.ast import BpfEvent
     from evspec.compiler.resolve import check_semantics
+    from evspec.compiler.runtime import NO_HARDWARE_PMU, runtime_findings
 
     assert options.system is not None
-    diags = list(check_semantics(events, options.system, options.mode))
+    # the resolver's WM001 says what no mode does; the run-time findings say it per mode
+    diags = [d for d in check_semantics(events, options.system, options.mode) if d.code != NO_HARDWARE_PMU]
+    diags.extend(runtime_findings(events, options.system, options.mode))
     if not any(isinstance(e, BpfEvent) for e in events.events()):
         defined.pending.append(events)
         return diags

@@ -203,8 +203,10 @@ def test_snapshot_then_check_against_it(capsys: pytest.CaptureFixture[str], tmp_
 
     snap = tmp_path / "machine.json"
     snap.write_text(json.dumps(snapshot(corpus_system())))
-    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "sched:sched_switch,msr/tsc/")
+    code, _, err = run(capsys, "check", "--system", str(snap), "--mode", "stat", "-e", "sched:sched_switch,msr/tsc/")
     assert code == EXIT_CLEAN, err
+    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "sched:sched_switch,msr/tsc/")
+    assert code == EXIT_FINDINGS and "error[EM032]" in err, err  # perf record cannot sample msr
     code, _, err = run(capsys, "check", "--system", str(snap), "-e", "cpu/config=1/")
     assert code == EXIT_FINDINGS and "cpu" in err
 

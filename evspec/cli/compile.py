@@ -34,9 +34,10 @@ def compile_main(args: argparse.Namespace) -> int:
         raise InputError("no event strings: give -e SPEC")
     system = _load_system(args)
     checked = check_specs(collect(args.events, []), CheckOptions(system=system, mode=args.mode))
-    errors = [d for c in checked for d in c.diagnostics if d.is_error]
-    if errors:
-        _render_findings(errors)
+    findings = [d for c in checked for d in c.diagnostics]
+    if findings:  # the warnings too: what perf does at run time with an event (WM001) is one
+        _render_findings(findings)
+    if any(d.is_error for d in findings):
         return 1
     lists = [c.events for c in checked]
     programs: list[_ObjectPrograms] = []

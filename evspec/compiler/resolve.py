@@ -179,7 +179,8 @@ def _no_core_pmu(event: Event, span: Span, system: System | None) -> tuple[Diagn
             "WM001",
             "this system has no hardware PMU: the event cannot be counted here",
             span,
-            notes=("perf reports such events as <not supported>",),
+            notes=("perf stat shows it as <not supported>; perf record samples a software clock in place of "
+                   "cycles and cannot open the others ('evspec explain WM001')",),
         ),
     )
 
