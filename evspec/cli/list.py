@@ -15,7 +15,7 @@ def list_main(args: argparse.Namespace) -> int:
     if args.format == "json":
         print(json.dumps(to_json(events), indent=2))
         return 0
-    width = max((len(e.name) for e in events), default=0)
+    width = max((len(e.label) for e in events), default=0)
     for e in events:
-        print(f"  {e.name:<{width}}  [{e.description}]")
+        print(f"  {e.label:<{width}}  [{e.description}]")
     return 0

@@ -129,10 +129,15 @@ def _counting_pmu(event: Event, system: System) -> Pmu | None:
         if pmu is None and isinstance(event, PmuEvent):
             matching = system.pmus_matching(event.pmu)
             pmu = matching[0] if matching else None
-        if pmu is not None and (pmu.name in COUNTING_ONLY or pmu.cpumask is not None
-                                or pmu.name.startswith("uncore_")):
+        if pmu is not None and counts_only(pmu):
             return pmu
     return None
+
+
+def counts_only(pmu: Pmu) -> bool:
+    """Whether the kernel refuses a sampling event of ``pmu``: perf stat counts its events,
+    perf record cannot sample them."""
+    return pmu.name in COUNTING_ONLY or pmu.cpumask is not None or pmu.name.startswith("uncore_")
 
 
 def _not_sampled(event: Event, pmu: Pmu, source: str) -> Diagnostic:
