@@ -149,6 +149,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="also save the running kernel's BTF and what BPF externs resolve against (uname, "
                             "Kconfig, kallsyms names; compressed), for checking CO-RE relocations and "
                             "externs against this kernel elsewhere")
+        s.add_argument("--without-tracefs", action="store_true",
+                       help="write the snapshot even when this user cannot read tracefs (Debian mounts it "
+                            "mode 0700): it then holds no tracepoints, and kprobe and uprobe support unknown")
 
     if every or command == "record":
         from evspec.cli.record import add_record_parser
@@ -348,7 +351,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     from evspec.inputs import InputError
 
-    name = f"evspec {args.subcommand}"
+    name = f"evspec {args.subcommand}" + (f" {args.system_command}" if args.subcommand == "system" else "")
     previous = _on_sigterm(_raise_terminated)
     try:
         try:

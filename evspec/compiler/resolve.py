@@ -265,8 +265,12 @@ def _needs_system(what: str, span: Span) -> Diagnostic:
     )
 
 
-def _tracefs_error(exc: TracefsUnavailable, span: Span) -> Diagnostic:
-    return error("EM011", exc.reason, span, help=exc.help, perf_message="can't access trace events")
+def _tracefs_error(exc: TracefsUnavailable, event: TracepointEvent) -> Diagnostic:
+    perf_help = None if exc.denied is None else (
+        f"Error:\tNo permissions to read {exc.denied}/events/{event.system}/{event.event}\n"
+        f"Hint:\tTry 'sudo mount -o remount,mode=755 {exc.denied}/'")
+    return error("EM011", exc.reason, event.name_span, help=exc.help, perf_message="can't access trace events",
+                 perf_help=perf_help)
 
 
 def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
@@ -275,7 +279,7 @@ def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
     try:
         match = system.match_tracepoints(event.system, event.event)
     except TracefsUnavailable as exc:
-        return Resolution((), (_tracefs_error(exc, event.name_span),))
+        return Resolution((), (_tracefs_error(exc, event),))
     if match.no_system:
         return Resolution(
             (),

@@ -509,6 +509,7 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
             "cpus": pmu.cpus,
             "cpumask": pmu.cpumask,
         }
+    probes_unknown = False
     try:
         events: dict[str, dict[str, int]] = {}
         for sys_name in system.tracepoint_systems():
@@ -521,6 +522,10 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
         tracefs: dict[str, Any] = {"available": True, "reason": None, "help": [], "events": events}
     except TracefsUnavailable as exc:
         tracefs = {"available": False, "reason": exc.reason, "help": list(exc.help), "events": {}}
+        if exc.denied is not None:  # there, but unknown to its writer: never say there are none
+            probes_unknown = True
+            tracefs["reason"] = f"the snapshot holds no tracepoints: when it was written, {exc.reason[0].lower()}{exc.reason[1:]}"
+            tracefs["help"] = [f"write the snapshot again as root, or after 'mount -o remount,mode=755 {exc.denied}'"]
     f = system.features()
     out = {
         "evspec_system": SNAPSHOT_VERSION,
@@ -529,8 +534,9 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
         "cpus": _cpu_list_text(system.possible_cpus()),
         "features": {
             "kernel_release": f.kernel_release,
-            "kprobe_events": f.kprobe_events,
-            "uprobe_events": f.uprobe_events,
+            # probes are created through tracefs: unknown (null) when its writer could not read it
+            "kprobe_events": None if probes_unknown else f.kprobe_events,
+            "uprobe_events": None if probes_unknown else f.uprobe_events,
             "btf_vmlinux": f.btf_vmlinux,
         },
         "cwd": system.cwd,
