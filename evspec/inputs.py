@@ -83,16 +83,32 @@ def is_skipped_line(line: str) -> bool:
     return not stripped or stripped.startswith("#")
 
 
-def without_comment(line: str) -> str:
-    """A file line without a trailing comment: a ``#`` after a blank, outside quotes, starts one
-    (``cycles:u  # user cycles``); a ``#`` anywhere else is part of the string (and an error)."""
+def split_comment(line: str) -> tuple[str, str]:
+    """A file line as its event string and its trailing comment (with the blanks before it): a
+    ``#`` after a blank, outside quotes, starts one (``cycles:u  # user cycles``); a ``#``
+    anywhere else is part of the string (and an error there)."""
     quoted = False
     for i, char in enumerate(line):
         if char == "'":
             quoted = not quoted
         elif char == "#" and not quoted and i > 0 and line[i - 1] in " \t":
-            return line[:i].rstrip(" \t")
-    return line
+            text = line[:i].rstrip(" \t")
+            return text, line[len(text):]
+    return line, ""
+
+
+def without_comment(line: str) -> str:
+    """A file line without its trailing comment (``split_comment``)."""
+    return split_comment(line)[0]
+
+
+def split_lines(data: str) -> list[str]:
+    """The lines of a file's text, split at '\n' only (a '\r' before it dropped), as
+    ``iter_inputs`` reads them."""
+    lines = data.split("\n")
+    if lines and lines[-1] == "":
+        lines.pop()
+    return [line[:-1] if line.endswith("\r") else line for line in lines]
 
 
 def iter_inputs(event_args: Sequence[str], files: Sequence[str]) -> Iterator[SpecInput]:

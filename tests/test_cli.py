@@ -128,6 +128,18 @@ def test_color_only_when_asked(capsys: pytest.CaptureFixture[str], monkeypatch: 
     monkeypatch.setenv("NO_COLOR", "1")
     _, _, err = run(capsys, "check", "--color", "auto", "-e", "cpu-clock:uu")
     assert "\x1b[" not in err
+    _, _, err = run(capsys, "check", "--color", "always", "-e", "cpu-clock:uu")  # as the README says
+    assert "\x1b[" in err
+
+
+def test_fmt_keeps_trailing_comments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "a.events"
+    f.write_text("{cpu-clock , task-clock}:S  # the group\n# whole line\ncycles:u # user\ncycles\u2028\n")
+    code, out, err = run(capsys, "fmt", str(f))
+    assert out.splitlines()[:3] == ["{cpu-clock,task-clock}:S  # the group", "# whole line", "cycles:u # user"]
+    assert code == 1 and f"{f}:4:7" in err  # U+2028 is a character of line 4, not a line break
+    code, _, err = run(capsys, "check", str(f))
+    assert code == 1 and f"{f}:4:7" in err and f"{f}:1" not in err and f"{f}:3" not in err
 
 
 def test_parse_prints_the_ast(capsys: pytest.CaptureFixture[str]) -> None:

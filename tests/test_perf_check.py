@@ -32,7 +32,7 @@ def test_perf_61_breaks_index_lists_evspec_accepts(bpf_fixtures: Path) -> None:
     [diag] = result.diagnostics
     assert (diag.code, diag.is_error, diag.perf_message) == ("EP001", True, "parser error")
     assert diag.span == Span(9, 10)  # perf's caret column 9 (corpus PERF61)
-    assert "perf 6.1 rejects this string (evspec accepts it): 'parser error' at column 9" in diag.message
+    assert "perf 6.1 rejects this string (evspec accepts it): 'parser error' with its caret at col 10" in diag.message
     assert any(note.startswith("why: ") for note in diag.notes)
     assert perf_json(result.verdict) == {
         "version": "6.1", "verdict": "error", "message": "parser error", "column": 9, "silent": False,

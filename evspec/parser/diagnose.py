@@ -279,7 +279,7 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
             and prev.end_pos == pos and char in _WORD_CHARS):
         if top == "SLASH":
             return err("ES001", "a value that starts with a digit must be a number (decimal or 0x-hex)",
-                       span, "quote it: name='1x'")
+                       span, _digit_value_help(text, stack, prev))  # type: ignore[arg-type]
         if len(stack.current_event()) == 1:
             return err("ES010", "a numeric event needs ':CONFIG' after the type", span)
     if prev_type == "RBRACE" and (kind in _WORDISH or char in _WORD_CHARS):
@@ -332,6 +332,21 @@ def _look_alike(text: str, pos: int) -> tuple[str, ...]:
     while end < min(len(text), pos + 1 + _WORD_REACH) and in_word(text[end]):
         end += 1
     return (f"{said}: did you mean '{without_look_alikes(text[start:end])}'?",)
+
+
+def _digit_value_help(text: str, stack: _Stack, number: Tok) -> str:
+    """How to write a value that starts with a digit and goes on as no number does: hex with a
+    capital X in lower case, a value of a name-valued term quoted, any other as a number."""
+    value = re.compile(r"[^,/\s]*").match(text, number.start_pos).group()  # type: ignore[union-attr]
+    value = value if len(value) <= 40 else value[:40] + "…"
+    if re.fullmatch(r"0X[0-9a-fA-F]+", value):
+        return f"a hex number is written with a lower-case x: '0x{value[2:]}'"
+    key = _key_before_equals(_Stack(stack.leaves[:-1], stack.opens, False)) if len(stack.leaves) > 2 else ""
+    term = lexicon.KEYWORD_TERMS.get(key)
+    if term is not None and term.value_type is lexicon.ValueType.STRING:
+        return f"quote it: {key}='{value}'"
+    what = f"'{key}' takes a number" if key else "a value is a number"
+    return f"{what}: decimal or 0x-hex ('{value}' is neither)"
 
 
 def _bpf_colon(text: str, path: Tok, span: Span) -> Diagnostic:
