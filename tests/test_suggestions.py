@@ -125,7 +125,7 @@ def corpus_snapshot(tmp_path_factory: pytest.TempPathFactory) -> str:
     ("msr/event=1,perod=1/", "EM003", "did you mean 'period'?"),
 ])
 def test_did_you_mean(corpus_snapshot: str, event: str, code: str, help_line: str) -> None:
-    status, out, _ = run("check", "--format", "json", "--system", corpus_snapshot, "-e", event)
+    status, out, _ = run("check", "--format", "json", "--system", corpus_snapshot, "--mode", "stat", "-e", event)
     assert status == EXIT_FINDINGS
     [diag] = [d for d in json.loads(out)["diagnostics"] if d["severity"] == "error"]
     assert diag["code"] == code and help_line in diag["help"], diag

@@ -22,6 +22,8 @@ if TYPE_CHECKING:
     from evspec.check import CheckedSpec
     from evspec.diagnostics import Diagnostic
     from evspec.dialect.check import DialectChecked
+    from evspec.render.jsonfmt import DiagnosticsJson
+    from evspec.render.sarif import SarifStream
 
 
 def check_main(args: argparse.Namespace) -> int:
@@ -85,26 +87,11 @@ class _PerfSink(_Sink):
         sys.stderr.write(render_perf(diags))
 
 
-class _JsonSink(_Sink):
-    def __init__(self) -> None:
-        from evspec.render.jsonfmt import DiagnosticsJson
+class _DocumentSink(_Sink):
+    """A JSON or SARIF document on stdout, written as the findings come."""
 
-        self.stream = DiagnosticsJson(sys.stdout)
-
-    def spec(self, diags: Sequence[Diagnostic]) -> None:
-        for d in diags:
-            self.stream.add(d)
-
-    def close(self) -> None:
-        self.stream.close()
-        sys.stdout.write("\n")
-
-
-class _SarifSink(_Sink):
-    def __init__(self) -> None:
-        from evspec.render.sarif import SarifStream
-
-        self.stream = SarifStream(sys.stdout)
+    def __init__(self, stream: DiagnosticsJson | SarifStream) -> None:
+        self.stream = stream
 
     def spec(self, diags: Sequence[Diagnostic]) -> None:
         for d in diags:
@@ -128,9 +115,13 @@ def _sink(fmt: str, color: str) -> _Sink:
     if fmt == "perf":
         return _PerfSink()
     if fmt == "json":
-        return _JsonSink()
+        from evspec.render.jsonfmt import DiagnosticsJson
+
+        return _DocumentSink(DiagnosticsJson(sys.stdout))
     if fmt == "sarif":
-        return _SarifSink()
+        from evspec.render.sarif import SarifStream
+
+        return _DocumentSink(SarifStream(sys.stdout))
     return _GithubSink()
 
 
