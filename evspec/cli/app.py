@@ -81,7 +81,8 @@ def _add_system(p: argparse.ArgumentParser, default: str) -> None:
                         f"from 'evspec system snapshot' (default: $EVSPEC_SYSTEM or {default})")
     p.set_defaults(system_default=default)
     p.add_argument("--mode", choices=("record", "stat"), default="record",
-                   help="term rules of perf record or of perf stat (default: record)")
+                   help="the rules of perf record or of perf stat: the terms each takes, and what each does "
+                        "at run time with an event the machine cannot count or sample (default: record)")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
