@@ -55,9 +55,10 @@ class CheckOptions(Record, frozen=False):
         self.cwd = cwd
 
 
-def check_specs(inputs: Iterable[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:
+def check_specs(inputs: Iterable[SpecInput], options: CheckOptions | None = None,
+                unverified: Unverified | None = None) -> list[CheckedSpec]:
     """``iter_checked`` as a list."""
-    return list(iter_checked(inputs, options))
+    return list(iter_checked(inputs, options, unverified))
 
 
 def iter_checked(inputs: Iterable[SpecInput], options: CheckOptions | None = None,

@@ -117,7 +117,7 @@ def test_cli_json_perf_rejects(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = _cli(capsys, "--perf", "6.1", "--format", "json", "-e", "sched:read")
     doc = json.loads(out)
     assert doc["summary"]["perf_accepts"] is False
-    assert [d["code"] for d in doc["diagnostics"]] == ["EP001"]
+    assert [d["code"] for d in doc["diagnostics"]] == ["EP001", "WM002"]  # WM002: without a system, not verified
     assert doc["diagnostics"][0]["perf"]["verdict"] == "error"
 
 

@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from collections.abc import Iterable, Iterator, Sequence
     from typing import NoReturn
 
-    from evspec.check import CheckedSpec
+    from evspec.check import CheckedSpec, Unverified
     from evspec.diagnostics import Diagnostic
     from evspec.inputs import SpecInput
 
@@ -232,10 +232,11 @@ def _print_text(diags: Sequence[Diagnostic], color: bool) -> None:
     sys.stderr.write(summary_line(diags) + "\n")
 
 
-def _run_checks(inputs: Iterable[SpecInput], system, mode: str) -> list[CheckedSpec]:  # type: ignore[no-untyped-def]
+def _run_checks(inputs: Iterable[SpecInput], system, mode: str,  # type: ignore[no-untyped-def]
+                unverified: Unverified | None = None) -> list[CheckedSpec]:
     from evspec.check import CheckOptions, check_specs
 
-    return check_specs(inputs, CheckOptions(system=system, mode=mode))
+    return check_specs(inputs, CheckOptions(system=system, mode=mode), unverified)
 
 
 def cmd_parse(args: argparse.Namespace) -> int:

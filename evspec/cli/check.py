@@ -32,9 +32,13 @@ def check_main(args: argparse.Namespace) -> int:
     ``json`` adds each ``"perf"`` verdict)."""
     inputs = _inputs(args)
     system = _load_system(args)
-    if args.perf:
-        return _check_with_perf(args, _run_checks(list(inputs), system, args.mode), system)
     from evspec.check import CheckOptions, Unverified, iter_checked
+
+    if args.perf:
+        unverified = Unverified() if system is None else None
+        checked = _run_checks(list(inputs), system, args.mode, unverified)
+        note = unverified.note() if unverified is not None else None
+        return _check_with_perf(args, checked, system, () if note is None else (note,))
     from evspec.diagnostics import fails
 
     sink = _sink(args.format, args.color)
@@ -125,8 +129,10 @@ def _sink(fmt: str, color: str) -> _Sink:
     return _GithubSink()
 
 
-def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> int:  # type: ignore[no-untyped-def]
-    """``--perf VERSION``: the emulation needs every string of a command together."""
+def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system,  # type: ignore[no-untyped-def]
+                     notes: tuple[Diagnostic, ...]) -> int:
+    """``--perf VERSION``: the emulation needs every string of a command together. ``notes``
+    (what was not verified) follow the findings, but in perf's own output."""
     results = _with_perf(args, checked, system)
     diags = [d for r in results for d in r.diagnostics]
     fmt = args.format
@@ -138,11 +144,11 @@ def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], s
         from evspec.render.jsonfmt import render_json
 
         extra, per_diag = _perf_json(results)
-        sys.stdout.write(render_json(diags, extra=extra, diagnostic_extra=per_diag) + "\n")
+        sys.stdout.write(render_json([*diags, *notes], extra=extra, diagnostic_extra=per_diag) + "\n")
     else:
         sink = _sink(fmt, args.color)
-        if diags:
-            sink.spec(diags)
+        if diags or notes:
+            sink.spec([*diags, *notes])
         sink.close()
     from evspec.diagnostics import fails
 
