@@ -35,6 +35,8 @@ NO_HARDWARE_PMU = "WM001"
 NOT_OPENED_BY_RECORD = "EM030"
 GROUP_NOT_COUNTED = "EM031"
 NOT_SAMPLED = "EM032"
+#: every code of this module: findings about a valid string's fate on the machine, not its validity
+CODES = (NO_HARDWARE_PMU, NOT_OPENED_BY_RECORD, GROUP_NOT_COUNTED, NOT_SAMPLED)
 
 #: PMUs whose kernel drivers refuse sampling events; any PMU with a cpumask (uncore) too
 COUNTING_ONLY = frozenset({"msr", "power", "cstate_core", "cstate_pkg", "cstate_module"})
