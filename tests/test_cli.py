@@ -53,7 +53,7 @@ def test_internal_error_is_reported_as_a_bug_not_a_finding(
     def boom(*args: object, **kw: object) -> None:
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr("evspec.check.check_specs", boom)
+    monkeypatch.setattr("evspec.check.iter_checked", boom)
     code, _, err = run(capsys, "check", "-e", "cycles")
     assert code == EXIT_INTERNAL
     assert "internal error" in err and "bug in evspec" in err
@@ -128,6 +128,18 @@ def test_color_only_when_asked(capsys: pytest.CaptureFixture[str], monkeypatch: 
     monkeypatch.setenv("NO_COLOR", "1")
     _, _, err = run(capsys, "check", "--color", "auto", "-e", "cpu-clock:uu")
     assert "\x1b[" not in err
+    _, _, err = run(capsys, "check", "--color", "always", "-e", "cpu-clock:uu")  # as the README says
+    assert "\x1b[" in err
+
+
+def test_fmt_keeps_trailing_comments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "a.events"
+    f.write_text("{cpu-clock , task-clock}:S  # the group\n# whole line\ncycles:u # user\ncycles\u2028\n")
+    code, out, err = run(capsys, "fmt", str(f))
+    assert out.splitlines()[:3] == ["{cpu-clock,task-clock}:S  # the group", "# whole line", "cycles:u # user"]
+    assert code == 1 and f"{f}:4:7" in err  # U+2028 is a character of line 4, not a line break
+    code, _, err = run(capsys, "check", str(f))
+    assert code == 1 and f"{f}:4:7" in err and f"{f}:1" not in err and f"{f}:3" not in err
 
 
 def test_parse_prints_the_ast(capsys: pytest.CaptureFixture[str]) -> None:
@@ -203,8 +215,10 @@ def test_snapshot_then_check_against_it(capsys: pytest.CaptureFixture[str], tmp_
 
     snap = tmp_path / "machine.json"
     snap.write_text(json.dumps(snapshot(corpus_system())))
-    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "sched:sched_switch,msr/tsc/")
+    code, _, err = run(capsys, "check", "--system", str(snap), "--mode", "stat", "-e", "sched:sched_switch,msr/tsc/")
     assert code == EXIT_CLEAN, err
+    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "sched:sched_switch,msr/tsc/")
+    assert code == EXIT_FINDINGS and "error[EM032]" in err, err  # perf record cannot sample msr
     code, _, err = run(capsys, "check", "--system", str(snap), "-e", "cpu/config=1/")
     assert code == EXIT_FINDINGS and "cpu" in err
 

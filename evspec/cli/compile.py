@@ -25,18 +25,19 @@ def _render_findings(diags: Sequence[Diagnostic]) -> None:
 
 def compile_main(args: argparse.Namespace) -> int:
     from evspec.check import CheckOptions, check_specs
+    from evspec.cli.app import _load_system
     from evspec.compiler.compile import compile_events
     from evspec.diagnostics import EvspecError
     from evspec.inputs import InputError, collect
-    from evspec.system import load_system
 
     if not args.events:
         raise InputError("no event strings: give -e SPEC")
-    system = load_system(args.system)
+    system = _load_system(args)
     checked = check_specs(collect(args.events, []), CheckOptions(system=system, mode=args.mode))
-    errors = [d for c in checked for d in c.diagnostics if d.is_error]
-    if errors:
-        _render_findings(errors)
+    findings = [d for c in checked for d in c.diagnostics]
+    if findings:  # the warnings too: what perf does at run time with an event (WM001) is one
+        _render_findings(findings)
+    if any(d.is_error for d in findings):
         return 1
     lists = [c.events for c in checked]
     programs: list[_ObjectPrograms] = []

@@ -210,4 +210,11 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo("WS003", "variable set twice",
              "Two var: terms of one BPF event set the same global variable: the last value is "
              "written.", "./vars.bpf.o/var:targ_pid=1,var:targ_pid=2/", "Remove one of them."),
+    CodeInfo("WS010", "written like a raw event, but not one",
+             "A raw event is r followed by hex digits (r1a). A word that starts so but holds a "
+             "character that is no hex digit (r1g8), or the 0x form only a term takes (r0x1a: perf "
+             "6.1 says 'parser error', perf 7.x 'Bad event name'), is read as a PMU event alias; "
+             "without a system that cannot be checked, so the likely typo is a warning. Against a "
+             "system that has no such alias it is error EM002 with the same explanation.",
+             "r1g8", "Write the raw code in hex (r1a), or check the alias with --system live."),
 )

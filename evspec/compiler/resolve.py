@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from evspec import suggest
 from evspec.ast import (
     AliasEvent,
     BpfEvent,
@@ -178,7 +179,8 @@ def _no_core_pmu(event: Event, span: Span, system: System | None) -> tuple[Diagn
             "WM001",
             "this system has no hardware PMU: the event cannot be counted here",
             span,
-            notes=("perf reports such events as <not supported>",),
+            notes=("perf stat shows it as <not supported>; perf record samples a software clock in place of "
+                   "cycles and cannot open the others ('evspec explain WM001')",),
         ),
     )
 
@@ -263,8 +265,12 @@ def _needs_system(what: str, span: Span) -> Diagnostic:
     )
 
 
-def _tracefs_error(exc: TracefsUnavailable, span: Span) -> Diagnostic:
-    return error("EM011", exc.reason, span, help=exc.help, perf_message="can't access trace events")
+def _tracefs_error(exc: TracefsUnavailable, event: TracepointEvent) -> Diagnostic:
+    perf_help = None if exc.denied is None else (
+        f"Error:\tNo permissions to read {exc.denied}/events/{event.system}/{event.event}\n"
+        f"Hint:\tTry 'sudo mount -o remount,mode=755 {exc.denied}/'")
+    return error("EM011", exc.reason, event.name_span, help=exc.help, perf_message="can't access trace events",
+                 perf_help=perf_help)
 
 
 def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
@@ -273,7 +279,7 @@ def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
     try:
         match = system.match_tracepoints(event.system, event.event)
     except TracefsUnavailable as exc:
-        return Resolution((), (_tracefs_error(exc, event.name_span),))
+        return Resolution((), (_tracefs_error(exc, event),))
     if match.no_system:
         return Resolution(
             (),
@@ -295,7 +301,8 @@ def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
                     "EM009",
                     f"unknown tracepoint '{event.name}'",
                     event.name_span,
-                    help=(f"list the events of a system with 'evspec list \"{event.system}:*\"'",),
+                    help=(*suggest.for_unknown_tracepoint(event.system, event.event, system),
+                          f"list the events of a system with 'evspec list \"{event.system}:*\"'"),
                     perf_message="unknown tracepoint",
                     perf_help=(
                         f"Error:\tFile {TRACING_EVENTS_PATH}/{event.system}/{event.event} not found.\n"
@@ -322,12 +329,12 @@ def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
 # PMU events and aliases
 
 
-def _unknown_pmu(name: str, span: Span) -> Diagnostic:
+def _unknown_pmu(name: str, span: Span, system: System) -> Diagnostic:
     return error(
         "EM001",
         f"unknown PMU '{name}'",
         span,
-        help=("list the PMUs and their events with 'evspec list pmu'",),
+        help=(*suggest.for_unknown_pmu(name, system), "list the PMUs and their events with 'evspec list pmu'"),
         perf_message=f"Cannot find PMU `{name}'. Missing kernel support?",
     )
 
@@ -345,7 +352,7 @@ def _pmu_event(event: PmuEvent, system: System | None) -> Resolution:
     matching = system.pmus_matching(event.pmu)
     if matching:
         return _on_pmus(list(matching), event, event.terms.items)
-    return Resolution((), (_unknown_pmu(event.pmu, event.name_span),))
+    return Resolution((), (_unknown_pmu(event.pmu, event.name_span, system),))
 
 
 def _alias_event(event: AliasEvent, system: System | None) -> Resolution:
@@ -360,7 +367,8 @@ def _alias_event(event: AliasEvent, system: System | None) -> Resolution:
                     "EM002",
                     f"unknown event '{event.name}' (not an event name or a PMU alias here)",
                     event.name_span,
-                    help=("list the events with 'evspec list'; event names are case-sensitive",),
+                    help=(*suggest.for_unknown_event(event.name, system),
+                          "list the events with 'evspec list'; event names are case-sensitive"),
                 ),
             ),
         )
@@ -451,7 +459,8 @@ def _encode_pmu_terms(
                     "EM003",
                     f"unknown term '{term.key}' for PMU '{pmu.name}'",
                     term.key_span,
-                    help=(_valid_terms_help(pmu),),
+                    help=(*suggest.for_unknown_term(term.key, pmu, STATIC_TERMS_HELP.split(",")),
+                          _valid_terms_help(pmu)),
                     perf_message=f"unknown term '{term.key}' for pmu '{pmu.name}'",
                     perf_help=_valid_terms_help(pmu),
                 )

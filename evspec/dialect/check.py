@@ -46,7 +46,8 @@ def _caret_span(text: str, column: int) -> Span:
 
 
 def _perf_said(err: PerfError) -> str:
-    where = "under the opening quote" if err.column < 0 else f"at column {err.column}"
+    # 1-based, as every column of the human-readable output ('col 9'); JSON keeps perf's 0-based column
+    where = "with its caret under the opening quote" if err.column < 0 else f"with its caret at col {err.column + 1}"
     return f"'{err.message}' {where}"
 
 

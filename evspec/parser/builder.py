@@ -78,9 +78,19 @@ def end_of(node: object) -> int:
     return node.end_pos if type(node) is Tok else node.span.end  # type: ignore[attr-defined]
 
 
+#: a decimal number of more digits (leading zeros aside) is out of every range of the language
+#: (a u64 has 20): its value is not computed (Python refuses past 4300 digits, and the cost of the
+#: conversion grows with the square of the length); 10**40 stands for it, out of range as it is
+LONGEST_DECIMAL = 40
+
+
 def _number(tok: Tok) -> NumberNode:
     text = str(tok)
-    value = int(text[2:], 16) if text.startswith("0x") else int(text)
+    if text.startswith("0x"):
+        value = int(text[2:], 16)
+    else:
+        digits = text.lstrip("0")
+        value = int(digits or "0") if len(digits) <= LONGEST_DECIMAL else 10**LONGEST_DECIMAL
     return NumberNode(value, text, token_span(tok))
 
 

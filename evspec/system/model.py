@@ -233,12 +233,15 @@ class ExternFactsUnavailable(Exception):
 
 
 class TracefsUnavailable(Exception):
-    """Raised by tracepoint lookups when the system's tracefs cannot be read."""
+    """Raised by tracepoint lookups when the system's tracefs cannot be read. ``denied`` is the
+    tracefs mount point when it is there but this user may not read it (Debian mounts it mode
+    0700): then what it holds is unknown, not absent."""
 
-    def __init__(self, reason: str, help: tuple[str, ...] = ()) -> None:
+    def __init__(self, reason: str, help: tuple[str, ...] = (), denied: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.help = help
+        self.denied = denied
 
 
 class System(ABC):
