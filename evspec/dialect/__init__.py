@@ -35,6 +35,7 @@ class PerfVerdict:
     quirk: str | None  # why this perf's verdict differs from a sane reading, when it's a quirk
     stdout: str = ""  # characters perf's lexer echoed to stdout
     evsels: tuple[str, ...] = ()  # names of the events an accepted string adds, in order
+    more_errors: tuple[PerfError, ...] = ()  # 6.12+: the errors printed after ``error``, in order
 
 
 def predict(
@@ -63,39 +64,53 @@ def predict(
     p = profile(version)
     raw = text.encode(errors="surrogateescape").decode("latin-1")  # one character per byte, as perf sees it
     where = os.fspath(cwd) if cwd is not None else (system.cwd if system is not None else None)
-    symbols = PmuSymbols.of(system, second_suffix=p.pmu_symbols == "pre_suf_suf2")
-    lexed = lex(raw, p, symbols, stat_in(where))
-    errors = ErrorSlot(p.error_slots)
-    state = PerfState(p, system, mode == "stat", errors, TermRules(p, mode == "stat"), stat_in(where), where, raw,
-                      earlier=tuple(earlier_events))
-    outcome = parse(tables(p), iter(lexed.tokens), state)
-    if outcome.syntax_error_at is not None:
-        errors.handle(outcome.syntax_error_at.loc.last, "parser error")
+    errors = ErrorSlot(0 if p.error_list else p.error_slots)
+    symbols = PmuSymbols.of(system, second_suffix=p.pmu_symbols == "pre_suf_suf2") if p.pmu_symbols else PmuSymbols(())
+    lexed = lex(raw, p, symbols, stat_in(where), errors)
+    if p.pmu_names:
+        from evspec.dialect.pmu_actions import PmuState
+
+        state: PerfState | PmuState = PmuState(p, system, mode == "stat", errors, raw)
+    else:
+        state = PerfState(p, system, mode == "stat", errors, TermRules(p, mode == "stat"), stat_in(where), where, raw,
+                          earlier=tuple(earlier_events))
+    outcome = parse(tables(p), iter(lexed), state)
+    syntax_reported = outcome.syntax_error_at is not None and not (p.error_list and errors.count)
+    if syntax_reported:
+        errors.handle(outcome.syntax_error_at.loc.last, p.syntax_message)  # type: ignore[union-attr]
     nothing_found = outcome.ok and not state.evsels
     accepted = outcome.ok and not nothing_found
-    quirk = explain(text, raw, p, lexed, state, outcome, accepted)
+    quirk = explain(text, raw, p, lexed, state, outcome, accepted, syntax_reported)  # type: ignore[arg-type]
     if accepted:
-        names = tuple(e.name for e in state.evsels)
-        return PerfVerdict(p.version, True, False, None, None, "", quirk, lexed.echoed, names)
-    last = _chars(text, errors.last)
-    first = _chars(text, errors.first) if errors.count > 1 and p.error_slots == 2 else None
+        names = tuple(e.name or "" for e in state.evsels)
+        return PerfVerdict(p.version, True, False, None, None, "".join(errors.printed), quirk, lexed.echoed, names)
+    if p.error_list:
+        shown: tuple[PerfError, ...] = errors.listed
+        last_b, first_b = (shown[0] if shown else None), None
+    else:
+        last_b = errors.last
+        first_b = errors.first if errors.count > 1 and p.error_slots == 2 else None
+        shown = tuple(e for e in (last_b, first_b) if e is not None)
     stderr = perf_stderr(
         text,
-        last,
-        first,
+        last_b,
+        first_b,
         nothing_found=nothing_found,
-        one_slot=p.error_slots == 1,
+        one_slot=p.error_slots == 1 and not p.error_list,
         printed=tuple(errors.printed),
         mode=mode,
         term_width=term_width,
+        listed=shown if p.error_list else None,
     )
-    if any(e is not None and unterminated_window(text, e.column, term_width) for e in (last, first)):
+    if any(unterminated_window(text, e.column, term_width) for e in shown):
         garbage = (
             "the quoted string fills perf's buffer exactly, and perf leaves it unterminated: it prints whatever "
             "follows in memory after it"
         )
         quirk = f"{quirk}; {garbage}" if quirk else garbage
-    return PerfVerdict(p.version, False, last is None, last, first, stderr, quirk, lexed.echoed)
+    last, first = _chars(text, last_b), _chars(text, first_b)
+    more = tuple(e for e in (_chars(text, x) for x in shown[1:]) if e is not None) if p.error_list else ()
+    return PerfVerdict(p.version, False, last is None, last, first, stderr, quirk, lexed.echoed, more_errors=more)
 
 
 def _chars(text: str, err: PerfError | None) -> PerfError | None:

@@ -54,6 +54,7 @@ def _verdict_notes(verdict: PerfVerdict) -> tuple[str, ...]:
     notes: list[str] = []
     if verdict.initial_error is not None:
         notes.append(f"perf {verdict.version} also prints 'Initial error:' {_perf_said(verdict.initial_error)}")
+    notes.extend(f"perf {verdict.version} also prints {_perf_said(e)}" for e in verdict.more_errors)
     if verdict.quirk:
         notes.append(f"why: {verdict.quirk}")
     return tuple(notes)
@@ -82,13 +83,18 @@ def _rejection(spec: CheckedSpec, verdict: PerfVerdict) -> Diagnostic:
 
 
 def _annotated(first: Diagnostic, verdict: PerfVerdict) -> Diagnostic:
+    """evspec's first error with the chosen perf's verdict added; its ``perf_message`` (what perf
+    says about the problem) becomes that release's own words, or none where it says nothing."""
     if verdict.accepted:
         said = f"perf {verdict.version} accepts this string"
     elif verdict.silent or verdict.error is None:
         said = f"perf {verdict.version} rejects it too, without saying why"
     else:
         said = f"perf {verdict.version} rejects it too: {_perf_said(verdict.error)}"
-    return replace(first, notes=(*first.notes, said, *_verdict_notes(verdict)))
+    err = verdict.error if not verdict.accepted else None
+    return replace(first, notes=(*first.notes, said, *_verdict_notes(verdict)),
+                   perf_message=err.message if err is not None else None,
+                   perf_help=err.help if err is not None else None)
 
 
 def merge_verdict(spec: CheckedSpec, verdict: PerfVerdict) -> tuple[Diagnostic, ...]:

@@ -4,7 +4,8 @@ perf 4.x-6.x keep ``struct parse_events_error``. Since 4.20 it holds two errors:
 recorded and the last one; from the third error on the message and help of the last slot are
 replaced but **its column is not** (an accident of ``parse_events_error__handle``), so the last
 message may be printed under an earlier error's caret. 4.7 had one slot whose column is set by
-whoever remembers to set it.
+whoever remembers to set it. perf 6.12 and later keep every error in a list and print them all,
+the newest first (``slots`` 0).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ class PerfError:
 
 @dataclass(slots=True)
 class ErrorSlot:
-    slots: int  # 2: first and last (6.x), 1: one slot (4.7)
+    slots: int  # 2: first and last (6.1-6.6), 1: one slot (4.7), 0: every error (6.12+)
     count: int = 0
     column: int = 0
     message: str | None = None
@@ -35,6 +36,10 @@ class ErrorSlot:
     def handle(self, column: int | None, message: str, help: str | None = None) -> None:
         """Record an error; ``column`` None leaves the column as it is (4.7 code paths do that)."""
         self.history.append(PerfError(message, column if column is not None else self.column, help))
+        if self.slots == 0:
+            self.count += 1
+            self.column, self.message, self.help = self.history[-1].column, message, help
+            return
         if self.slots == 1 or self.count == 0:
             if column is not None:
                 self.column = column
@@ -46,6 +51,11 @@ class ErrorSlot:
         self.message = message
         self.help = help
         self.count += 1
+
+    @property
+    def listed(self) -> tuple[PerfError, ...]:
+        """Every error in the order perf 6.12+ prints them: the newest first."""
+        return tuple(reversed(self.history))
 
     @property
     def last(self) -> PerfError | None:

@@ -13,7 +13,9 @@ so this engine reproduces the parts of flex they depend on:
 * a character no rule matches is echoed to stdout (flex's default rule);
 * ``YY_USER_ACTION`` runs before every action, rejected and echoing ones included:
   ``last_column = first_column; first_column = column; column += yyleng``. perf reports
-  ``last_column`` of the look-ahead token as the column of a syntax error.
+  ``last_column`` of the look-ahead token as the column of a syntax error;
+* with ``%option yylineno`` (``newline_resets_column``) a rule's match that contains a newline
+  sets the column to 0 before that (flex's default rule does not).
 
 The scanner works on a ``str`` whose characters are the bytes of the event string (latin-1), so
 columns are byte offsets as in C.
@@ -22,7 +24,7 @@ columns are byte offsets as in C.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 INITIAL = "INITIAL"
@@ -92,6 +94,7 @@ class Scanner:
     rules: tuple[Rule, ...]
     exclusive: frozenset[str]
     inclusive: frozenset[str]
+    newline_resets_column: bool = False
 
     def active(self, state: str) -> tuple[Rule, ...]:
         if state in self.exclusive:
@@ -132,9 +135,20 @@ class Scanner:
     ) -> tuple[list[Token], Cursor]:
         """Every token of ``text`` (the end token last) and the final cursor (echoed characters)."""
         cur = Cursor(text, state=start)
-        tokens: list[Token] = []
+        return list(self.tokens(cur, act, on_eof, eof_kind)), cur
+
+    def tokens(
+        self,
+        cur: Cursor,
+        act: Callable[[Cursor, str, Rule], Token | None],
+        on_eof: Callable[[Cursor], None],
+        eof_kind: str = "$end",
+    ) -> Iterator[Token]:
+        """The tokens of ``cur.text`` one at a time, the end token last: as bison pulls them, so
+        that what an action records (an error, an echoed character) happens when perf's would."""
         by_state: dict[str, tuple[Rule, ...]] = {}
         guard = 0
+        text = cur.text
         while True:
             guard += 1
             if guard > 20 * (len(text) + 10):
@@ -143,20 +157,22 @@ class Scanner:
                 state = cur.state
                 on_eof(cur)
                 if cur.state == state:
-                    tokens.append(Token(eof_kind, None, Loc(cur.first, cur.last), ""))
-                    return tokens, cur
+                    yield Token(eof_kind, None, Loc(cur.first, cur.last), "")
+                    return
                 continue
             rules = by_state.get(cur.state)
             if rules is None:
                 rules = by_state[cur.state] = self.active(cur.state)
             token = self._step(cur, rules, act)
             if token is not None:
-                tokens.append(token)
+                yield token
 
     def _step(self, cur: Cursor, rules: tuple[Rule, ...], act: Callable[[Cursor, str, Rule], Token | None]) -> Token | None:
         start = cur.pos
         for _total, index, length in self.candidates(rules, cur.text, start):
             rule = rules[index]
+            if self.newline_resets_column and "\n" in cur.text[start : start + length]:
+                cur.column = 0
             self._user_action(cur, length)
             cur.pos = start + length
             try:
@@ -164,7 +180,7 @@ class Scanner:
             except Reject:
                 cur.pos = start
                 continue
-        # flex's default rule: ECHO one character
+        # flex's default rule: ECHO one character (an echoed newline does not reset the column)
         self._user_action(cur, 1)
         cur.echoed.append(cur.text[start])
         cur.pos = start + 1

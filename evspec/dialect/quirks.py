@@ -9,7 +9,7 @@ from evspec.dialect.pmu_symbols import SymbolKind
 if TYPE_CHECKING:
     from evspec.dialect.events import PerfState
     from evspec.dialect.lalr import Outcome
-    from evspec.dialect.lexer import LexResult
+    from evspec.dialect.lexer import Lexing
     from evspec.dialect.versions import Profile
 
 _SYMBOL_TOKENS = frozenset(k.value for k in SymbolKind)
@@ -20,7 +20,8 @@ _KEYWORD_TOKENS = frozenset(
 
 
 def explain(
-    text: str, raw: str, p: Profile, lexed: LexResult, state: PerfState, outcome: Outcome, accepted: bool
+    text: str, raw: str, p: Profile, lexed: Lexing, state: PerfState, outcome: Outcome, accepted: bool,
+    syntax_reported: bool = True,
 ) -> str | None:
     notes: list[str] = list(dict.fromkeys(state.quirks))
     if lexed.echoed:
@@ -37,9 +38,9 @@ def explain(
             "here it does not, so the word is lexed as something else"
         )
     bad = outcome.syntax_error_at
-    if bad is not None:
+    if bad is not None and syntax_reported:
         notes += _syntax_notes(raw, p, lexed, bad)
-    if state.errors.count > 2:
+    if state.errors.count > 2 and not p.error_list:
         notes.append(
             "perf keeps the column of its second error when a third one is recorded, so the last message may "
             "stand under another error's caret"
@@ -49,7 +50,7 @@ def explain(
     return "; ".join(notes)
 
 
-def _syntax_notes(raw: str, p: Profile, lexed: LexResult, bad) -> list[str]:  # bad: Token
+def _syntax_notes(raw: str, p: Profile, lexed: Lexing, bad) -> list[str]:  # bad: Token
     notes: list[str] = []
     tokens = lexed.tokens
     index = next(i for i, t in enumerate(tokens) if t is bad)

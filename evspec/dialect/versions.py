@@ -2,14 +2,15 @@
 
 A :class:`Profile` holds every knob the lexer, the grammar and the semantic actions read; the
 engine is the same for all releases. Facts marked "derived" in the spec (4.7, 6.5, 6.6) were read
-from the sources, not run.
+from the sources, not run; 6.12, 7.2 and 7.3 were read from their sources (util/parse-events.l,
+.y, .c, pmu.c, pmus.c, tool_pmu.c) and checked against the released binaries.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-VERSIONS: tuple[str, ...] = ("4.7", "6.1", "6.5", "6.6")
+VERSIONS: tuple[str, ...] = ("4.7", "6.1", "6.5", "6.6", "6.12", "7.2", "7.3")
 
 # perf's event symbol tables: (spellings, (attr type, config))
 HARDWARE_SYMBOLS: tuple[tuple[tuple[str, ...], int], ...] = (
@@ -60,10 +61,19 @@ TERMS_47: tuple[str, ...] = (
     "config", "config1", "config2", "name", "period", "freq", "branch_type", "time", "call-graph",
     "stack-size", "no-inherit", "inherit",
 )  # fmt: skip
+# enum parse_events__term_type after <sysfs term>: the "valid terms:" order of 6.12 and of 7.2
+TERMS_612: tuple[str, ...] = TERMS_65
+TERMS_72: tuple[str, ...] = (
+    "config", "config1", "config2", "config3", "config4", "name", "period", "freq", "branch_type", "time",
+    "call-graph", "stack-size", "no-inherit", "inherit", "max-stack", "nr", "no-overwrite", "overwrite",
+    "driver-config", "percore", "aux-output", "aux-action", "aux-sample-size", "metric-id", "raw", "cpu",
+    "ratio-to-prev", "legacy-hardware-config", "legacy-cache-config",
+)  # fmt: skip
 # internal term types that have a printable name but no keyword
 INTERNAL_TERMS = frozenset({"driver-config", "raw", "legacy-cache", "hardware"})
 # the terms perf stat keeps (parse_events__shrink_config_terms)
 STAT_TERMS = frozenset({"config", "config1", "config2", "config3", "name", "metric-id", "period", "percore"})
+STAT_TERMS_72 = STAT_TERMS | {"config4", "cpu"}
 # the terms a tracepoint (and a BPF-created event) takes
 TRACEPOINT_TERMS = frozenset(
     {"call-graph", "stack-size", "inherit", "no-inherit", "max-stack", "nr", "overwrite", "no-overwrite",
@@ -104,6 +114,20 @@ class Profile:
     bpf_event_terms_split: bool  # hard-coded terms of a BPF event go to its evsels (not 4.7)
     tracepoint_sections: bool  # BPF programs may name tracepoints (SYS:EVENT), not in 4.7
     libbpf_v1: bool  # 6.1+: NULL from bpf_object__open, no legacy maps, prologue bug
+    # ---- perf 6.12 and later (the defaults are the earlier releases')
+    pmu_names: bool = False  # names are looked up in perf's PMU list (pmus.c), not lexed as symbols
+    error_list: bool = False  # every error is kept and printed, the newest first
+    syntax_message: str = "parser error"  # what yyerror records
+    symbol_tokens: bool = True  # hardware/software/tool names and cache names are lexer tokens
+    bounded_numbers: bool = False  # 0x and rHEX take at most 16 digits; an overflow is "Bad base N number"
+    modifier_run: int = 0  # > 0: modifiers are lexed in runs of at most this many letters and checked there
+    stat_terms: frozenset[str] = STAT_TERMS  # what perf stat keeps (parse_events__shrink_config_terms)
+    builtin_events: bool = False  # 7.2: the software, tool and legacy core events come from perf's own tables
+    tool_pmu: bool = False  # 7.2: a "tool" PMU; 6.12 has tool events as lexer symbols
+    default_core: bool = False  # 7.2: "default_core" names the first core PMU
+    wildcard_rule: str = "suffix"  # how a word names PMUs: "suffix" (6.12 perf_pmu__match), "wildcard" (7.2)
+    tracing_events: str = "/sys/kernel/tracing/events"  # the path in "unknown tracepoint" help
+    tracepoint_counts: bool = False  # 7.2: a system glob that matches no tracepoint is "unknown tracepoint"
 
 
 NAME_61 = r"[a-zA-Z_*?\[\]][a-zA-Z0-9_*?.\[\]!]*"
@@ -196,7 +220,48 @@ PERF_47 = Profile(
     libbpf_v1=False,
 )
 
-PROFILES: dict[str, Profile] = {p.version: p for p in (PERF_47, PERF_61, PERF_65, PERF_66)}
+_NAME_612 = r"[a-zA-Z0-9_*?\[\]][a-zA-Z0-9_*?.\[\]!\-]*"
+
+PERF_612 = replace(
+    PERF_66,
+    version="6.12",
+    name_pattern=_NAME_612,
+    modifier_letters="ukhpPGHSDIWebR",
+    terms=TERMS_612,
+    drv_cfg=True,
+    bad_event_messages=True,
+    pmu_names=True,
+    error_list=True,
+    syntax_message="Unrecognized input",
+    bounded_numbers=True,
+    modifier_run=16,
+    tracing_events="/sys/kernel/tracing//events",
+)
+
+PERF_72 = replace(
+    PERF_612,
+    version="7.2",
+    modifier_letters="ukhpPGHSDIWebRX",
+    terms=TERMS_72,
+    symbol_tokens=False,
+    legacy_cache_token=False,
+    hardware_terms=False,
+    tools=False,
+    modifier_run=17,
+    stat_terms=STAT_TERMS_72,
+    builtin_events=True,
+    tool_pmu=True,
+    default_core=True,
+    wildcard_rule="wildcard",
+    tracepoint_counts=True,
+)
+
+# 7.3's event parser, PMU and tool code is 7.2's, file for file
+PERF_73 = replace(PERF_72, version="7.3")
+
+PROFILES: dict[str, Profile] = {
+    p.version: p for p in (PERF_47, PERF_61, PERF_65, PERF_66, PERF_612, PERF_72, PERF_73)
+}
 
 
 def profile(version: str) -> Profile:
