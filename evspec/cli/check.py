@@ -71,7 +71,16 @@ def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system)
 
     from evspec.dialect.check import check_with_perf
 
-    return check_with_perf(checked, args.perf, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
+    version = args.perf
+    if version == "installed":
+        from evspec.cli.app import UsageError
+        from evspec.dialect.installed import ReleaseError, installed_release
+
+        try:
+            version = installed_release()
+        except ReleaseError as exc:
+            raise UsageError(str(exc)) from None
+    return check_with_perf(checked, version, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
 
 
 def _perf_json(results: Sequence[DialectChecked]) -> tuple[dict[str, object], dict[int, dict[str, object]]]:
