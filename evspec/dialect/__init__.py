@@ -11,31 +11,59 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import TYPE_CHECKING, Literal
 
 from evspec.dialect.errors import ErrorSlot, PerfError
 from evspec.dialect.versions import VERSIONS, profile
+from evspec.span import Record, set_field
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
+    from pathlib import Path
+    from typing import Literal
+
     from evspec.system.model import System
 
 __all__ = ["VERSIONS", "PerfError", "PerfVerdict", "predict"]
 
 
-@dataclass(frozen=True, slots=True)
-class PerfVerdict:
+class PerfVerdict(Record):
+    """What one perf release does with a string: ``silent`` (rejected with no event-syntax
+    block), ``error`` (the error perf shows first; None when accepted or silent),
+    ``initial_error`` (6.1-6.6's "Initial error:" block), ``stderr`` (all it prints to stderr),
+    ``quirk`` (why its verdict differs from a sane reading), ``stdout`` (characters its lexer
+    echoed), ``evsels`` (the names of the events an accepted string adds, in order),
+    ``more_errors`` (6.12+: the errors printed after ``error``) and ``ran_as`` (accepted: the
+    string perf ran, without what it skipped or truncated)."""
+
+    __slots__ = ("version", "accepted", "silent", "error", "initial_error", "stderr", "quirk", "stdout", "evsels",
+                 "more_errors", "ran_as")
     version: str
     accepted: bool
-    silent: bool  # rejected and perf prints no event-syntax block
-    error: PerfError | None  # the error perf shows first (None when accepted or silent)
-    initial_error: PerfError | None  # the "Initial error:" block
-    stderr: str  # what that perf prints to stderr, '' if accepted
-    quirk: str | None  # why this perf's verdict differs from a sane reading, when it's a quirk
-    stdout: str = ""  # characters perf's lexer echoed to stdout
-    evsels: tuple[str, ...] = ()  # names of the events an accepted string adds, in order
-    more_errors: tuple[PerfError, ...] = ()  # 6.12+: the errors printed after ``error``, in order
+    silent: bool
+    error: PerfError | None
+    initial_error: PerfError | None
+    stderr: str
+    quirk: str | None
+    stdout: str
+    evsels: tuple[str, ...]
+    more_errors: tuple[PerfError, ...]
+    ran_as: str
+
+    def __init__(self, version: str, accepted: bool, silent: bool, error: PerfError | None,
+                 initial_error: PerfError | None, stderr: str, quirk: str | None, stdout: str = "",
+                 evsels: tuple[str, ...] = (), more_errors: tuple[PerfError, ...] = (), ran_as: str = "") -> None:
+        set_field(self, "version", version)
+        set_field(self, "accepted", accepted)
+        set_field(self, "silent", silent)
+        set_field(self, "error", error)
+        set_field(self, "initial_error", initial_error)
+        set_field(self, "stderr", stderr)
+        set_field(self, "quirk", quirk)
+        set_field(self, "stdout", stdout)
+        set_field(self, "evsels", evsels)
+        set_field(self, "more_errors", more_errors)
+        set_field(self, "ran_as", ran_as)
 
 
 def predict(
@@ -55,7 +83,7 @@ def predict(
     from evspec.dialect.lalr import parse
     from evspec.dialect.lexer import lex, stat_in
     from evspec.dialect.pmu_symbols import PmuSymbols
-    from evspec.dialect.quirks import explain
+    from evspec.dialect.quirks import explain, ran_as
     from evspec.dialect.render import perf_stderr, unterminated_window
     from evspec.dialect.terms import TermRules
 
@@ -83,7 +111,9 @@ def predict(
     quirk = explain(text, raw, p, lexed, state, outcome, accepted, syntax_reported)  # type: ignore[arg-type]
     if accepted:
         names = tuple(e.name or "" for e in state.evsels)
-        return PerfVerdict(p.version, True, False, None, None, "".join(errors.printed), quirk, lexed.echoed, names)
+        truncated = getattr(state, "truncated", {})
+        return PerfVerdict(p.version, True, False, None, None, "".join(errors.printed), quirk, lexed.echoed, names,
+                           ran_as=ran_as(lexed, truncated))
     if p.error_list:
         shown: tuple[PerfError, ...] = errors.listed
         last_b, first_b = (shown[0] if shown else None), None

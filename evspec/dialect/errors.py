@@ -10,28 +10,45 @@ the newest first (``slots`` 0).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from evspec.span import Record, set_field
 
 
-@dataclass(frozen=True, slots=True)
-class PerfError:
-    """One error as perf prints it."""
+class PerfError(Record):
+    """One error as perf prints it: its text after ``\\___``, its caret column (0-based into
+    the string; -1: under the opening quote) and the help block printed under it, if any."""
 
-    message: str  # perf's text after "\\___ "
-    column: int  # perf's caret column, 0-based into the string; -1 = under the opening quote
-    help: str | None = None  # the help block perf prints under it, if any
+    __slots__ = ("message", "column", "help")
+    message: str
+    column: int
+    help: str | None
+
+    def __init__(self, message: str, column: int, help: str | None = None) -> None:
+        set_field(self, "message", message)
+        set_field(self, "column", column)
+        set_field(self, "help", help)
 
 
-@dataclass(slots=True)
-class ErrorSlot:
-    slots: int  # 2: first and last (6.1-6.6), 1: one slot (4.7), 0: every error (6.12+)
-    count: int = 0
-    column: int = 0
-    message: str | None = None
-    help: str | None = None
-    first: PerfError | None = None
-    history: list[PerfError] = field(default_factory=list)  # everything recorded, for explanations
-    printed: list[str] = field(default_factory=list)  # warnings perf prints to stderr while parsing
+class ErrorSlot(Record, frozen=False):
+    """``slots``: 2: first and last (6.1-6.6), 1: one slot (4.7), 0: every error (6.12+);
+    ``history``: everything recorded; ``printed``: warnings perf prints to stderr while parsing."""
+
+    __slots__ = ("slots", "count", "column", "message", "help", "first", "history", "printed")
+    slots: int
+    count: int
+    column: int
+    message: str | None
+    help: str | None
+    first: PerfError | None
+    history: list[PerfError]
+    printed: list[str]
+
+    def __init__(self, slots: int) -> None:
+        self.slots, self.count, self.column = slots, 0, 0
+        self.message: str | None = None
+        self.help: str | None = None
+        self.first: PerfError | None = None
+        self.history: list[PerfError] = []
+        self.printed: list[str] = []
 
     def handle(self, column: int | None, message: str, help: str | None = None) -> None:
         """Record an error; ``column`` None leaves the column as it is (4.7 code paths do that)."""

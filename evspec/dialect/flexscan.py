@@ -25,20 +25,31 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+
+from evspec.span import Record, set_field
 
 INITIAL = "INITIAL"
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One flex rule. ``states`` empty means "INITIAL and every inclusive state"."""
+class Rule(Record):
+    """One flex rule. ``states`` empty means "INITIAL and every inclusive state"; ``trail`` is
+    trailing context (must follow, is not consumed); ``may_reject``: the action can REJECT, so
+    every match length is a candidate."""
 
+    __slots__ = ("name", "pattern", "states", "trail", "may_reject")
     name: str
     pattern: re.Pattern[str]
-    states: frozenset[str] = frozenset()
-    trail: re.Pattern[str] | None = None  # trailing context: must follow, is not consumed
-    may_reject: bool = False  # the action can REJECT: every match length is a candidate
+    states: frozenset[str]
+    trail: re.Pattern[str] | None
+    may_reject: bool
+
+    def __init__(self, name: str, pattern: re.Pattern[str], states: frozenset[str] = frozenset(),
+                 trail: re.Pattern[str] | None = None, may_reject: bool = False) -> None:
+        set_field(self, "name", name)
+        set_field(self, "pattern", pattern)
+        set_field(self, "states", states)
+        set_field(self, "trail", trail)
+        set_field(self, "may_reject", may_reject)
 
 
 def literals(*words: str) -> re.Pattern[str]:
@@ -46,33 +57,48 @@ def literals(*words: str) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
 
 
-@dataclass(frozen=True, slots=True)
-class Loc:
+class Loc(Record):
     """bison's location as perf's lexer fills it (only the columns matter)."""
 
+    __slots__ = ("first", "last")
     first: int
     last: int
 
+    def __init__(self, first: int, last: int) -> None:
+        set_field(self, "first", first)
+        set_field(self, "last", last)
 
-@dataclass(frozen=True, slots=True)
-class Token:
+
+class Token(Record):
+    __slots__ = ("kind", "value", "loc", "text")
     kind: str
     value: object
     loc: Loc
     text: str
 
+    def __init__(self, kind: str, value: object, loc: Loc, text: str) -> None:
+        set_field(self, "kind", kind)
+        set_field(self, "value", value)
+        set_field(self, "loc", loc)
+        set_field(self, "text", text)
 
-@dataclass(slots=True)
-class Cursor:
-    """The scanner state an action sees and changes."""
 
+class Cursor(Record, frozen=False):
+    """The scanner state an action sees and changes; bison initialises yylloc to 1:1."""
+
+    __slots__ = ("text", "pos", "column", "first", "last", "state", "echoed")
     text: str
-    pos: int = 0
-    column: int = 0
-    first: int = 1  # bison initialises yylloc to 1:1
-    last: int = 1
-    state: str = INITIAL
-    echoed: list[str] = field(default_factory=list)
+    pos: int
+    column: int
+    first: int
+    last: int
+    state: str
+    echoed: list[str]
+
+    def __init__(self, text: str, pos: int = 0, column: int = 0, first: int = 1, last: int = 1,
+                 state: str = INITIAL) -> None:
+        self.text, self.pos, self.column, self.first, self.last, self.state = text, pos, column, first, last, state
+        self.echoed = []
 
     def begin(self, state: str) -> None:
         self.state = state
@@ -89,14 +115,32 @@ Action = Callable[[Cursor, str, Rule], "Token | None"]
 EofAction = Callable[[Cursor], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Scanner:
+class Scanner(Record, uncompared=("by_state",), hidden=("by_state",)):
+    """A flex scanner: its rules in order, its start conditions, and (``by_state``) the rules
+    active in each state, worked out once."""
+
+    __slots__ = ("rules", "exclusive", "inclusive", "newline_resets_column", "by_state")
     rules: tuple[Rule, ...]
     exclusive: frozenset[str]
     inclusive: frozenset[str]
-    newline_resets_column: bool = False
+    newline_resets_column: bool
+    by_state: dict[str, tuple[Rule, ...]]
+
+    def __init__(self, rules: tuple[Rule, ...], exclusive: frozenset[str], inclusive: frozenset[str],
+                 newline_resets_column: bool = False) -> None:
+        set_field(self, "rules", rules)
+        set_field(self, "exclusive", exclusive)
+        set_field(self, "inclusive", inclusive)
+        set_field(self, "newline_resets_column", newline_resets_column)
+        set_field(self, "by_state", {})
 
     def active(self, state: str) -> tuple[Rule, ...]:
+        found = self.by_state.get(state)
+        if found is None:
+            found = self.by_state[state] = self._active(state)
+        return found
+
+    def _active(self, state: str) -> tuple[Rule, ...]:
         if state in self.exclusive:
             return tuple(r for r in self.rules if state in r.states)
         return tuple(
@@ -146,7 +190,6 @@ class Scanner:
     ) -> Iterator[Token]:
         """The tokens of ``cur.text`` one at a time, the end token last: as bison pulls them, so
         that what an action records (an error, an echoed character) happens when perf's would."""
-        by_state: dict[str, tuple[Rule, ...]] = {}
         guard = 0
         text = cur.text
         while True:
@@ -160,10 +203,7 @@ class Scanner:
                     yield Token(eof_kind, None, Loc(cur.first, cur.last), "")
                     return
                 continue
-            rules = by_state.get(cur.state)
-            if rules is None:
-                rules = by_state[cur.state] = self.active(cur.state)
-            token = self._step(cur, rules, act)
+            token = self._step(cur, self.active(cur.state), act)
             if token is not None:
                 yield token
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 
-from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
 from evspec.dialect.events import Evsel, Failed, PerfState
 from evspec.dialect.flexscan import Loc
 from evspec.dialect.lalr import Abort, Production, Tables, build
@@ -94,16 +93,16 @@ def _cache(word_at: tuple[int, ...], terms_at: int) -> Action:
     return lambda s, v, loc: _call(lambda: s.add_cache([v[i] for i in word_at], v[terms_at]))
 
 
-_LEGACY_CACHE = re.compile(
-    "({t})(?:-({o}))?(?:-({o}))?".format(
-        t="|".join(re.escape(w) for w in sorted((w for g in CACHE_TYPES for w in g), key=len, reverse=True)),
-        o="|".join(re.escape(w) for w in sorted((w for g in CACHE_OPS + CACHE_RESULTS for w in g), key=len, reverse=True)),
-    )
-)
+_LEGACY_CACHE: list[re.Pattern[str]] = []  # compiled on first use: only 6.5 and 6.6 need it
 
 
 def _legacy_cache(s: PerfState, v: list, loc: list[Loc]) -> object:
-    m = _LEGACY_CACHE.fullmatch(v[0])
+    if not _LEGACY_CACHE:
+        types = "|".join(re.escape(w) for w in sorted((w for g in CACHE_TYPES for w in g), key=len, reverse=True))
+        ops = "|".join(re.escape(w) for w in sorted((w for g in CACHE_OPS + CACHE_RESULTS for w in g), key=len,
+                                                    reverse=True))
+        _LEGACY_CACHE.append(re.compile(f"({types})(?:-({ops}))?(?:-({ops}))?"))
+    m = _LEGACY_CACHE[0].fullmatch(v[0])
     assert m is not None
     words = [w for w in m.groups() if w is not None]
     return _call(lambda: s.add_cache(words, v[1]))
@@ -509,7 +508,7 @@ def _pmu_tracepoint(s, v: list, loc: list[Loc]) -> object:
 
 
 def _pmu_numeric(s, v: list, loc: list[Loc]) -> object:
-    return _pmu_call(lambda: s.numeric(v[0] & UINT_MASK, v[2], v[3]))
+    return _pmu_call(lambda: s.numeric(s.numeric_type(v[0], loc[0].first), v[2], v[3]))
 
 
 def _pmu_raw(s, v: list, loc: list[Loc]) -> object:
@@ -647,8 +646,19 @@ def _grammar_pmu(p: Profile) -> list[Production]:
     return rules
 
 
-@lru_cache(maxsize=16)
+_TABLES: dict[tuple[str, object], Tables] = {}
+
+
 def tables(p: Profile) -> Tables:
+    """The LALR tables of ``p``'s grammar, built once per grammar (7.2 and 7.3 share theirs)."""
+    key: tuple[str, object] = ("pmu", p.symbol_tokens) if p.pmu_names else ("classic", p.version)
+    found = _TABLES.get(key)
+    if found is None:
+        found = _TABLES[key] = _build(p)
+    return found
+
+
+def _build(p: Profile) -> Tables:
     if p.pmu_names:
         return build("start", _grammar_pmu(p))
     if p.version == "4.7":

@@ -18,9 +18,8 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable, Iterator
-from functools import lru_cache
 
-from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.flexscan import (
     INITIAL,
@@ -106,10 +105,18 @@ MODIFIER_FIELDS = {
 }  # fmt: skip
 
 
-@lru_cache(maxsize=16)
+_SCANNERS: dict[str, Scanner] = {}
+
+
 def _scanner(p: Profile) -> Scanner:
-    if p.pmu_names:
-        return _scanner_pmu(p)
+    """``p``'s scanner, built once per release (hashing a Profile costs more than a lookup)."""
+    found = _SCANNERS.get(p.version)
+    if found is None:
+        found = _SCANNERS[p.version] = _scanner_pmu(p) if p.pmu_names else _scanner_classic(p)
+    return found
+
+
+def _scanner_classic(p: Profile) -> Scanner:
     rules: list[Rule] = []
 
     def add(name: str, pattern: str | re.Pattern[str], *states: str, trail: str | None = None, reject: bool = False) -> None:

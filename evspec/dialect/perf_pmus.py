@@ -11,13 +11,16 @@ The ``tracepoint`` PMU has the machine's tracepoints as ``SYS:EVENT`` events.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
 from evspec.dialect import pmu_tables
 from evspec.dialect.pmu_tables import TableEvent
+from evspec.span import Record, set_field
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
+    from collections.abc import Mapping
+
     from evspec.dialect.versions import Profile
     from evspec.system.model import FormatField, Pmu, PmuAlias, System
 
@@ -26,26 +29,48 @@ PLACEHOLDER, SYSFS, TOOL = "placeholder", "sysfs", "tool"
 WELL_KNOWN = {"software": 1, "tracepoint": 2, "breakpoint": 5}
 
 
-@dataclass(frozen=True, slots=True)
-class PmuEvent:
+class PmuEvent(Record):
     """An event of a PMU as perf_pmu__find_alias returns it."""
 
+    __slots__ = ("name", "terms", "unit", "sysfs")
     name: str
     terms: str
     unit: str
     sysfs: bool
 
+    def __init__(self, name: str, terms: str, unit: str, sysfs: bool) -> None:
+        set_field(self, "name", name)
+        set_field(self, "terms", terms)
+        set_field(self, "unit", unit)
+        set_field(self, "sysfs", sysfs)
 
-@dataclass(slots=True)
-class PerfPmu:
+
+class PerfPmu(Record):
+    """One PMU as perf lists it: ``kind`` PLACEHOLDER, SYSFS or TOOL; ``is_uncore``: it has a
+    cpumask file (wildcards may name it with a suffix); ``formats`` in the order perf lists
+    them; ``aliases`` its sysfs events/ and ``table`` perf's own events, by lower-case name."""
+
+    __slots__ = ("name", "type", "kind", "is_core", "is_uncore", "formats", "aliases", "table")
     name: str
     type: int
-    kind: str  # PLACEHOLDER, SYSFS or TOOL
+    kind: str
     is_core: bool
-    is_uncore: bool  # a cpumask file: wildcards may name it with a suffix
-    formats: tuple[FormatField, ...] = ()  # in the order perf lists them
-    aliases: dict[str, PmuAlias] = field(default_factory=dict)  # sysfs events/, by lower-case name
-    table: dict[str, TableEvent] = field(default_factory=dict)  # perf's own events, by lower-case name
+    is_uncore: bool
+    formats: tuple[FormatField, ...]
+    aliases: Mapping[str, PmuAlias]
+    table: Mapping[str, TableEvent]
+
+    def __init__(self, name: str, type: int, kind: str, is_core: bool, is_uncore: bool,  # noqa: A002
+                 formats: tuple[FormatField, ...] = (), aliases: Mapping[str, PmuAlias] | None = None,
+                 table: Mapping[str, TableEvent] | None = None) -> None:
+        set_field(self, "name", name)
+        set_field(self, "type", type)
+        set_field(self, "kind", kind)
+        set_field(self, "is_core", is_core)
+        set_field(self, "is_uncore", is_uncore)
+        set_field(self, "formats", formats)
+        set_field(self, "aliases", aliases if aliases is not None else {})
+        set_field(self, "table", table if table is not None else {})
 
     @property
     def is_tracepoint(self) -> bool:
@@ -153,6 +178,23 @@ def _suffix_match_72(name: str, token: str) -> bool:
     return i - start > 2 if has_hex else True
 
 
+_MADE: dict[tuple[str, int], tuple[object, PerfPmus]] = {}
+
+
+def perf_pmus(p: Profile, system: System | None) -> PerfPmus:
+    """The PMU list of release ``p`` on ``system``, made once per system object (perf reads sysfs
+    once per run; predictions of many strings against one system share the list)."""
+    key = (p.version, id(system))
+    made = _MADE.get(key)
+    if made is not None and made[0] is system:
+        return made[1]
+    if len(_MADE) > 32:
+        _MADE.clear()
+    pmus = PerfPmus(p, system)
+    _MADE[key] = (system, pmus)
+    return pmus
+
+
 class PerfPmus:
     """The PMUs perf sees on ``system`` (None: the placeholder core PMU and perf's well-known ones)."""
 
@@ -172,26 +214,27 @@ class PerfPmus:
         if not core:
             core.append(PerfPmu("cpu", PERF_TYPE_RAW, PLACEHOLDER, True, False, table=self._core_table()))
         if p.tool_pmu:
-            other.append(PerfPmu("tool", -1, TOOL, False, False, table=pmu_tables.by_name(
-                tuple(e for e in pmu_tables.TOOL if e.name not in pmu_tables.TOOL_SKIPPED))))
+            other.append(PerfPmu("tool", -1, TOOL, False, False, table=pmu_tables.tool()))
         self.core = _sorted(core)
         self.other = _sorted(other)
         self.all = (*self.core, *self.other)
+        cpus = system.possible_cpus() if system is not None else ()
+        self.max_present_cpu = max(cpus) + 1 if cpus else 1  # cpu__max_present_cpu (from the possible CPUs)
 
-    def _core_table(self) -> dict[str, TableEvent]:
-        return dict(pmu_tables.default_core()) if self.profile.builtin_events else {}
+    def _core_table(self) -> Mapping[str, TableEvent]:
+        return pmu_tables.default_core() if self.profile.builtin_events else {}
 
-    def _table_for(self, name: str, is_core: bool) -> dict[str, TableEvent]:
+    def _table_for(self, name: str, is_core: bool) -> Mapping[str, TableEvent]:
         if is_core:
             return self._core_table()
         if name == "software" and self.profile.builtin_events:
-            return pmu_tables.by_name(pmu_tables.SOFTWARE)
+            return pmu_tables.software()
         return {}
 
     def _from_sysfs(self, pmu: Pmu) -> PerfPmu:
         is_core = pmu.name in ("cpu", "cpum_cf") or pmu.cpus is not None
         return PerfPmu(pmu.name, pmu.type, SYSFS, is_core, pmu.cpumask is not None,
-                       tuple(pmu.formats.values()), dict(pmu.aliases), self._table_for(pmu.name, is_core))
+                       tuple(pmu.formats.values()), pmu.aliases, self._table_for(pmu.name, is_core))
 
     def _well_known(self, name: str, type_: int) -> PerfPmu:
         return PerfPmu(name, type_, SYSFS, False, False, table=self._table_for(name, False))
@@ -254,8 +297,3 @@ class PerfPmus:
     def with_event(self, name: str) -> list[PerfPmu]:
         """Every PMU that has event ``name``, in perf's scan order."""
         return [pmu for pmu in self.all if self.have_event(pmu, name)]
-
-    def max_present_cpu(self) -> int:
-        """cpu__max_present_cpu: one past the highest CPU (this model reads the possible CPUs)."""
-        cpus = self.system.possible_cpus() if self.system is not None else ()
-        return max(cpus) + 1 if cpus else 1

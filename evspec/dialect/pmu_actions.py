@@ -12,18 +12,20 @@ configured (``_add_pmu``). 6.12 still lexes hardware, software, tool and cache n
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
-from evspec.compiler.attr import CACHE_VALID_OPS as CACHE_OP_SUPPORT
+from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, parse_aliases
+from evspec.dialect.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.events import NO_TRACEFS_HELP, SKIP_EVENTS, SKIP_SYSTEMS
-from evspec.dialect.perf_pmus import PerfPmu, PerfPmus
+from evspec.dialect.perf_pmus import PerfPmu, perf_pmus
 from evspec.dialect.terms import NUM, STR, USER, PmuTermRules, Term
 from evspec.dialect.versions import INTERNAL_TERMS, Profile
 
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
+
 if TYPE_CHECKING:
+    from typing import NoReturn
+
     from evspec.system.model import System
 
 PERF_TYPE_HARDWARE, PERF_TYPE_HW_CACHE = 0, 3
@@ -43,47 +45,47 @@ class Failed(Exception):
     """An add function returned an error (what it recorded, if anything, is in the error list)."""
 
 
-@dataclass(slots=True)
 class PmuEvsel:
-    name: str | None
-    kind: str
-    pmu: str | None = None
-    precise: int = 0
+    """An event perf added: its name (None until the event's text names it), kind, PMU and the
+    precision its modifiers asked for."""
+
+    __slots__ = ("name", "kind", "pmu", "precise")
+
+    def __init__(self, name: str | None, kind: str, pmu: str | None = None) -> None:
+        self.name, self.kind, self.pmu, self.precise = name, kind, pmu, 0
 
 
-@dataclass(slots=True)
 class _Attr:
     """The part of perf_event_attr the checks read."""
 
-    type: int
-    config: int = 0
+    __slots__ = ("type", "config")
+
+    def __init__(self, type_: int) -> None:
+        self.type, self.config = type_, 0
 
 
-@dataclass(slots=True)
 class _Info:
     """struct perf_pmu_info: what one event's aliases set (only one alias may set each)."""
 
-    unit: bool = False
-    scale: bool = False
+    __slots__ = ("unit", "scale")
+
+    def __init__(self) -> None:
+        self.unit = self.scale = False
 
 
-@dataclass(slots=True)
 class PmuState:
-    """``struct parse_events_state`` of perf 6.12+, with the machine's PMUs."""
+    """``struct parse_events_state`` of perf 6.12+, with the machine's PMUs; ``truncated`` maps
+    the column of a numeric event's type perf cut to 32 bits to what it kept."""
 
-    profile: Profile
-    system: System | None
-    stat: bool
-    errors: ErrorSlot
-    text: str
-    evsels: list[PmuEvsel] = field(default_factory=list)
-    quirks: list[str] = field(default_factory=list)
-    pmus: PerfPmus = field(init=False)
-    rules: PmuTermRules = field(init=False)
+    __slots__ = ("profile", "system", "stat", "errors", "text", "evsels", "quirks", "truncated", "pmus", "rules")
 
-    def __post_init__(self) -> None:
-        self.pmus = PerfPmus(self.profile, self.system)
-        self.rules = PmuTermRules(self.profile, self.stat, self.pmus.max_present_cpu(),
+    def __init__(self, profile: Profile, system: System | None, stat: bool, errors: ErrorSlot, text: str) -> None:
+        self.profile, self.system, self.stat, self.errors, self.text = profile, system, stat, errors, text
+        self.evsels: list[PmuEvsel] = []
+        self.quirks: list[str] = []
+        self.truncated: dict[int, int] = {}
+        self.pmus = perf_pmus(profile, system)
+        self.rules = PmuTermRules(profile, stat, self.pmus.max_present_cpu,
                                   lambda name: self.pmus.find(name) is not None)
 
     def _add(self, kind: str, name: str | None, pmu: PerfPmu | None = None) -> PmuEvsel:
@@ -337,6 +339,13 @@ class PmuState:
 
     # ---- events of their own kind
 
+    def numeric_type(self, type_: int, column: int) -> int:
+        """``TYPE:CONFIG`` takes TYPE as a u32: higher bits are dropped without a word."""
+        if type_ > 0xFFFFFFFF:
+            self.truncated[column] = type_ & 0xFFFFFFFF
+            self.quirks.append(f"perf keeps the low 32 bits of the type {type_}: it is {type_ & 0xFFFFFFFF}")
+        return type_ & 0xFFFFFFFF
+
     def numeric(self, type_: int, config: int, terms: list[Term] | None, wildcard: bool = False) -> list[PmuEvsel]:
         """parse_events_add_numeric: ``TYPE:CONFIG``, ``rNNN`` and (6.12) hardware and software
         symbols; one evsel per core PMU for a hardware symbol on a hybrid machine."""
@@ -387,37 +396,40 @@ class PmuState:
         """parse_events_add_tracepoint and add_tracepoint_multi_sys."""
         if terms and not all(self.rules.tracepoint(t, self.errors) for t in terms):
             raise Failed
-        from evspec.system.model import TracefsUnavailable
-
         found = 0
         out: list[PmuEvsel] = []
-        try:
-            if "*" in sys or "?" in sys:
-                for name in self._systems():
-                    if fnmatch.fnmatchcase(name, sys):
-                        found += self._tracepoint_events(name, event, column, out)
-            else:
-                found += self._tracepoint_events(sys, event, column, out)
-        except TracefsUnavailable:
-            self.errors.handle(column, "unknown tracepoint", NO_TRACEFS_HELP)
-            raise Failed from None
+        if self.system is None:  # no tracefs described: no tracepoint is known
+            found = 0 if "*" in sys or "?" in sys else self._tracepoint_error(sys, event, column)
+        else:
+            from evspec.system.model import TracefsUnavailable
+
+            try:
+                if "*" in sys or "?" in sys:
+                    for name in self._systems():
+                        if fnmatch.fnmatchcase(name, sys):
+                            found += self._tracepoint_events(name, event, column, out)
+                else:
+                    found += self._tracepoint_events(sys, event, column, out)
+            except TracefsUnavailable:
+                self.errors.handle(column, "unknown tracepoint", NO_TRACEFS_HELP)
+                raise Failed from None
         if not found and (self.profile.tracepoint_counts or not ("*" in sys or "?" in sys)):
             self._tracepoint_error(sys, event, column)
         return out
 
     def _systems(self) -> tuple[str, ...]:
-        if self.system is None:
-            return ()
+        assert self.system is not None
         return tuple(s for s in self.system.tracepoint_systems() if s not in SKIP_SYSTEMS)
 
     def _tracepoint_events(self, sys: str, event: str, column: int, out: list[PmuEvsel]) -> int:
         """add_tracepoint_multi_event: how many events matched (an error on the first one missing)."""
+        assert self.system is not None
         if "*" not in event and "?" not in event:
-            if self.system is None or self.system.tracepoint_id(sys, event) is None:
+            if self.system.tracepoint_id(sys, event) is None:
                 self._tracepoint_error(sys, event, column)
             out.append(self._add("tracepoint", f"{sys}:{event}"))
             return 1
-        if self.system is None or not self.system.has_tracepoint_system(sys):
+        if not self.system.has_tracepoint_system(sys):
             return 0
         found = 0
         for name in self.system.tracepoint_events(sys):
@@ -429,7 +441,7 @@ class PmuState:
             out.append(self._add("tracepoint", f"{sys}:{name}"))
         return found
 
-    def _tracepoint_error(self, sys: str, event: str, column: int) -> None:
+    def _tracepoint_error(self, sys: str, event: str, column: int) -> NoReturn:
         template = SDT_HELP if sys.startswith("sdt_") else UNKNOWN_TRACEPOINT_HELP
         self.errors.handle(column, "unknown tracepoint",
                            template.format(path=self.profile.tracing_events, sys=sys, event=event))
@@ -444,36 +456,31 @@ def _named(terms: list[Term] | None) -> str | None:
 
 
 def _decode_cache(name: str) -> int | None:
-    """parse_events__decode_legacy_cache: None where perf returns -EINVAL."""
-    from evspec.compiler.attr import match_cache_alias
-
-    lower = name
-    cache_type = match_cache_alias(lower, CACHE_TYPES)
-    if cache_type < 0:
+    """parse_events__decode_legacy_cache: TYPE, then an operation or a result, then the other;
+    None where perf returns -EINVAL (no type, an operation the cache lacks)."""
+    cache, length = parse_aliases(name, CACHE_TYPES)
+    if cache < 0:
         return None
-    length = max(len(a) for a in CACHE_TYPES[cache_type] if lower.lower().startswith(a.lower()))
-    rest = lower[length + 1 :] if len(lower) > length else None
     op = result = -1
+    rest: str | None = name[length + 1 :] if length + 1 <= len(name) else None
     if rest is not None:
-        op = match_cache_alias(rest, CACHE_OPS)
+        op, length = parse_aliases(rest, CACHE_OPS)
         if op >= 0:
-            if not CACHE_OP_SUPPORT[cache_type] >> op & 1:
+            if not CACHE_OP_SUPPORT[cache] >> op & 1:
                 return None
-            used = max(len(a) for a in CACHE_OPS[op] if rest.lower().startswith(a.lower()))
+            rest = rest[length + 1 :] if length + 1 <= len(rest) else None
         else:
-            result = match_cache_alias(rest, CACHE_RESULTS)
-            used = max(len(a) for a in CACHE_RESULTS[result] if rest.lower().startswith(a.lower())) if result >= 0 else -1
-        rest = rest[used + 1 :] if used >= 0 and len(rest) > used else (rest if used < 0 else None)
+            result, length = parse_aliases(rest, CACHE_RESULTS)
+            if result >= 0:
+                rest = rest[length + 1 :] if length + 1 <= len(rest) else None
     if rest is not None:
         if op < 0:
-            op = match_cache_alias(rest, CACHE_OPS)
-            if op >= 0 and not CACHE_OP_SUPPORT[cache_type] >> op & 1:
+            op, _ = parse_aliases(rest, CACHE_OPS)
+            if op >= 0 and not CACHE_OP_SUPPORT[cache] >> op & 1:
                 return None
         elif result < 0:
-            result = match_cache_alias(rest, CACHE_RESULTS)
-    op = 0 if op < 0 else op
-    result = 0 if result < 0 else result
-    return cache_type | op << 8 | result << 16
+            result, _ = parse_aliases(rest, CACHE_RESULTS)
+    return cache | max(op, 0) << 8 | max(result, 0) << 16
 
 
 def _alias_terms(definition: str, keywords: tuple[str, ...]) -> list[Term] | None:

@@ -8,17 +8,25 @@ perf 6.12 has no such tables: its lexer knows these names as symbols instead.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 
-from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, CACHE_VALID_OPS
+from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, CACHE_VALID_OPS
+from evspec.span import Record, set_field
 
 
-@dataclass(frozen=True, slots=True)
-class TableEvent:
+class TableEvent(Record):
+    """An event of perf's tables: its name, its definition as a term list, and the unit of its
+    ScaleUnit ("msec"; an event with a unit cannot share a term list with another)."""
+
+    __slots__ = ("name", "terms", "unit")
     name: str
-    terms: str  # the alias definition, as a term list
-    unit: str = ""  # ScaleUnit's unit ("msec"); an event with a unit cannot share an event with another
+    terms: str
+    unit: str
+
+    def __init__(self, name: str, terms: str, unit: str = "") -> None:
+        set_field(self, "name", name)
+        set_field(self, "terms", terms)
+        set_field(self, "unit", unit)
 
 
 def _hex_or_dec(value: int) -> str:
@@ -97,5 +105,12 @@ def default_core() -> dict[str, TableEvent]:
     return table
 
 
-def by_name(events: tuple[TableEvent, ...]) -> dict[str, TableEvent]:
-    return {e.name.lower(): e for e in events}
+@lru_cache(maxsize=1)
+def software() -> dict[str, TableEvent]:
+    return {e.name.lower(): e for e in SOFTWARE}
+
+
+@lru_cache(maxsize=1)
+def tool() -> dict[str, TableEvent]:
+    """The tool PMU's events of an x86 build, by lower-case name."""
+    return {e.name.lower(): e for e in TOOL if e.name not in TOOL_SKIPPED}

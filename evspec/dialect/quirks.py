@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from evspec.dialect.pmu_symbols import SymbolKind
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
     from evspec.dialect.events import PerfState
@@ -74,3 +74,27 @@ def _syntax_notes(raw: str, p: Profile, lexed: Lexing, bad) -> list[str]:  # bad
         else "at the end of the string perf puts the caret under the second-to-last lexeme"
     )
     return notes
+
+
+_NOT_SHOWN = frozenset({"PE_START_EVENTS", "PE_EVENT_NAME", "$end"})
+_BEFORE_MODIFIER = frozenset({"PE_NAME", "PE_VALUE", "PE_RAW", "PE_MODIFIER_BP", "PE_VALUE_SYM_HW", "PE_VALUE_SYM_SW",
+                              "PE_VALUE_SYM_TOOL", "PE_LEGACY_CACHE"})  # fmt: skip
+
+
+def ran_as(lexed: Lexing, truncated: dict[int, int]) -> str:
+    """The string an accepting perf ran, written so that it means the same without the quirks:
+    the tokens it read (what it skipped or echoed left out), a modifier it took without a ':'
+    given its ':', a number it truncated (``truncated``: column -> value) as that value."""
+    out: list[str] = []
+    previous = None
+    for tok in lexed.tokens:
+        if tok.kind in _NOT_SHOWN:
+            continue
+        text = tok.text
+        if tok.kind == "PE_VALUE" and tok.loc.first in truncated:
+            text = str(truncated[tok.loc.first])
+        if tok.kind == "PE_MODIFIER_EVENT" and previous in _BEFORE_MODIFIER:
+            text = ":" + text
+        out.append(text)
+        previous = tok.kind
+    return "".join(out)

@@ -3,10 +3,9 @@ and perf stat's restriction (perf-event-language.md §5)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.versions import INTERNAL_TERMS, STAT_TERMS, TRACEPOINT_TERMS, Profile
+from evspec.span import Record, set_field
 
 USER = "user"
 NUM = "num"
@@ -25,19 +24,27 @@ NUMERIC_TERMS = frozenset(
 STRING_TERMS = frozenset({"name", "metric-id", "call-graph", "branch_type"})
 
 
-@dataclass(slots=True)
-class Term:
-    """``struct parse_events_term``: ``err_term``/``err_val`` are the columns perf reports."""
+class Term(Record, frozen=False):
+    """``struct parse_events_term``: ``type_term`` is USER or a config term name ("config",
+    "driver-config", ...), ``type_val`` NUM or STR; ``err_term``/``err_val`` are the columns perf
+    reports; ``array``: (start, length) ranges of a map term's index list, () for ``[all]``."""
 
-    type_term: str  # USER or a config term name ("config", "driver-config", ...)
+    __slots__ = ("type_term", "config", "val", "type_val", "no_value", "err_term", "err_val", "array", "used")
+    type_term: str
     config: str | None
     val: int | str
-    type_val: str  # NUM or STR
+    type_val: str
     no_value: bool
     err_term: int
     err_val: int
-    array: tuple[tuple[int, int], ...] | None = None  # (start, length) ranges; () = [all]
-    used: bool = False
+    array: tuple[tuple[int, int], ...] | None
+    used: bool
+
+    def __init__(self, type_term: str, config: str | None, val: int | str, type_val: str, no_value: bool,
+                 err_term: int, err_val: int, array: tuple[tuple[int, int], ...] | None = None,
+                 used: bool = False) -> None:
+        self.type_term, self.config, self.val, self.type_val = type_term, config, val, type_val
+        self.no_value, self.err_term, self.err_val, self.array, self.used = no_value, err_term, err_val, array, used
 
     @property
     def hardcoded(self) -> bool:
@@ -45,13 +52,21 @@ class Term:
 
     def clone(self, keep_no_value: bool) -> Term:
         """parse_events_term__clone; perf 6.1 forgets ``no_value`` (and the index list)."""
-        return replace(self, no_value=self.no_value and keep_no_value, array=None, used=False)
+        return Term(self.type_term, self.config, self.val, self.type_val, self.no_value and keep_no_value,
+                    self.err_term, self.err_val)
 
 
-@dataclass(frozen=True, slots=True)
-class TermRules:
+class TermRules(Record):
+    """The term checks of perf up to 6.6; ``stat``: perf stat called
+    parse_events__shrink_config_terms()."""
+
+    __slots__ = ("profile", "stat")
     profile: Profile
-    stat: bool  # perf stat: parse_events__shrink_config_terms() was called
+    stat: bool
+
+    def __init__(self, profile: Profile, stat: bool) -> None:
+        set_field(self, "profile", profile)
+        set_field(self, "stat", stat)
 
     def available(self, term_type: str) -> bool:
         return not self.stat or term_type in STAT_TERMS
@@ -139,15 +154,22 @@ TRACEPOINT_TERMS_612 = TRACEPOINT_TERMS | {"aux-action"}
 CPU_LIST_MAX = 0x7FFF  # INT16_MAX: perf_cpu_map__new refuses CPUs from here on
 
 
-@dataclass(frozen=True, slots=True)
-class PmuTermRules:
+class PmuTermRules(Record):
     """config_term_common, config_term_tracepoint and the help perf 6.12+ prints: an unknown term
-    is named by its type (``<sysfs term>`` for a word that is no keyword)."""
+    is named by its type (``<sysfs term>`` for a word that is no keyword). ``cpu=N`` must be below
+    ``max_present_cpu``; ``is_pmu(name)``: does perf_pmus__find know the name."""
 
+    __slots__ = ("profile", "stat", "max_present_cpu", "is_pmu")
     profile: Profile
     stat: bool
-    max_present_cpu: int  # cpu=N must be below this
-    is_pmu: object  # Callable[[str], bool]: does perf_pmus__find know this name
+    max_present_cpu: int
+    is_pmu: object
+
+    def __init__(self, profile: Profile, stat: bool, max_present_cpu: int, is_pmu: object) -> None:
+        set_field(self, "profile", profile)
+        set_field(self, "stat", stat)
+        set_field(self, "max_present_cpu", max_present_cpu)
+        set_field(self, "is_pmu", is_pmu)
 
     def type_name(self, term_type: str) -> str:
         return SYSFS_TERM if term_type == USER else term_type

@@ -8,8 +8,6 @@ from the sources, not run; 6.12, 7.2 and 7.3 were read from their sources (util/
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 VERSIONS: tuple[str, ...] = ("4.7", "6.1", "6.5", "6.6", "6.12", "7.2", "7.3")
 
 # perf's event symbol tables: (spellings, (attr type, config))
@@ -84,8 +82,56 @@ KERNEL_PMU_KEYWORDS_61 = r"cycles-ct|cycles-t|mem-loads-aux|mem-loads|mem-stores
 KERNEL_PMU_KEYWORDS_47 = r"cycles-ct|cycles-t|mem-loads|mem-stores"
 
 
-@dataclass(frozen=True, slots=True)
 class Profile:
+    """Every knob of one release, read by the lexer, the grammar and the semantic actions. A
+    plain class, made without the ``dataclass`` decorator (a syntax error in a default check
+    predicts today's releases, and that path stays as light as the check itself): keyword
+    construction, equality and hashing over every knob, ``derive`` for a release that differs
+    from another in a few knobs."""
+
+    __slots__ = (
+        "version",
+        "name_pattern",
+        "modifier_letters",
+        "modifier_max",
+        "terms",
+        "software",
+        "tools",
+        "kernel_pmu_keywords",
+        "pmu_symbols",
+        "legacy_cache_token",
+        "hardware_terms",
+        "raw_terms",
+        "raw_symbol_check",
+        "drv_cfg",
+        "name_tag",
+        "event_comma",
+        "bpf",
+        "arrays",
+        "mem_trailing_context",
+        "error_slots",
+        "tracepoint_error_at_event",
+        "unknown_pmu_message",
+        "name_as_event",
+        "bad_event_messages",
+        "no_value_copy_bug",
+        "bpf_event_terms_split",
+        "tracepoint_sections",
+        "libbpf_v1",
+        "pmu_names",
+        "error_list",
+        "syntax_message",
+        "symbol_tokens",
+        "bounded_numbers",
+        "modifier_run",
+        "stat_terms",
+        "builtin_events",
+        "tool_pmu",
+        "default_core",
+        "wildcard_rule",
+        "tracing_events",
+        "tracepoint_counts",
+    )
     version: str
     name_pattern: str
     modifier_letters: str
@@ -114,20 +160,64 @@ class Profile:
     bpf_event_terms_split: bool  # hard-coded terms of a BPF event go to its evsels (not 4.7)
     tracepoint_sections: bool  # BPF programs may name tracepoints (SYS:EVENT), not in 4.7
     libbpf_v1: bool  # 6.1+: NULL from bpf_object__open, no legacy maps, prologue bug
-    # ---- perf 6.12 and later (the defaults are the earlier releases')
-    pmu_names: bool = False  # names are looked up in perf's PMU list (pmus.c), not lexed as symbols
-    error_list: bool = False  # every error is kept and printed, the newest first
-    syntax_message: str = "parser error"  # what yyerror records
-    symbol_tokens: bool = True  # hardware/software/tool names and cache names are lexer tokens
-    bounded_numbers: bool = False  # 0x and rHEX take at most 16 digits; an overflow is "Bad base N number"
-    modifier_run: int = 0  # > 0: modifiers are lexed in runs of at most this many letters and checked there
-    stat_terms: frozenset[str] = STAT_TERMS  # what perf stat keeps (parse_events__shrink_config_terms)
-    builtin_events: bool = False  # 7.2: the software, tool and legacy core events come from perf's own tables
-    tool_pmu: bool = False  # 7.2: a "tool" PMU; 6.12 has tool events as lexer symbols
-    default_core: bool = False  # 7.2: "default_core" names the first core PMU
-    wildcard_rule: str = "suffix"  # how a word names PMUs: "suffix" (6.12 perf_pmu__match), "wildcard" (7.2)
-    tracing_events: str = "/sys/kernel/tracing/events"  # the path in "unknown tracepoint" help
-    tracepoint_counts: bool = False  # 7.2: a system glob that matches no tracepoint is "unknown tracepoint"
+    pmu_names: bool  # names are looked up in perf's PMU list (pmus.c), not lexed as symbols
+    error_list: bool  # every error is kept and printed, the newest first
+    syntax_message: str  # what yyerror records
+    symbol_tokens: bool  # hardware/software/tool names and cache names are lexer tokens
+    bounded_numbers: bool  # 0x and rHEX take at most 16 digits; an overflow is "Bad base N number"
+    modifier_run: int  # > 0: modifiers are lexed in runs of at most this many letters and checked there
+    stat_terms: frozenset[str]  # what perf stat keeps (parse_events__shrink_config_terms)
+    builtin_events: bool  # 7.2: the software, tool and legacy core events come from perf's own tables
+    tool_pmu: bool  # 7.2: a "tool" PMU; 6.12 has tool events as lexer symbols
+    default_core: bool  # 7.2: "default_core" names the first core PMU
+    wildcard_rule: str  # how a word names PMUs: "suffix" (6.12 perf_pmu__match), "wildcard" (7.2)
+    tracing_events: str  # the path in "unknown tracepoint" help
+    tracepoint_counts: bool  # 7.2: a system glob that matches no tracepoint is "unknown tracepoint"
+
+    def __init__(self, **knobs: object) -> None:
+        unknown = set(knobs) - set(self.__slots__)
+        missing = [n for n in self.__slots__ if n not in knobs and n not in _DEFAULTS]
+        if unknown or missing:
+            raise TypeError(f"Profile: unknown knobs {sorted(unknown)}, missing {missing}")
+        for name in self.__slots__:
+            object.__setattr__(self, name, knobs[name] if name in knobs else _DEFAULTS[name])
+
+    def derive(self, **changes: object) -> Profile:
+        """This profile with ``changes`` (a later release)."""
+        return Profile(**{**{n: getattr(self, n) for n in self.__slots__}, **changes})
+
+    def _values(self) -> tuple[object, ...]:
+        return tuple(getattr(self, n) for n in self.__slots__)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Profile) and self._values() == other._values()
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __setattr__(self, name: str, value: object) -> None:
+        raise AttributeError(f"Profile is read-only ({name})")
+
+    def __repr__(self) -> str:
+        return f"Profile(version={self.version!r})"
+
+
+# the knobs of perf 6.12 and later, as the earlier releases have them
+_DEFAULTS: dict[str, object] = {
+    "pmu_names": False,
+    "error_list": False,
+    "syntax_message": "parser error",
+    "symbol_tokens": True,
+    "bounded_numbers": False,
+    "modifier_run": 0,
+    "stat_terms": STAT_TERMS,
+    "builtin_events": False,
+    "tool_pmu": False,
+    "default_core": False,
+    "wildcard_rule": "suffix",
+    "tracing_events": "/sys/kernel/tracing/events",
+    "tracepoint_counts": False,
+}
 
 
 NAME_61 = r"[a-zA-Z_*?\[\]][a-zA-Z0-9_*?.\[\]!]*"
@@ -165,8 +255,7 @@ PERF_61 = Profile(
     libbpf_v1=True,
 )
 
-PERF_65 = replace(
-    PERF_61,
+PERF_65 = PERF_61.derive(
     version="6.5",
     name_pattern=NAME_65,
     terms=TERMS_65,
@@ -179,8 +268,7 @@ PERF_65 = replace(
     name_as_event=True,
 )
 
-PERF_66 = replace(
-    PERF_65,
+PERF_66 = PERF_65.derive(
     version="6.6",
     bpf=None,
     arrays=False,
@@ -222,8 +310,7 @@ PERF_47 = Profile(
 
 _NAME_612 = r"[a-zA-Z0-9_*?\[\]][a-zA-Z0-9_*?.\[\]!\-]*"
 
-PERF_612 = replace(
-    PERF_66,
+PERF_612 = PERF_66.derive(
     version="6.12",
     name_pattern=_NAME_612,
     modifier_letters="ukhpPGHSDIWebR",
@@ -238,8 +325,7 @@ PERF_612 = replace(
     tracing_events="/sys/kernel/tracing//events",
 )
 
-PERF_72 = replace(
-    PERF_612,
+PERF_72 = PERF_612.derive(
     version="7.2",
     modifier_letters="ukhpPGHSDIWebRX",
     terms=TERMS_72,
@@ -257,7 +343,7 @@ PERF_72 = replace(
 )
 
 # 7.3's event parser, PMU and tool code is 7.2's, file for file
-PERF_73 = replace(PERF_72, version="7.3")
+PERF_73 = PERF_72.derive(version="7.3")
 
 PROFILES: dict[str, Profile] = {
     p.version: p for p in (PERF_47, PERF_61, PERF_65, PERF_66, PERF_612, PERF_72, PERF_73)
