@@ -1,0 +1,48 @@
+"""--perf 6.12, 7.2 and 7.3 against what those binaries answered, without the binaries.
+
+tests/data/dialect/perf-RELEASE.jsonl.gz holds, for every corpus string and every generated string
+(tests/dialect_strings.py) in record and stat mode, what the installed perf answered on the machine
+that tests/data/dialect/machine.json describes (``evspec system snapshot`` of it); predicting
+against that snapshot must give the same verdicts, the same stderr for every rejection and the
+same echoed characters. tests/perf_answers.py regenerates the answers; test_dialect_live_releases.py
+checks them against the binaries themselves.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from dialect_strings import GENERATED, generate, read_generated
+from perf_oracle import RELEASES, differences, jobs, read_answers, strings
+
+from evspec.system import read_snapshot
+
+MACHINE = Path(__file__).resolve().parent / "data" / "dialect" / "machine.json"
+
+
+@pytest.fixture(scope="module")
+def machine():
+    return read_snapshot(MACHINE)
+
+
+def test_the_generated_strings_are_the_generator_s():
+    assert read_generated() == generate(), f"regenerate {GENERATED} (python tests/dialect_strings.py)"
+    texts = read_generated()
+    assert len(texts) >= 2000 and len(set(texts)) == len(texts)
+    assert not any(t.startswith("-") or "\0" in t for t in texts)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_the_answers_cover_every_string_in_both_modes(release):
+    version, answers = read_answers(release)
+    assert version.startswith(f"perf version {release}.")
+    assert [(a.mode, a.text) for a in answers] == jobs(strings()), "regenerate the answers (tests/perf_answers.py)"
+    assert any(a.rejected for a in answers) and any(not a.rejected for a in answers)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_predictions_equal_the_committed_answers(release, machine):
+    _, answers = read_answers(release)
+    diffs = differences(release, answers, machine)
+    assert not diffs, f"{len(diffs)}+ differences:\n" + "\n\n".join(diffs)
