@@ -30,6 +30,12 @@ def check_main(args: argparse.Namespace) -> int:
     inputs = _inputs(args)
     system = _load_system(args.system)
     checked = _run_checks(inputs, system, args.mode)
+    if not args.perf and any(d.code.startswith("ES") for c in checked for d in c.diagnostics):
+        import os
+
+        from evspec.dialect.check import accident_notes
+
+        checked = accident_notes(checked, system=system, cwd=os.getcwd(), mode=args.mode)
     results = _with_perf(args, checked, system) if args.perf else None
     if results is None:
         diags = [d for c in checked for d in c.diagnostics]

@@ -10,14 +10,15 @@ differently, gets a note on evspec's first finding. Library code: returns data, 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
-from pathlib import Path
-from typing import TYPE_CHECKING
 
 from evspec.diagnostics import Diagnostic, error
-from evspec.span import Span
+from evspec.span import Record, Span, set_field
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from evspec.check import CheckedSpec
     from evspec.dialect import PerfError, PerfVerdict
     from evspec.system.model import System
@@ -26,13 +27,25 @@ CODE_PERF_REJECTS = "EP001"
 CODE_PERF_SILENT = "EP002"
 
 
-@dataclass(frozen=True, slots=True)
-class DialectChecked:
+class DialectChecked(Record):
     """A checked string, its findings with perf's disagreement added, and that perf's verdict."""
 
+    __slots__ = ("spec", "diagnostics", "verdict")
     spec: CheckedSpec
     diagnostics: tuple[Diagnostic, ...]
     verdict: PerfVerdict
+
+    def __init__(self, spec: CheckedSpec, diagnostics: tuple[Diagnostic, ...], verdict: PerfVerdict) -> None:
+        set_field(self, "spec", spec)
+        set_field(self, "diagnostics", diagnostics)
+        set_field(self, "verdict", verdict)
+
+
+def _noted(diag: Diagnostic, notes: tuple[str, ...], perf: tuple[str | None, str | None] | None = None) -> Diagnostic:
+    """``diag`` with ``notes`` added (and, given, its perf message and help replaced)."""
+    message, help_ = perf if perf is not None else (diag.perf_message, diag.perf_help)
+    return Diagnostic(diag.code, diag.severity, diag.message, diag.span, diag.labels, diag.help,
+                      (*diag.notes, *notes), message, help_, diag.event, diag.source)
 
 
 def _caret_span(text: str, column: int) -> Span:
@@ -92,9 +105,8 @@ def _annotated(first: Diagnostic, verdict: PerfVerdict) -> Diagnostic:
     else:
         said = f"perf {verdict.version} rejects it too: {_perf_said(verdict.error)}"
     err = verdict.error if not verdict.accepted else None
-    return replace(first, notes=(*first.notes, said, *_verdict_notes(verdict)),
-                   perf_message=err.message if err is not None else None,
-                   perf_help=err.help if err is not None else None)
+    return _noted(first, (said, *_verdict_notes(verdict)),
+                  (err.message, err.help) if err is not None else (None, None))
 
 
 def merge_verdict(spec: CheckedSpec, verdict: PerfVerdict) -> tuple[Diagnostic, ...]:
@@ -143,3 +155,57 @@ def perf_json(verdict: PerfVerdict) -> dict[str, object]:
         "column": err.column if err is not None else None,
         "silent": verdict.silent,
     }
+
+
+# ---- COMPAT decision 15: what today's perf accepts only by accident
+
+#: the releases the default check names when perf runs a string evspec rejects
+CURRENT_RELEASES = ("6.12", "7.2", "7.3")
+
+
+def _releases(versions: Sequence[str]) -> str:
+    if len(versions) == 1:
+        return f"perf {versions[0]} runs"
+    return f"perf {', '.join(versions[:-1])} and {versions[-1]} run"
+
+
+def _alike(versions: Sequence[str]) -> list[list[str]]:
+    """The releases grouped where their profiles differ in nothing but the number (7.2, 7.3):
+    one prediction answers for the group."""
+    from evspec.dialect.versions import profile
+
+    groups: dict[object, list[str]] = {}
+    for version in versions:
+        groups.setdefault(profile(version).derive(version=""), []).append(version)
+    return list(groups.values())
+
+
+def accident_notes(
+    checked: Sequence[CheckedSpec], *, system: System | None, cwd: str | Path, mode: str
+) -> list[CheckedSpec]:
+    """The default check's findings with a note on each string whose first error is a syntax
+    error that today's perf does not see (a character it skips, a number it truncates): which
+    releases run it anyway, and as what (``perf 7.2 runs this as 'cpu-clock'``)."""
+    from evspec.check import CheckedSpec
+    from evspec.dialect import predict
+
+    out: list[CheckedSpec] = []
+    for spec in checked:
+        diags = spec.diagnostics
+        first = next((i for i, d in enumerate(diags) if d.is_error), None)
+        if first is None or not diags[first].code.startswith("ES"):
+            out.append(spec)
+            continue
+        runs: dict[str, list[str]] = {}
+        for versions in _alike(CURRENT_RELEASES):
+            verdict = predict(spec.input.text, versions[0], system=system, cwd=cwd, mode=mode)  # type: ignore[arg-type]
+            if verdict.accepted:
+                runs.setdefault(verdict.ran_as, []).extend(versions)
+        if not runs:
+            out.append(spec)
+            continue
+        notes = tuple(f"{_releases(versions)} this as {ran!r}" for ran, versions in runs.items())
+        target = diags[first]
+        diags = (*diags[:first], _noted(target, notes), *diags[first + 1 :])
+        out.append(CheckedSpec(spec.input, spec.events, diags))
+    return out
