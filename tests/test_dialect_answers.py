@@ -14,8 +14,9 @@ from pathlib import Path
 
 import pytest
 from dialect_strings import GENERATED, generate, read_generated
-from perf_oracle import RELEASES, differences, jobs, read_answers, strings
+from perf_oracle import ENV, RELEASES, RUN_PERF_LIST, differences, jobs, read_answers, same_stderr, strings
 
+from evspec.dialect import predict
 from evspec.system import read_snapshot
 
 MACHINE = Path(__file__).resolve().parent / "data" / "dialect" / "machine.json"
@@ -46,3 +47,24 @@ def test_predictions_equal_the_committed_answers(release, machine):
     _, answers = read_answers(release)
     diffs = differences(release, answers, machine)
     assert not diffs, f"{len(diffs)}+ differences:\n" + "\n\n".join(diffs)
+
+
+@pytest.mark.parametrize("release", RELEASES)
+def test_format_perf_prints_what_perf_printed(release, capfdbinary, monkeypatch):
+    """``check --perf RELEASE --format perf`` writes perf's stderr byte for byte (every 25th
+    rejection; the usage block after "Run 'perf list'" is the same for all and is not stored)."""
+    from evspec.cli.app import main
+
+    monkeypatch.setenv("COLUMNS", ENV["COLUMNS"])
+    _, answers = read_answers(release)
+    sample = [a for a in answers if a.rejected][::25]
+    assert len(sample) > 100
+    for a in sample:
+        main(["check", "--perf", release, "--format", "perf", "--mode", a.mode, "--system", str(MACHINE),
+              "-e", a.text])
+        out, err = capfdbinary.readouterr()
+        printed = err.decode(errors="surrogateescape")
+        assert out.decode(errors="surrogateescape") == a.stdout, a.text
+        kept = printed[: printed.find(RUN_PERF_LIST) + len(RUN_PERF_LIST)]
+        assert same_stderr(kept, a.stderr, predict(a.text, release, system=read_snapshot(MACHINE), mode=a.mode).quirk), (
+            a.text, kept, a.stderr)

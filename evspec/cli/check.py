@@ -47,8 +47,8 @@ def check_main(args: argparse.Namespace) -> int:
             _print_text(diags, _use_color(args.color))
     elif fmt == "perf" and results is not None:
         for r in results:
-            sys.stdout.write(r.verdict.stdout)
-            sys.stderr.write(r.verdict.stderr)
+            _write_bytes(sys.stdout, r.verdict.stdout)
+            _write_bytes(sys.stderr, r.verdict.stderr)
     elif fmt == "perf":
         from evspec.render.perf import render_perf
 
@@ -70,6 +70,17 @@ def check_main(args: argparse.Namespace) -> int:
         sys.stdout.write(render_github(diags))
     failing = diags if args.fail_on == "warning" else [d for d in diags if d.is_error]
     return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+def _write_bytes(stream, text: str) -> None:  # type: ignore[no-untyped-def]
+    """What perf wrote, byte for byte: bytes that are no UTF-8 travel as surrogate escapes."""
+    raw = getattr(stream, "buffer", None)
+    if raw is None:
+        stream.write(text)
+        return
+    stream.flush()
+    raw.write(text.encode(errors="surrogateescape"))
+    raw.flush()
 
 
 def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> list[DialectChecked]:  # type: ignore[no-untyped-def]
