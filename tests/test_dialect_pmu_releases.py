@@ -244,3 +244,28 @@ def test_ran_as(text, ran, machine):
     for version in ("6.12", "7.2", "7.3"):
         v = predict(text, version, system=machine)
         assert v.accepted and v.ran_as == ran, (version, v.ran_as)
+
+
+# ---- what perf prints while it parses an accepted string
+
+
+def test_config_bits_no_format_covers_are_warned_of(machine):
+    v = predict("uprobe/config=2,name=x/", "7.2", system=machine)
+    assert v.accepted and v.stderr == "WARNING: event 'x' not valid (bits 1 of config '2' not supported by kernel)!\n"
+    assert predict("8:6", "6.12", system=machine).stderr == (
+        "WARNING: event 'N/A' not valid (bits 1-2 of config '6' not supported by kernel)!\n"
+    )
+    assert predict("msr/tsc/", "7.2", system=machine).stderr == ""  # event: config:0-63
+
+
+@pytest.mark.parametrize(
+    ("text", "warned"),
+    [("{cpu-clock,msr/tsc/}", True), ("{sched:sched_switch,cpu-clock}", True), ("{cpu-clock:R,task-clock}", True),
+     ("{cycles,cpu-clock}", False), ("{cpu-clock,task-clock}", False), ("{cpu-clock,ms*/tsc/}", False)],
+)  # fmt: skip
+def test_groups_split_where_their_pmus_differ(text, warned, machine):
+    """A software event counts with its group's first non-software PMU (msr and tracepoints are
+    software too); a wildcard PMU in the string silences the warning."""
+    for version in ("6.12", "7.2"):
+        v = predict(text, version, system=machine)
+        assert v.accepted and (v.stderr == "WARNING: events were regrouped to match PMUs\n") == warned, version

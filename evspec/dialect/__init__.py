@@ -109,6 +109,8 @@ def predict(
     nothing_found = outcome.ok and not state.evsels
     accepted = outcome.ok and not nothing_found
     quirk = explain(text, raw, p, lexed, state, outcome, accepted, syntax_reported)  # type: ignore[arg-type]
+    if accepted and p.pmu_names and state.regrouped() and not state.wildcards:  # type: ignore[union-attr]
+        errors.printed.append("WARNING: events were regrouped to match PMUs\n")
     if accepted:
         names = tuple(e.name or "" for e in state.evsels)
         truncated = getattr(state, "truncated", {})

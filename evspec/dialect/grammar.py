@@ -481,6 +481,10 @@ def _named_group(s, v: list, loc: list[Loc]) -> object:
     return s.group(v[2], v[0])
 
 
+def _group(s, v: list, loc: list[Loc]) -> object:
+    return s.group(v[1])
+
+
 def _default_name(s, v: list, loc: list[Loc]) -> object:
     return s.default_name(v[1], v[0])
 
@@ -561,7 +565,7 @@ def _grammar_pmu(p: Profile) -> list[Production]:
         _p("group", "group_def : PE_MODIFIER_EVENT", _modified(2, True)),
         _p("group", "group_def"),
         _p("group_def", "PE_NAME { events }", _named_group),
-        _p("group_def", "{ events }", _first(1)),
+        _p("group_def", "{ events }", _group),
         _p("events", "events , event", _concat(0, 2)),
         _p("events", "event"),
         _p("event", "event_mod"),

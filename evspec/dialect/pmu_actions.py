@@ -46,22 +46,45 @@ class Failed(Exception):
 
 
 class PmuEvsel:
-    """An event perf added: its name (None until the event's text names it), kind, PMU and the
-    precision its modifiers asked for."""
+    """An event perf added: its name (None until the event's text names it), kind, PMU (the one
+    perf_pmus__find_by_attr finds where the event names none), the precision its modifiers
+    asked for, its group leader (None: itself) and its group's size, and the ``X`` and ``R``
+    modifiers that the regrouping after the parse reads."""
 
-    __slots__ = ("name", "kind", "pmu", "precise")
+    __slots__ = ("name", "kind", "perf_pmu", "precise", "leader", "members", "dont_regroup", "retire_lat")
 
-    def __init__(self, name: str | None, kind: str, pmu: str | None = None) -> None:
-        self.name, self.kind, self.pmu, self.precise = name, kind, pmu, 0
+    def __init__(self, name: str | None, kind: str, perf_pmu: PerfPmu | None = None) -> None:
+        self.name, self.kind, self.perf_pmu, self.precise = name, kind, perf_pmu, 0
+        self.leader: PmuEvsel | None = None
+        self.members = 1
+        self.dont_regroup = self.retire_lat = False
+
+    @property
+    def pmu(self) -> str | None:
+        return self.perf_pmu.name if self.perf_pmu is not None else None
+
+
+CONFIG_FIELDS = ("config", "config1", "config2", "config3", "config4")
+PERF_TYPE_MAX = 6
 
 
 class _Attr:
-    """The part of perf_event_attr the checks read."""
+    """The part of perf_event_attr the checks read: the type and the config fields."""
 
-    __slots__ = ("type", "config")
+    __slots__ = ("type", "configs")
 
-    def __init__(self, type_: int) -> None:
-        self.type, self.config = type_, 0
+    def __init__(self, type_: int, config: int = 0) -> None:
+        self.type = type_
+        self.configs = dict.fromkeys(CONFIG_FIELDS, 0)
+        self.configs["config"] = config
+
+    @property
+    def config(self) -> int:
+        return self.configs["config"]
+
+    @config.setter
+    def config(self, value: int) -> None:
+        self.configs["config"] = value
 
 
 class _Info:
@@ -77,25 +100,36 @@ class PmuState:
     """``struct parse_events_state`` of perf 6.12+, with the machine's PMUs; ``truncated`` maps
     the column of a numeric event's type perf cut to 32 bits to what it kept."""
 
-    __slots__ = ("profile", "system", "stat", "errors", "text", "evsels", "quirks", "truncated", "pmus", "rules")
+    __slots__ = ("profile", "system", "stat", "errors", "text", "evsels", "quirks", "truncated", "pmus", "rules",
+                 "wildcards")
 
     def __init__(self, profile: Profile, system: System | None, stat: bool, errors: ErrorSlot, text: str) -> None:
         self.profile, self.system, self.stat, self.errors, self.text = profile, system, stat, errors, text
         self.evsels: list[PmuEvsel] = []
         self.quirks: list[str] = []
         self.truncated: dict[int, int] = {}
+        self.wildcards = False  # a PMU wildcard added events: perf does not warn of regrouping then
         self.pmus = perf_pmus(profile, system)
         self.rules = PmuTermRules(profile, stat, self.pmus.max_present_cpu,
                                   lambda name: self.pmus.find(name) is not None)
 
-    def _add(self, kind: str, name: str | None, pmu: PerfPmu | None = None) -> PmuEvsel:
-        evsel = PmuEvsel(name, kind, pmu.name if pmu is not None else None)
+    def _add(self, kind: str, name: str | None, pmu: PerfPmu | None = None, type_: int = -1) -> PmuEvsel:
+        """__add_event: a PMU-less event gets the one its attr type names, a legacy hardware,
+        cache or raw event the first core PMU."""
+        if pmu is None and type_ >= 0:
+            pmu = self.pmus.core[0] if type_ in (0, 3, 4) and self.pmus.by_type(type_) is None else (
+                self.pmus.by_type(type_))
+        evsel = PmuEvsel(name, kind, pmu)
         self.evsels.append(evsel)
         return evsel
 
     # ---- groups, names, modifiers
 
-    def group(self, evsels: list[PmuEvsel], name: str) -> list[PmuEvsel]:
+    def group(self, evsels: list[PmuEvsel], name: str | None = None) -> list[PmuEvsel]:
+        """parse_events__set_leader: the first evsel leads the others."""
+        for evsel in evsels:
+            evsel.leader = evsels[0]
+        evsels[0].members = len(evsels)
         return evsels
 
     def default_name(self, evsels: list[PmuEvsel], text: str) -> list[PmuEvsel]:
@@ -112,6 +146,8 @@ class PmuState:
             raise Failed
         precise = letters.count("p")
         for evsel in evsels:
+            evsel.dont_regroup = evsel.dont_regroup or "X" in letters
+            evsel.retire_lat = evsel.retire_lat or "R" in letters
             if not precise:
                 continue
             if evsel.precise + precise > 3:
@@ -139,6 +175,7 @@ class PmuState:
                 out.append(self._add_pmu(pmu, terms))
             except Failed:
                 continue
+            self.wildcards = True
         if out:
             return out
         try:
@@ -184,8 +221,9 @@ class PmuState:
         rewrote = self._check_alias(pmu, terms)
         if rewrote and not all(self._config_term_pmu(attr, t) for t in terms):
             raise Failed
-        if not self._configure(pmu, terms):
+        if not self._configure(pmu, terms, attr):
             raise Failed
+        self._warn_invalid_config(pmu, attr, _named(terms))
         return self._add("pmu", _named(terms), pmu)
 
     def _fix_raw(self, pmu: PerfPmu, terms: list[Term]) -> None:
@@ -254,7 +292,12 @@ class PmuState:
             return True
         if term.type_term in (USER, "driver-config"):
             return True
-        return self.rules.common(term, err)
+        if not self.rules.common(term, err):
+            return False
+        if term.type_term in CONFIG_FIELDS:
+            assert isinstance(term.val, int)
+            attr.configs[term.type_term] = term.val
+        return True
 
     def _core_type(self, type_: int, term: Term) -> bool:
         """check_pmu_is_core."""
@@ -303,8 +346,27 @@ class PmuState:
             return None
         return str(term.val)
 
-    def _configure(self, pmu: PerfPmu, terms: list[Term]) -> bool:
-        """perf_pmu__config: every sysfs term must be a format of the PMU and fit it."""
+    def _warn_invalid_config(self, pmu: PerfPmu | None, attr: _Attr, name: str | None) -> None:
+        """perf_pmu__warn_invalid_config: a raw or dynamic PMU event that sets config bits no format
+        of its PMU covers gets a warning per field (perf adds the event all the same)."""
+        if pmu is None or not pmu.formats or not (attr.type == 4 or attr.type >= PERF_TYPE_MAX):
+            return
+        masks = dict.fromkeys(CONFIG_FIELDS, 0)
+        for fmt in pmu.formats:
+            masks[fmt.field] = masks.get(fmt.field, 0) | fmt.encode((1 << 64) - 1)
+        fields = CONFIG_FIELDS if "config4" in self.profile.terms else CONFIG_FIELDS[:4]
+        for field in fields:
+            value = attr.configs[field]
+            bits = value & ~masks[field] & ((1 << 64) - 1)
+            if bits:
+                self.errors.printed.append(
+                    f"WARNING: event '{name or 'N/A'}' not valid (bits {_bit_ranges(bits)} of {field} "
+                    f"'{value:x}' not supported by kernel)!\n"
+                )
+
+    def _configure(self, pmu: PerfPmu, terms: list[Term], attr: _Attr | None = None) -> bool:
+        """perf_pmu__config: every sysfs term must be a format of the PMU and fit it; its value
+        goes to the format's bits of ``attr``."""
         for term in terms:
             if term.used or term.type_term != USER:
                 continue
@@ -335,7 +397,79 @@ class PmuState:
                 self.errors.handle(term.err_val,
                                    f"value too big for format ({fmt.name}), maximum is {fmt.max_value}")
                 return False
+            if attr is not None:
+                attr.configs[fmt.field] = attr.configs.get(fmt.field, 0) | fmt.encode(value)
         return True
+
+    # ---- after the parse
+
+    def regrouped(self) -> bool:
+        """parse_events__sort_events_and_fix_groups: events sort by their group, then within a
+        group by the PMU they count on, and a group splits where that PMU changes; True when
+        that changed an index or the number of groups (perf then warns, unless a PMU wildcard
+        added events). Intel's topdown grouping is not modelled."""
+        import functools
+
+        events = self.evsels
+        index = {id(e): i for i, e in enumerate(events)}
+        names = {id(e): self._group_pmu_name(e) for e in events}
+
+        def leader(e: PmuEvsel) -> PmuEvsel:
+            return e.leader if e.leader is not None else e
+
+        def sort_index(e: PmuEvsel) -> int:
+            if e.dont_regroup:
+                return index[id(e)]
+            grouped = leader(e) is not e or e.members > 1
+            return index[id(leader(e))] if grouped else index[id(e)]
+
+        def cmp(a: PmuEvsel, b: PmuEvsel) -> int:
+            ia, ib = sort_index(a), sort_index(b)
+            if ia != ib:
+                return ia - ib
+            na, nb = names[id(a)].encode(), names[id(b)].encode()
+            if na != nb:
+                return -1 if na < nb else 1
+            if a.retire_lat != b.retire_lat:  # x86: a retire-latency event never leads
+                return 1 if a.retire_lat else -1
+            return index[id(a)] - index[id(b)]
+
+        before = sum(1 for e in events if leader(e) is e)
+        ordered = sorted(events, key=functools.cmp_to_key(cmp))
+        changed = any(index[id(e)] != i for i, e in enumerate(ordered))
+        leaders: dict[int, PmuEvsel] = {}
+        cur: PmuEvsel | None = None
+        cur_group: PmuEvsel | None = None
+        for e in ordered:
+            if cur is None or (e.dont_regroup and "X" in self.profile.modifier_letters):
+                cur = leader(e) if e.dont_regroup else e
+                cur_group = cur
+            if names[id(cur)] != names[id(e)]:
+                cur, cur_group = e, leader(e)
+            elif cur_group is not leader(e):
+                cur, cur_group = e, leader(e)
+            leaders[id(e)] = cur
+        after = sum(1 for e in ordered if leaders[id(e)] is e)
+        return changed or after != before
+
+    def _group_pmu_name(self, e: PmuEvsel) -> str:
+        """evsel__compute_group_pmu_name: a software event counts with its group's first PMU
+        that is not software."""
+        pmu = e.perf_pmu or self.pmus.core[0]
+        lead = e.leader if e.leader is not None else e
+        if not _software(pmu):
+            return pmu.name
+        lead_pmu = lead.perf_pmu or self.pmus.core[0]
+        if not _software(lead_pmu):
+            return lead_pmu.name
+        if lead.members > 1:
+            for other in self.evsels:
+                if other is lead or other.leader is not lead:
+                    continue
+                other_pmu = other.perf_pmu or self.pmus.core[0]
+                if not _software(other_pmu):
+                    return other_pmu.name
+        return pmu.name
 
     # ---- events of their own kind
 
@@ -353,10 +487,15 @@ class PmuState:
             raise Failed
         count = len(self.pmus.core) if wildcard and len(self.pmus.core) > 1 else 1
         pmu = self.pmus.by_type(type_)
-        return [self._add("numeric", _named(terms), pmu) for _ in range(count)]
+        attr = _Attr(type_, config)
+        for t in terms or ():
+            if t.type_term in CONFIG_FIELDS and isinstance(t.val, int):
+                attr.configs[t.type_term] = t.val
+        self._warn_invalid_config(pmu, attr, _named(terms))
+        return [self._add("numeric", _named(terms), pmu, type_) for _ in range(count)]
 
     def tool(self, event: int) -> list[PmuEvsel]:
-        return [self._add("tool", None)]
+        return [self._add("tool", None, type_=1)]  # 6.12: a dummy software event
 
     def cache(self, name: str, terms: list[Term] | None) -> list[PmuEvsel]:
         """6.12's parse_events_add_cache: the name on every PMU that has it as an event, as a
@@ -388,7 +527,7 @@ class PmuState:
             seen.add(letter)
         if terms and not all(self.rules.common(t, self.errors) for t in terms):
             raise Failed
-        return [self._add("breakpoint", _named(terms))]
+        return [self._add("breakpoint", _named(terms), type_=5)]
 
     # ---- tracepoints
 
@@ -427,7 +566,7 @@ class PmuState:
         if "*" not in event and "?" not in event:
             if self.system.tracepoint_id(sys, event) is None:
                 self._tracepoint_error(sys, event, column)
-            out.append(self._add("tracepoint", f"{sys}:{event}"))
+            out.append(self._add("tracepoint", f"{sys}:{event}", type_=2))
             return 1
         if not self.system.has_tracepoint_system(sys):
             return 0
@@ -438,7 +577,7 @@ class PmuState:
             found += 1
             if self.system.tracepoint_id(sys, name) is None:
                 self._tracepoint_error(sys, name, column)
-            out.append(self._add("tracepoint", f"{sys}:{name}"))
+            out.append(self._add("tracepoint", f"{sys}:{name}", type_=2))
         return found
 
     def _tracepoint_error(self, sys: str, event: str, column: int) -> NoReturn:
@@ -446,6 +585,33 @@ class PmuState:
         self.errors.handle(column, "unknown tracepoint",
                            template.format(path=self.profile.tracing_events, sys=sys, event=event))
         raise Failed
+
+
+def _software(pmu: PerfPmu) -> bool:
+    """perf_pmu__is_software."""
+    if pmu.is_core or pmu.is_uncore:
+        return False
+    if pmu.type in (1, 2, 5) or pmu.kind == "tool":
+        return True
+    if pmu.type in (0, 3, 4):
+        return False
+    return pmu.name in ("kprobe", "msr", "uprobe")
+
+
+def _bit_ranges(bits: int) -> str:
+    """bitmap_scnprintf: the set bits as ``0,2,4-7``."""
+    out: list[str] = []
+    bit = 0
+    while bits >> bit:
+        if bits >> bit & 1:
+            end = bit
+            while bits >> (end + 1) & 1:
+                end += 1
+            out.append(f"{bit}-{end}" if end > bit else str(bit))
+            bit = end + 1
+        else:
+            bit += 1
+    return ",".join(out)
 
 
 def _named(terms: list[Term] | None) -> str | None:
