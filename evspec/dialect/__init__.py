@@ -3,8 +3,10 @@
 ``predict(text, version)`` runs an emulation of that release's event parser: its flex lexer
 (start conditions, longest match, REJECT, ignored and echoed characters, PMU-alias and ``stat()``
 dependent tokens), its bison grammar with bison's LALR(1) tables and default reductions, and the
-semantic actions that add events and record errors (perf-event-language.md §2-§9). Nothing heavy
-is imported until a BPF object has to be read.
+semantic actions that add events and record errors (perf-event-language.md §2-§9); from 6.12
+on, the actions resolve every name through that release's list of PMUs (``pmu_actions``,
+``perf_pmus``). Nothing heavy is imported until a BPF object has to be read, and nothing a check
+of an event string does not import already.
 """
 
 from __future__ import annotations
