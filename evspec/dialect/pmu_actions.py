@@ -408,9 +408,11 @@ class PmuState:
         group by the PMU they count on, and a group splits where that PMU changes; True when
         that changed an index or the number of groups (perf then warns, unless a PMU wildcard
         added events). Intel's topdown grouping is not modelled."""
+        events = self.evsels
+        if not any(e.leader is not None or e.retire_lat for e in events):
+            return False  # every event leads itself and sorts by its own index: nothing moves
         import functools
 
-        events = self.evsels
         index = {id(e): i for i, e in enumerate(events)}
         names = {id(e): self._group_pmu_name(e) for e in events}
 
