@@ -3,7 +3,7 @@
 Core PMUs first (``cpu``, ``cpum_cf`` or any with a ``cpus`` file; a placeholder ``cpu`` of type
 4 when the machine has none, as on a VM without a hardware PMU), then the others, each list sorted
 by perf's ``pmu_name_cmp``; 7.2 adds its ``tool`` PMU among the others. A PMU's events are its
-sysfs aliases and, from 7.2 on, the events of perf's own tables (``pmu_tables``): software events
+sysfs aliases and, from 7.2 on, the events of perf's own tables (``builtin_events``): software events
 on ``software``, tool events on ``tool``, the legacy hardware and cache events on every core PMU.
 The ``tracepoint`` PMU has the machine's tracepoints as ``SYS:EVENT`` events.
 """
@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import fnmatch
 
-from evspec.dialect import pmu_tables
-from evspec.dialect.pmu_tables import TableEvent
+from evspec.dialect import builtin_events
+from evspec.dialect.builtin_events import TableEvent
 from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
@@ -214,7 +214,7 @@ class PerfPmus:
         if not core:
             core.append(PerfPmu("cpu", PERF_TYPE_RAW, PLACEHOLDER, True, False, table=self._core_table()))
         if p.tool_pmu:
-            other.append(PerfPmu("tool", -1, TOOL, False, False, table=pmu_tables.tool()))
+            other.append(PerfPmu("tool", -1, TOOL, False, False, table=builtin_events.tool()))
         self.core = _sorted(core)
         self.other = _sorted(other)
         self.all = (*self.core, *self.other)
@@ -222,13 +222,13 @@ class PerfPmus:
         self.max_present_cpu = max(cpus) + 1 if cpus else 1  # cpu__max_present_cpu (from the possible CPUs)
 
     def _core_table(self) -> Mapping[str, TableEvent]:
-        return pmu_tables.default_core() if self.profile.builtin_events else {}
+        return builtin_events.default_core() if self.profile.builtin_events else {}
 
     def _table_for(self, name: str, is_core: bool) -> Mapping[str, TableEvent]:
         if is_core:
             return self._core_table()
         if name == "software" and self.profile.builtin_events:
-            return pmu_tables.software()
+            return builtin_events.software()
         return {}
 
     def _from_sysfs(self, pmu: Pmu) -> PerfPmu:
@@ -277,7 +277,7 @@ class PerfPmus:
 
     def have_event(self, pmu: PerfPmu, name: str) -> bool:
         """perf_pmu__have_event."""
-        if pmu.kind == TOOL and name.lower() in pmu_tables.TOOL_SKIPPED:
+        if pmu.kind == TOOL and name.lower() in builtin_events.TOOL_SKIPPED:
             return False
         if pmu.is_tracepoint:
             sys, colon, event = name.partition(":")
