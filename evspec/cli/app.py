@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from evspec.inputs import SpecInput
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-PERF_VERSIONS = ("4.7", "6.1", "6.5", "6.6")  # evspec.dialect.VERSIONS, without importing it
+PERF_VERSIONS = ("4.7", "6.1", "6.5", "6.6", "6.12", "7.2", "7.3")  # evspec.dialect.VERSIONS, without importing it
 
 
 class UsageError(Exception):
@@ -115,8 +115,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="colour for --format text (auto: only on a terminal and without NO_COLOR)")
         p.add_argument("--fail-on", choices=("error", "warning"), default="warning",
                        help="exit 1 on any warning (default) or only on errors")
-        p.add_argument("--perf", choices=PERF_VERSIONS, metavar="VERSION",
-                       help="also predict what perf VERSION (" + ", ".join(PERF_VERSIONS) + ") does with "
+        p.add_argument("--perf", choices=(*PERF_VERSIONS, "installed"), metavar="VERSION",
+                       help="also predict what perf VERSION (" + ", ".join(PERF_VERSIONS) + ", or 'installed': "
+                            "the release of the perf on PATH) does with "
                             "each string: its verdict, message and caret, quirks explained; "
                             "--format perf then prints exactly what that perf prints")
         _add_system(p, "none")

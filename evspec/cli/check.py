@@ -47,6 +47,8 @@ def check_main(args: argparse.Namespace) -> int:
     for checked in iter_checked(inputs, CheckOptions(system=system, mode=args.mode, clang_opts=args.clang_opts),
                                 unverified):
         if checked.diagnostics:
+            if any(d.code.startswith("ES") for d in checked.diagnostics):
+                checked = _with_accident_notes(checked, system, args.mode)
             sink.spec(checked.diagnostics)
             failing = failing or any(fails(d, args.fail_on) for d in checked.diagnostics)
     note = unverified.note() if unverified is not None else None
@@ -139,8 +141,8 @@ def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], s
     fmt = args.format
     if fmt == "perf":
         for r in results:
-            sys.stdout.write(r.verdict.stdout)
-            sys.stderr.write(r.verdict.stderr)
+            _write_bytes(sys.stdout, r.verdict.stdout)
+            _write_bytes(sys.stderr, r.verdict.stderr)
     elif fmt == "json":
         from evspec.render.jsonfmt import render_json
 
@@ -156,12 +158,41 @@ def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], s
     return EXIT_FINDINGS if any(fails(d, args.fail_on) for d in diags) else EXIT_CLEAN
 
 
+def _with_accident_notes(checked: CheckedSpec, system, mode: str) -> CheckedSpec:  # type: ignore[no-untyped-def]
+    """A string with a syntax error, noted with what today's perf runs instead, if it runs it."""
+    import os
+
+    from evspec.dialect.check import accident_notes
+
+    return accident_notes([checked], system=system, cwd=os.getcwd(), mode=mode)[0]
+
+
+def _write_bytes(stream, text: str) -> None:  # type: ignore[no-untyped-def]
+    """What perf wrote, byte for byte: bytes that are no UTF-8 travel as surrogate escapes."""
+    raw = getattr(stream, "buffer", None)
+    if raw is None:
+        stream.write(text)
+        return
+    stream.flush()
+    raw.write(text.encode(errors="surrogateescape"))
+    raw.flush()
+
+
 def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> list[DialectChecked]:  # type: ignore[no-untyped-def]
     from pathlib import Path
 
     from evspec.dialect.check import check_with_perf
 
-    return check_with_perf(checked, args.perf, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
+    version = args.perf
+    if version == "installed":
+        from evspec.cli.app import UsageError
+        from evspec.dialect.installed import ReleaseError, installed_release
+
+        try:
+            version = installed_release()
+        except ReleaseError as exc:
+            raise UsageError(str(exc)) from None
+    return check_with_perf(checked, version, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
 
 
 def _perf_json(results: Sequence[DialectChecked]) -> tuple[dict[str, object], dict[int, dict[str, object]]]:
