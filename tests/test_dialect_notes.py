@@ -32,6 +32,17 @@ def test_accidental_acceptances_keep_their_error_and_say_what_perf_runs(text, ra
     assert f"perf 6.12, 7.2 and 7.3 run this as {ran!r}" in diag.notes
 
 
+def test_an_older_perf_message_does_not_contradict_the_note():
+    """'= perf: parser error' under 'perf 6.12, 7.2 and 7.3 run this' said both yes and no."""
+    diag = _first_error("cycles#u")
+    assert diag.perf_message is None
+    for text in ("cycles#u", "cpu-clock X"):  # the second, 6.12 refuses: the words it had stay
+        plain = check_specs([SpecInput(text, Source("arg", index=0), 0)], CheckOptions())
+        before = next(d for d in plain[0].diagnostics if d.is_error).perf_message
+        assert (before is not None) == (text == "cycles#u")
+    assert _first_error("cpu-clock X").perf_message == before
+
+
 def test_no_note_where_perf_rejects_too():
     diag = _first_error("cpu-clock,,task-clock")
     assert not any("run this as" in n or "runs this as" in n for n in diag.notes)
