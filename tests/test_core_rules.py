@@ -1,0 +1,436 @@
+"""libbpf's CO-RE rules one at a time, on hand-made BTF (tests/btf_builder.py), each with a case
+where a wrong rule gives another answer than libbpf's relo_core.c (and the kernel's copy of it):
+``bpf_core_type_matches`` (__bpf_core_types_match), type relocations' compatibility
+(__bpf_core_types_are_compat), a field's compatibility (bpf_core_fields_are_compat), enum
+matching, array bounds, the nesting limits, and the values of field relocations on bitfields.
+The mutants these tests were written to kill are listed in tools/mutation/pins.toml."""
+
+from __future__ import annotations
+
+import shutil
+import struct
+import subprocess
+
+import pytest
+from btf_builder import BtfBuilder
+from conftest import oracle
+from corpus_files import DATA
+from evspec.loader.kernel import Kernel
+from evspec.loader.load.live import load_object
+from evspec.loader.object.btf import BtfKind
+from evspec.loader.object.core import (
+    CoreError,
+    CoreKind,
+    CoreResolver,
+    fields_compat,
+    types_compat,
+    types_match,
+)
+from evspec.loader.object.core_patch import relocate_object
+from evspec.loader.object.reader import read_object_bytes
+from evspec.loader.object.spec import ObjectSpec, ProgType
+from evspec.loader.object.target_btf import TargetBtf
+from test_core_kernel import _load_with_kernel_core as load_with_kernel_core
+
+INSN = struct.Struct("<BBhi")
+
+
+def _matches(local: BtfBuilder, lid: int, target: BtfBuilder, tid: int, behind_ptr: bool = False) -> bool:
+    return types_match(local.btf(), lid, target.btf(), tid, behind_ptr)
+
+
+def _int_pair(lsigned: bool, lsize: int, tsigned: bool, tsize: int) -> tuple[BtfBuilder, int, BtfBuilder, int]:
+    local, target = BtfBuilder(), BtfBuilder()
+    return local, local.int_("int", lsize, lsigned), target, target.int_("int", tsize, tsigned)
+
+
+@pytest.mark.parametrize(("lsigned", "lsize", "tsigned", "tsize", "expected"), [
+    (True, 4, True, 4, True),
+    (False, 4, False, 4, True),
+    (True, 4, False, 4, False),   # signedness differs
+    (False, 4, True, 4, False),
+    (True, 4, True, 8, False),    # size differs
+])  # fmt: skip
+def test_type_matches_ints_by_size_and_signedness(lsigned: bool, lsize: int, tsigned: bool, tsize: int,
+                                                  expected: bool) -> None:
+    """libbpf: integers match when their sizes are equal and both or neither are signed."""
+    local, lid, target, tid = _int_pair(lsigned, lsize, tsigned, tsize)
+    assert _matches(local, lid, target, tid) is expected
+
+
+def _enum_pair(local_values: list[str], target_values: list[str], lsize: int = 4,
+               tsize: int = 4) -> tuple[BtfBuilder, int, BtfBuilder, int]:
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.enum("e___l", lsize, [(n, i) for i, n in enumerate(local_values)])
+    tid = target.enum("e", tsize, [(n, i + 7) for i, n in enumerate(target_values)])
+    return local, lid, target, tid
+
+
+@pytest.mark.parametrize(("local_values", "target_values", "lsize", "tsize", "expected"), [
+    (["A", "B"], ["B", "C", "A"], 4, 4, True),       # each local name is in the target; values do not count
+    (["A", "B", "C"], ["A", "B", "C"], 4, 4, True),  # as many enumerators
+    (["A", "B", "C"], ["A", "B"], 4, 4, False),      # more enumerators locally than in the target
+    (["A", "X"], ["A", "B", "C"], 4, 4, False),      # X is not in the target
+    (["A"], ["A"], 4, 8, False),                     # sizes differ
+])  # fmt: skip
+def test_type_matches_enums_by_size_and_names(local_values: list[str], target_values: list[str], lsize: int,
+                                              tsize: int, expected: bool) -> None:
+    """libbpf (bpf_core_enums_match): the sizes are equal, the local enum has no more enumerators
+    than the target, and each local enumerator's name is one of the target's."""
+    local, lid, target, tid = _enum_pair(local_values, target_values, lsize, tsize)
+    assert _matches(local, lid, target, tid) is expected
+
+
+def test_type_matches_an_enum_with_an_enum64_and_nothing_else() -> None:
+    """libbpf: an enum matches an enum or enum64 of the same size and names; never an integer."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.enum("e___l", 8, [("A", 1)])
+    assert _matches(local, lid, target, target.enum64("e", [("A", 1 << 40)]))
+    assert not _matches(local, lid, target, target.int_("e", 8))
+
+
+def test_type_matches_arrays_of_the_same_length() -> None:
+    """libbpf: arrays match when their lengths are equal and their element types match."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint, tint = local.int_("int", 4, True), target.int_("int", 4, True)
+    four = local.array(lint, 4)
+    assert _matches(local, four, target, target.array(tint, 4))
+    assert not _matches(local, four, target, target.array(tint, 5))
+    assert not _matches(local, four, target, target.array(target.int_("int", 4, False), 4))
+
+
+def test_type_matches_function_prototypes_parameter_by_parameter() -> None:
+    """libbpf: prototypes match with as many parameters, each matching, and matching returns."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint, tint, tlong = local.int_("int", 4, True), target.int_("int", 4, True), target.int_("long", 8, True)
+    proto = local.ptr(local.func_proto(lint, [lint, lint]))
+    assert _matches(local, proto, target, target.ptr(target.func_proto(tint, [tint, tint])))
+    assert not _matches(local, proto, target, target.ptr(target.func_proto(tint, [tint])))
+    assert not _matches(local, proto, target, target.ptr(target.func_proto(tint, [tint, tlong])))
+    assert not _matches(local, proto, target, target.ptr(target.func_proto(tlong, [tint, tint])))
+
+
+def _composites(members: list[str], target_members: list[str], *, union: bool = False,
+                target_member_type_signed: bool = True) -> tuple[BtfBuilder, int, BtfBuilder, int]:
+    local, target = BtfBuilder(), BtfBuilder()
+    lint, tint = local.int_("int", 4, True), target.int_("int", 4, target_member_type_signed)
+    lid = local.struct("s___l", 4 * len(members), [(n, lint, 32 * i) for i, n in enumerate(members)], union)
+    tid = target.struct("s", 4 * len(target_members), [(n, tint, 32 * i) for i, n in enumerate(target_members)],
+                        union)
+    return local, lid, target, tid
+
+
+def test_type_matches_structs_member_by_member_unless_behind_a_pointer() -> None:
+    """libbpf: a struct or union matches one of the same kind whose members include each local
+    member by name with a matching type; behind a pointer only the kind (and name) is compared."""
+    assert _matches(*_composites(["a", "b"], ["b", "x", "a"]))
+    assert not _matches(*_composites(["a", "b", "c"], ["a", "b"]))     # more local members
+    assert not _matches(*_composites(["a", "y"], ["a", "b"]))          # y is not in the target
+    assert not _matches(*_composites(["a"], ["a"], target_member_type_signed=False))  # a's type differs
+    assert _matches(*_composites(["a"], ["a"], target_member_type_signed=False), behind_ptr=True)
+    assert _matches(*_composites(["a", "y"], ["a", "b"]), behind_ptr=True)
+    local, lid, target, tid = _composites(["a"], ["a"])
+    assert not _matches(local, lid, *_composites(["a"], ["a"], union=True)[2:])  # struct vs union
+    assert _matches(*_composites(["a"], ["a"], union=True))
+
+
+def test_type_matches_forward_declarations() -> None:
+    """libbpf: a fwd matches a fwd of the same flavour (struct/union); behind a pointer, also the
+    struct (or union) it declares; a struct behind a pointer matches a fwd of its flavour."""
+    local, target = BtfBuilder(), BtfBuilder()
+    fwd_struct, fwd_union = local.fwd("s___l"), local.fwd("s___l", union=True)
+    t_struct, t_union = target.struct("s", 0, []), target.struct("s", 0, [], union=True)
+    t_fwd_struct, t_fwd_union = target.fwd("s"), target.fwd("s", union=True)
+    assert _matches(local, fwd_struct, target, t_fwd_struct)
+    assert not _matches(local, fwd_struct, target, t_fwd_union)
+    assert _matches(local, fwd_union, target, t_fwd_union)
+    assert not _matches(local, fwd_struct, target, t_struct)  # not behind a pointer
+    assert _matches(local, fwd_struct, target, t_struct, behind_ptr=True)
+    assert not _matches(local, fwd_struct, target, t_union, behind_ptr=True)
+    assert _matches(local, fwd_union, target, t_union, behind_ptr=True)
+    assert not _matches(local, fwd_union, target, t_struct, behind_ptr=True)
+    l_struct, l_union = local.struct("s___m", 0, []), local.struct("s___m", 0, [], union=True)
+    assert _matches(local, l_struct, target, t_fwd_struct, behind_ptr=True)
+    assert not _matches(local, l_struct, target, t_fwd_union, behind_ptr=True)
+    assert _matches(local, l_union, target, t_fwd_union, behind_ptr=True)
+    assert not _matches(local, l_union, target, t_fwd_struct, behind_ptr=True)
+    assert not _matches(local, l_struct, target, t_union, behind_ptr=True)
+
+
+def test_type_matches_through_a_pointer_compares_the_pointee_as_behind_one() -> None:
+    """libbpf: a pointer matches a pointer whose pointee matches, the pointee compared as behind a
+    pointer (a struct by kind only, a fwd by flavour); names count on both sides."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lfwd = local.ptr(local.fwd("task___l"))
+    assert _matches(local, lfwd, target, target.ptr(target.struct("task", 8, [])))
+    assert not _matches(local, lfwd, target, target.ptr(target.struct("other", 8, [])))
+    assert not _matches(local, lfwd, target, target.struct("task", 8, []))
+    void_ptr = local.ptr(0)
+    assert _matches(local, void_ptr, target, target.ptr(0))
+    assert not _matches(local, void_ptr, target, target.ptr(target.int_("int", 4)))
+
+
+def test_type_matches_names_count_and_anonymous_types_match_anonymous_ones() -> None:
+    """libbpf: the essential names (flavour suffix stripped) are equal; an anonymous target type
+    matches only an anonymous local one."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint = local.int_("int", 4, True)
+    tint = target.int_("int", 4, True)
+    anon = local.struct("", 4, [("a", lint, 0)])
+    assert _matches(local, anon, target, target.struct("", 4, [("a", tint, 0)]))
+    assert not _matches(local, local.struct("s", 4, [("a", lint, 0)]), target, target.struct("", 4, [("a", tint, 0)]))
+    assert not _matches(local, lint, target, target.int_("long", 4, True))
+
+
+def _chain(builder: BtfBuilder, depth: int, signed: bool = True) -> int:
+    """A pointer to a prototype whose parameter is a pointer to a prototype ... ``depth`` times."""
+    tid = builder.int_("int", 4, signed)
+    for _ in range(depth):
+        tid = builder.ptr(builder.func_proto(0, [tid]))
+    return tid
+
+
+def test_type_matches_follows_parameters_to_libbpfs_depth_and_no_further() -> None:
+    """libbpf: __bpf_core_types_match is called with level 32 and recurses into each parameter
+    with level - 1, failing (-EINVAL) at level 0: 31 nested parameters are compared to the end
+    (where a difference is still found), 32 are an error."""
+    local, target, other = BtfBuilder(), BtfBuilder(), BtfBuilder()
+    lid, tid, oid = _chain(local, 31), _chain(target, 31), _chain(other, 31, signed=False)
+    assert _matches(local, lid, target, tid)
+    assert not _matches(local, lid, other, oid)
+    deep_l, deep_t = BtfBuilder(), BtfBuilder()
+    dl, dt = _chain(deep_l, 32), _chain(deep_t, 32)
+    with pytest.raises(CoreError, match="nested too deep"):
+        _matches(deep_l, dl, deep_t, dt)
+
+
+def test_type_relocations_follow_parameters_to_libbpfs_depth_and_no_further() -> None:
+    """libbpf: __bpf_core_types_are_compat recurses into parameters with level - 1 from 32 and
+    fails at level 0 (before comparing a parameter), so 32 nested parameters are followed to
+    the end and 33 are an error."""
+    local, target, other = BtfBuilder(), BtfBuilder(), BtfBuilder()
+    lid, tid = _chain(local, 32), _chain(target, 32)
+    assert types_compat(local.btf(), lid, target.btf(), tid)
+    fid = other.float_("int", 4)
+    for _ in range(32):
+        fid = other.ptr(other.func_proto(0, [fid]))
+    assert not types_compat(local.btf(), lid, other.btf(), fid)
+    deep_l, deep_t = BtfBuilder(), BtfBuilder()
+    dl, dt = _chain(deep_l, 33), _chain(deep_t, 33)
+    with pytest.raises(CoreError, match="nested too deep"):
+        types_compat(deep_l.btf(), dl, deep_t.btf(), dt)
+
+
+@pytest.mark.parametrize(("loffset", "toffset", "expected"), [(0, 0, True), (0, 3, False), (3, 0, False)])
+def test_type_relocations_refuse_integers_with_a_bit_offset(loffset: int, toffset: int, expected: bool) -> None:
+    """libbpf (bpf_core_types_are_compat): integers are compatible unless either has a non-zero
+    bit offset in its encoding; their sizes and signedness do not count."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.int_("int", 4, True, bits=29 if loffset else None, offset=loffset)
+    tid = target.int_("int", 8, False, bits=29 if toffset else None, offset=toffset)
+    assert types_compat(local.btf(), lid, target.btf(), tid) is expected
+    assert fields_compat(local.btf(), lid, target.btf(), tid) is expected
+
+
+class _later:
+    """The builder's BTF as it is when a comparison runs (the arguments after it add types)."""
+
+    def __init__(self, builder: BtfBuilder) -> None:
+        self.builder = builder
+
+    def __call__(self) -> _later:
+        return self
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.builder.btf(), name)
+
+
+def test_type_relocations_follow_pointers_arrays_and_prototypes() -> None:
+    """libbpf (bpf_core_types_are_compat): pointers and arrays are compatible when what they point
+    to or hold is (array lengths do not count); prototypes need as many parameters, each
+    compatible, and compatible returns; other kinds must be the same kind."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint, tint, tflt = local.int_("int", 4), target.int_("int", 8), target.float_("double", 8)
+    lb, tb = _later(local), _later(target)
+    assert types_compat(lb(), local.array(lint, 2), tb(), target.array(tint, 9))
+    assert not types_compat(lb(), local.array(lint, 2), tb(), target.array(tflt, 2))
+    assert types_compat(lb(), local.ptr(lint), tb(), target.ptr(tint))
+    assert not types_compat(lb(), local.ptr(lint), tb(), target.ptr(tflt))
+    assert not types_compat(lb(), local.ptr(lint), tb(), tint)
+    proto = local.func_proto(lint, [lint])
+    assert types_compat(lb(), proto, tb(), target.func_proto(tint, [tint]))
+    assert not types_compat(lb(), proto, tb(), target.func_proto(tint, [tint, tint]))
+    assert not types_compat(lb(), proto, tb(), target.func_proto(tint, [tflt]))
+    assert not types_compat(lb(), proto, tb(), target.func_proto(tflt, [tint]))
+    assert not types_compat(lb(), local.float_("double", 8), tb(), target.float_("double", 8))
+    assert types_compat(lb(), local.enum("e___x", 4, [("A", 0)]), tb(), target.enum64("e", [("B", 1)]))
+
+
+def test_field_compatibility_by_kind() -> None:
+    """libbpf (bpf_core_fields_are_compat): two structs/unions are compatible whatever their
+    members; pointers and floats by kind alone; enums and fwds by essential name (or when one is
+    anonymous); arrays by element; an int is not compatible with a struct."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lb, tb = _later(local), _later(target)
+    assert fields_compat(lb(), local.struct("a", 4, []), tb(), target.struct("b", 8, [], union=True))
+    assert not fields_compat(lb(), local.struct("a", 4, []), tb(), target.int_("int", 4))
+    assert not fields_compat(lb(), local.int_("int", 4), tb(), target.struct("a", 4, []))
+    assert fields_compat(lb(), local.ptr(0), tb(), target.ptr(target.int_("int", 4)))
+    assert fields_compat(lb(), local.float_("float", 4), tb(), target.float_("double", 8))
+    le = local.enum("e___x", 4, [("A", 0)])
+    assert fields_compat(lb(), le, tb(), target.enum("e", 4, [("B", 0)]))
+    assert not fields_compat(lb(), le, tb(), target.enum("f", 4, [("A", 0)]))
+    assert fields_compat(lb(), le, tb(), target.enum("", 4, [("A", 0)]))
+    assert fields_compat(lb(), local.enum("", 4, [("A", 0)]), tb(), target.enum("f", 4, [("A", 0)]))
+    assert fields_compat(lb(), local.array(local.ptr(0), 2), tb(), target.array(target.ptr(0), 5))
+    assert not fields_compat(lb(), local.array(local.ptr(0), 2), tb(), target.array(target.int_("int", 8), 2))
+    assert not fields_compat(lb(), local.func_proto(0, []), tb(), target.func_proto(0, []))
+
+
+def _bitfields(order: str) -> tuple[BtfBuilder, int]:
+    b = BtfBuilder(order)
+    u32, s32 = b.int_("unsigned int", 4), b.int_("int", 4, signed=True)
+    u8, u16 = b.int_("unsigned char", 1), b.int_("unsigned short", 2)
+    # struct { u32 a:3; s32 b:7; u8 pad; u32 c:20 (bits 40-59); u8 d:4 (bits 60-63);
+    #          u16 e:8 (bits 12-19, across a u16's boundary: read with a 4-byte load) }
+    return b, b.struct("bits", 8, [("a", u32, 0, 3), ("b", s32, 3, 7), ("pad", u8, 16, 0),
+                                   ("c", u32, 40, 20), ("d", u8, 60, 4), ("e", u16, 12, 8)])  # fmt: skip
+
+
+@pytest.mark.parametrize(("order", "member", "expected"), [
+    # (byte offset, byte size, signed, lshift, rshift) as libbpf's bpf_core_calc_field_relo gives them
+    ("<", 1, (0, 4, 1, 54, 57)),
+    ("<", 3, (4, 4, 0, 36, 44)),
+    ("<", 4, (7, 1, 0, 56, 60)),
+    ("<", 5, (0, 4, 0, 44, 56)),
+    (">", 1, (0, 4, 1, 35, 57)),
+    (">", 3, (4, 4, 0, 40, 44)),
+    (">", 4, (7, 1, 0, 60, 60)),
+    (">", 5, (0, 4, 0, 44, 56)),
+])  # fmt: skip
+def test_bitfield_relocation_values(order: str, member: int, expected: tuple[int, ...]) -> None:
+    """libbpf: a bitfield's byte offset is its bit offset rounded down to its type's size (widened
+    while the field crosses it), byte size that load's size, lshift 64 - (bit end within the load)
+    on little-endian and (8 - size) * 8 + bit start within the load on big-endian, rshift
+    64 - bits; the local and the target computed alike (here the same BTF on both sides)."""
+    builder, sid = _bitfields(order)
+    resolver = CoreResolver(builder.btf(), builder.target())
+    kinds = (CoreKind.FIELD_BYTE_OFFSET, CoreKind.FIELD_BYTE_SIZE, CoreKind.FIELD_SIGNED,
+             CoreKind.FIELD_LSHIFT_U64, CoreKind.FIELD_RSHIFT_U64)
+    results = [resolver.resolve(sid, f"0:{member}", kind) for kind in kinds]
+    assert tuple(r.new for r in results) == expected
+    assert tuple(r.orig for r in results) == expected
+    assert [r.validate for r in results] == [False, False, True, False, True]
+
+
+def test_enum_values_are_read_as_s32_for_32_bit_enums_and_widened() -> None:
+    """libbpf: an ENUMVAL_VALUE of a 4-byte enum is the s32 value sign-extended to 64 bits; of an
+    enum64, the 64-bit value."""
+    b = BtfBuilder()
+    e32 = b.enum("e", 4, [("NEG", 0xFFFFFFFE), ("POS", 0x7FFFFFFF)])
+    e64 = b.enum64("f", [("BIG", 0xFFFFFFFE)])
+    resolver = CoreResolver(b.btf(), b.target())
+    value = CoreKind.ENUMVAL_VALUE
+    assert resolver.resolve(e32, "0", value).new == (1 << 64) - 2
+    assert resolver.resolve(e32, "1", value).new == 0x7FFFFFFF
+    assert resolver.resolve(e64, "0", value).new == 0xFFFFFFFE
+
+
+def test_an_array_index_past_the_end_of_the_target_array_does_not_match() -> None:
+    """libbpf (bpf_core_spec_match): an index into an array must be inside the target array's
+    length (a flexible array member excepted); else the candidate does not match and a field
+    relocation without other candidate is poisoned."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint, tint = local.int_("int", 4), target.int_("int", 4)
+    lid = local.struct("s___l", 32, [("x", local.array(lint, 8), 0)])
+    target.struct("s", 16, [("x", target.array(tint, 4), 0)])
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(lid, "0:0:3", CoreKind.FIELD_BYTE_OFFSET).new == 12
+    assert resolver.resolve(lid, "0:0:4", CoreKind.FIELD_BYTE_OFFSET).poison is not None
+    assert resolver.resolve(lid, "0:0:4", CoreKind.FIELD_EXISTS).new == 0
+    assert resolver.resolve(lid, "0:0:3", CoreKind.FIELD_EXISTS).new == 1
+
+
+def test_a_flexible_array_member_takes_any_index() -> None:
+    """libbpf: a zero-length array that is the last member of its struct takes any index, on the
+    local side and in the target; a zero-length array elsewhere takes none."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint, tint = local.int_("int", 4), target.int_("int", 4)
+    lid = local.struct("s___l", 4, [("n", lint, 0), ("data", local.array(lint, 0), 32)])
+    target.struct("s", 8, [("pad", tint, 0), ("n", tint, 32), ("data", target.array(tint, 0), 64)])
+    mid = local.struct("m___l", 8, [("data", local.array(lint, 0), 0), ("n", lint, 0)])
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(lid, "0:1:5", CoreKind.FIELD_BYTE_OFFSET).new == 8 + 20
+    with pytest.raises(CoreError, match="element 5 of an array of 0"):
+        resolver.resolve(mid, "0:0:5", CoreKind.FIELD_BYTE_OFFSET)
+    flex_not_last = BtfBuilder()
+    fint = flex_not_last.int_("int", 4)
+    flex_not_last.struct("s", 8, [("n", fint, 0), ("data", flex_not_last.array(fint, 0), 32), ("z", fint, 32)])
+    other = CoreResolver(local.btf(), flex_not_last.target())
+    assert other.resolve(lid, "0:1:5", CoreKind.FIELD_BYTE_OFFSET).poison is not None
+
+
+def test_type_kinds_of_a_candidate_must_be_compatible() -> None:
+    """libbpf: a candidate has the local type's kind (enum and enum64 count as one); its
+    relocations of another kind find none."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.struct("t___x", 4, [])
+    target.ref(BtfKind.TYPEDEF, target.int_("int", 4), "t")
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(lid, "0", CoreKind.TYPE_EXISTS).new == 0
+    e = local.enum("e___x", 4, [("A", 0)])
+    target.enum64("e", [("A", 5)])
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(e, "0", CoreKind.TYPE_EXISTS).new == 1
+
+
+# -- the kernel's own CO-RE as the oracle (root, clang 21 for type_matches) ----------------------
+
+#: what each bpf_core_type_matches of kernel_matches.c answers against a kernel of today, by bit
+KERNEL_MATCHES = {
+    "list_head___same": 1, "list_head___more": 0, "list_head___renamed": 0, "list_head___int": 0,
+    "pid_type___subset": 1, "pid_type___stranger": 0, "pid_type___wide": 0, "pid_t___signed": 1,
+    "pid_t___unsigned": 0, "pid_t___long": 0, "ethhdr___same": 1, "ethhdr___short": 0,
+    "ethhdr___signed": 0, "rcu_callback_t___same": 1, "rcu_callback_t___args": 0, "rcu_callback_t___ret": 0,
+    "rcu_callback_t___other": 0, "callback_head___union": 0,
+}  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def kernel_matches(tmp_path_factory: pytest.TempPathFactory) -> ObjectSpec:
+    out = tmp_path_factory.mktemp("matches")
+    shutil.copy(DATA / "core" / "kernel_matches.c", out)
+    subprocess.run([oracle("clang-21"), "-target", "bpf", "-O2", "-g", "-I/usr/include/x86_64-linux-gnu",
+                    "-c", "kernel_matches.c", "-o", "kernel_matches.o"], check=True, cwd=out)  # fmt: skip
+    return read_object_bytes((out / "kernel_matches.o").read_bytes(), "kernel_matches.o")
+
+
+def test_type_matches_answers_as_the_kernel_does(root_kernel: None, kernel_matches: ObjectSpec) -> None:
+    """The kernel's CO-RE (relo_core.c, libbpf's own rules) and evspec's on one object: each
+    bpf_core_type_matches of kernel_matches.c (list_head with another member count, member name
+    or member type; pid_type as a subset, with a stranger, as an enum64; pid_t signed, unsigned,
+    long; in6_addr with another array length or a struct for a union; callback_head with other
+    prototypes, through a fwd, as a union) and type_exists/type_size of some: the translated
+    programs are equal, and the answers are the ones KERNEL_MATCHES says."""
+    spec = kernel_matches
+    relocated, findings = relocate_object(spec, TargetBtf.running_kernel())
+    assert findings == []
+    answers = {}
+    for prog in relocated.programs:
+        for r in prog.core_relocations:
+            code, _, _, imm = INSN.unpack_from(prog.insns, r.insn * 8)
+            if r.kind == "type_matches":
+                answers[r.type_name.split(" ")[-1]] = imm
+    assert answers == KERNEL_MATCHES
+    kernel = Kernel()
+    names = [p.name for p in spec.programs]
+    with load_object(spec, {n: ProgType.TRACEPOINT for n in names}, kernel=kernel) as ours:
+        mine = {name: kernel.program_xlated(ours.program(name).fd) for name in names}
+    with load_object(spec, {n: ProgType.TRACEPOINT for n in names}, kernel=kernel, deferred=names) as live:
+        for prog in spec.programs:
+            fd = load_with_kernel_core(live, spec, prog)
+            try:
+                assert kernel.program_xlated(fd) == mine[prog.name], prog.name
+            finally:
+                kernel.close(fd)
+    assert sorted(names) == ["compat", "matches"]
