@@ -1,0 +1,85 @@
+"""How a resolved CO-RE relocation changes an instruction (libbpf's bpf_core_patch_insn), on
+hand-made instructions: a load's width follows its field's new size for each width, the bounds
+of the function are checked, a poisoned ld_imm64 loses both halves, a load carrying a type
+relocation has its offset patched without a size check. The mutants these tests were written
+to kill are listed in tools/mutation/pins.toml."""
+
+from __future__ import annotations
+
+import struct
+
+import pytest
+from evspec.loader.object.core import CoreError, CoreKind, CoreResult
+from evspec.loader.object.core_patch import POISON_HELPER, CorePatch, patch_insns
+
+INSN = struct.Struct("<BBhi")
+BPF_LDX_MEM = 0x61  # class LDX | mode MEM | size W
+SIZE = {8: 0x18, 4: 0x00, 2: 0x08, 1: 0x10}  # BPF_DW, BPF_W, BPF_H, BPF_B
+
+
+def _load(size: int, off: int) -> bytes:
+    return INSN.pack((BPF_LDX_MEM & ~0x18) | SIZE[size], 0x12, off, 0)
+
+
+def _field(orig: int, new: int, orig_size: int, new_size: int) -> CoreResult:
+    return CoreResult(CoreKind.FIELD_BYTE_OFFSET, orig, new, True, None, orig_size, new_size, False, "t")
+
+
+@pytest.mark.parametrize(("orig_size", "new_size"), [(4, 8), (8, 4), (2, 1), (1, 2), (4, 2), (2, 8), (1, 4)])
+def test_a_loads_width_follows_the_fields_size(orig_size: int, new_size: int) -> None:
+    """libbpf: when a field's size changes safely (unsigned integers, pointers) the load's size
+    bits become the new size (BPF_B/H/W/DW), its offset the new offset; registers stay."""
+    insns = _load(orig_size, 8)
+    patched, findings = patch_insns(insns, [CorePatch(0, "r", _field(8, 24, orig_size, new_size))])
+    assert findings == []
+    assert INSN.unpack(patched) == ((BPF_LDX_MEM & ~0x18) | SIZE[new_size], 0x12, 24, 0)
+
+
+def test_a_load_of_another_width_than_the_field_is_an_error() -> None:
+    """libbpf: the instruction's own width must be the field's local size to be widened."""
+    with pytest.raises(CoreError, match="accesses 2 bytes, expected 4"):
+        patch_insns(_load(2, 8), [CorePatch(0, "r", _field(8, 24, 4, 8))])
+
+
+def test_an_instruction_past_the_function_is_an_error() -> None:
+    """An instruction index must be inside the function: the last one is, the next one not."""
+    two = _load(4, 8) + _load(4, 8)
+    patch_insns(two, [CorePatch(1, "r", _field(8, 8, 4, 4))])
+    for at in (2, 3, -1):
+        with pytest.raises(CoreError, match="outside the function's 2 instructions"):
+            patch_insns(two, [CorePatch(at, "r", _field(8, 8, 4, 4))])
+
+
+def test_a_poisoned_ld_imm64_loses_both_halves_but_not_the_next_instruction() -> None:
+    """libbpf (bpf_core_poison_insn): a poisoned ld_imm64 becomes the poison call in both of its
+    slots; a poisoned single instruction only in its own, the one after it unchanged; an
+    ld_imm64 cut off at the function's end is poisoned in the slot it has."""
+    ld = INSN.pack(0x18, 0x01, 0, 5) + INSN.pack(0, 0, 0, 0)
+    tail = _load(4, 8)
+    poisoned = CoreResult(CoreKind.ENUMVAL_VALUE, 5, 0, True, "gone")
+    call = (0x85, 0, 0, POISON_HELPER)
+    out, [finding] = patch_insns(ld + tail, [CorePatch(0, "r", poisoned)], "f")
+    assert [INSN.unpack_from(out, i * 8) for i in range(3)] == [call, call, INSN.unpack(tail)]
+    assert (finding.function, finding.insn) == ("f", 0)
+    out, _ = patch_insns(tail + tail, [CorePatch(0, "r", poisoned)])
+    assert [INSN.unpack_from(out, i * 8) for i in range(2)] == [call, INSN.unpack(tail)]
+    out, _ = patch_insns(tail + ld[:8], [CorePatch(1, "r", poisoned)])
+    assert len(out) == 16 and [INSN.unpack_from(out, i * 8) for i in range(2)] == [INSN.unpack(tail), call]
+
+
+def test_an_ld_imm64_gets_both_halves_of_a_64_bit_value() -> None:
+    """libbpf: an ld_imm64 holds the low 32 bits in its first slot, the high 32 in its second."""
+    ld = INSN.pack(0x18, 0x01, 0, 5) + INSN.pack(0, 0, 0, 0)
+    value = (0x12345678 << 32) | 0x9ABCDEF0
+    result = CoreResult(CoreKind.ENUMVAL_VALUE, 5, value)
+    out, _ = patch_insns(ld, [CorePatch(0, "r", result)])
+    lo, hi = INSN.unpack_from(out, 0)[3] & 0xFFFFFFFF, INSN.unpack_from(out, 8)[3] & 0xFFFFFFFF
+    assert (hi << 32 | lo) == value
+
+
+def test_a_type_relocation_on_a_load_patches_its_offset_without_a_size_check() -> None:
+    """libbpf: only a field byte offset carries sizes; a type_id_local relocation (sizes 0, no
+    size change) on a load instruction sets its offset like any other value."""
+    result = CoreResult(CoreKind.TYPE_ID_LOCAL, 7, 7, validate=False)
+    out, findings = patch_insns(_load(4, 3), [CorePatch(0, "r", result)])
+    assert findings == [] and INSN.unpack(out) == (BPF_LDX_MEM, 0x12, 7, 0)
