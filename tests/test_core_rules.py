@@ -434,3 +434,31 @@ def test_type_matches_answers_as_the_kernel_does(root_kernel: None, kernel_match
             finally:
                 kernel.close(fd)
     assert sorted(names) == ["compat", "matches"]
+
+
+def test_a_pointer_read_as_a_narrower_integer_is_a_bad_size_change() -> None:
+    """libbpf (bpf_core_calc_relo): a load may change width only when both sides are pointers or
+    both unsigned integers; an element of a root array that is a pointer here and an int in the
+    target keeps its offset but the load is poisoned (fail_memsz_adjust)."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.ref(BtfKind.TYPEDEF, local.ptr(0), "p___x")
+    target.ref(BtfKind.TYPEDEF, target.int_("unsigned int", 4), "p")
+    result = CoreResolver(local.btf(), target.target()).resolve(lid, "1", CoreKind.FIELD_BYTE_OFFSET)
+    assert (result.orig, result.new, result.orig_size, result.new_size) == (8, 4, 8, 4)
+    assert result.bad_size_change
+
+
+def test_candidates_that_did_not_match_are_dropped_for_the_types_later_relocations() -> None:
+    """libbpf (bpf_core_apply_relo): the candidates of a local type that fail one of its
+    relocations are dropped for the next ones, so a field both target flavours have is
+    answered by the flavour that matched before, not refused as ambiguous."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint, tint = local.int_("int", 4), target.int_("int", 4)
+    lid = local.struct("s___l", 8, [("y", lint, 0), ("x", lint, 32)])
+    target.struct("s___a", 4, [("x", tint, 0)])
+    target.struct("s___b", 8, [("y", tint, 0), ("x", tint, 32)])
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(lid, "0:0", CoreKind.FIELD_BYTE_OFFSET).new == 0
+    assert resolver.resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET).new == 4
+    with pytest.raises(CoreError, match="ambiguous"):
+        CoreResolver(local.btf(), target.target()).resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET)
