@@ -462,3 +462,13 @@ def test_candidates_that_did_not_match_are_dropped_for_the_types_later_relocatio
     assert resolver.resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET).new == 4
     with pytest.raises(CoreError, match="ambiguous"):
         CoreResolver(local.btf(), target.target()).resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET)
+
+
+def test_a_bitfield_across_a_64_bit_boundary_is_an_error() -> None:
+    """libbpf (bpf_core_calc_field_relo): a bitfield whose bits a 64-bit load cannot cover
+    (bits 60-67 of a u64 field) fails the relocation (-E2BIG) instead of a wider load."""
+    b = BtfBuilder()
+    u64 = b.int_("unsigned long long", 8)
+    sid = b.struct("wide", 16, [("x", u64, 60, 8)])
+    with pytest.raises(CoreError, match="cannot be read with one 64-bit load"):
+        CoreResolver(b.btf(), b.target()).resolve(sid, "0:0", CoreKind.FIELD_BYTE_OFFSET)
