@@ -83,3 +83,35 @@ def test_a_type_relocation_on_a_load_patches_its_offset_without_a_size_check() -
     result = CoreResult(CoreKind.TYPE_ID_LOCAL, 7, 7, validate=False)
     out, findings = patch_insns(_load(4, 3), [CorePatch(0, "r", result)])
     assert findings == [] and INSN.unpack(out) == (BPF_LDX_MEM, 0x12, 7, 0)
+
+
+def test_a_poisoned_ld_imm64_after_other_instructions_loses_both_halves() -> None:
+    """The poisoned instruction's own opcode decides whether a second slot goes too, wherever
+    it is in the function (here at index 1, after a load)."""
+    tail = _load(4, 8)
+    ld = INSN.pack(0x18, 0x01, 0, 5) + INSN.pack(0, 0, 0, 0)
+    out, _ = patch_insns(tail + ld + tail, [CorePatch(1, "r", CoreResult(CoreKind.ENUMVAL_VALUE, 5, 0, True, "x"))])
+    call = (0x85, 0, 0, POISON_HELPER)
+    assert [INSN.unpack_from(out, i * 8) for i in range(4)] == [INSN.unpack(tail), call, call, INSN.unpack(tail)]
+
+
+def test_an_alu_immediate_is_compared_sign_extended() -> None:
+    """libbpf: an instruction's s32 immediate is compared with the 64-bit local value sign-
+    extended, so an enumerator -1 (0xffffffffffffffff locally) in a mov is the expected one."""
+    mov = INSN.pack(0xB7, 0x01, 0, -1)  # r1 = -1
+    out, _ = patch_insns(mov, [CorePatch(0, "r", CoreResult(CoreKind.ENUMVAL_VALUE, (1 << 64) - 1, 5))])
+    assert INSN.unpack(out) == (0xB7, 0x01, 0, 5)
+    with pytest.raises(CoreError, match="immediate is -1, expected 4294967295"):
+        patch_insns(mov, [CorePatch(0, "r", CoreResult(CoreKind.ENUMVAL_VALUE, 0xFFFFFFFF, 5))])
+
+
+def test_an_ld_imm64_of_another_form_or_value_is_an_error() -> None:
+    """libbpf: a relocated ld_imm64 has no source register (a map or BTF id reference is not a
+    CO-RE value) and holds the local value in its two halves; anything else fails."""
+    result = CoreResult(CoreKind.ENUMVAL_VALUE, 5, 9)
+    pseudo = INSN.pack(0x18, 0x11, 0, 5) + INSN.pack(0, 0, 0, 0)  # src_reg 1: BPF_PSEUDO_MAP_FD
+    with pytest.raises(CoreError, match="unexpected form"):
+        patch_insns(pseudo, [CorePatch(0, "r", result)])
+    other = INSN.pack(0x18, 0x01, 0, 6) + INSN.pack(0, 0, 0, 0)
+    with pytest.raises(CoreError, match="the ld_imm64 holds 6, expected 5"):
+        patch_insns(other, [CorePatch(0, "r", result)])
