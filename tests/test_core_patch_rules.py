@@ -9,8 +9,11 @@ from __future__ import annotations
 import struct
 
 import pytest
+from evspec.loader.object.btf import BtfError
 from evspec.loader.object.core import CoreError, CoreKind, CoreResult
-from evspec.loader.object.core_patch import POISON_HELPER, CorePatch, patch_insns
+from evspec.loader.object.core_patch import POISON_HELPER, CorePatch, core_check, patch_insns
+from evspec.loader.object.spec import ObjectSpec
+from evspec.loader.object.target_btf import TargetBtf
 
 INSN = struct.Struct("<BBhi")
 BPF_LDX_MEM = 0x61  # class LDX | mode MEM | size W
@@ -95,14 +98,17 @@ def test_a_poisoned_ld_imm64_after_other_instructions_loses_both_halves() -> Non
     assert [INSN.unpack_from(out, i * 8) for i in range(4)] == [INSN.unpack(tail), call, call, INSN.unpack(tail)]
 
 
-def test_an_alu_immediate_is_compared_sign_extended() -> None:
-    """libbpf: an instruction's s32 immediate is compared with the 64-bit local value sign-
-    extended, so an enumerator -1 (0xffffffffffffffff locally) in a mov is the expected one."""
+def test_an_alu_immediate_or_a_load_offset_is_compared_sign_extended() -> None:
+    """libbpf: an instruction's s32 immediate (or s16 offset) is compared with the 64-bit local
+    value sign-extended, so an enumerator -1 (0xffffffffffffffff locally) in a mov, or as a
+    load's offset, is the expected one."""
     mov = INSN.pack(0xB7, 0x01, 0, -1)  # r1 = -1
     out, _ = patch_insns(mov, [CorePatch(0, "r", CoreResult(CoreKind.ENUMVAL_VALUE, (1 << 64) - 1, 5))])
     assert INSN.unpack(out) == (0xB7, 0x01, 0, 5)
     with pytest.raises(CoreError, match="immediate is -1, expected 4294967295"):
         patch_insns(mov, [CorePatch(0, "r", CoreResult(CoreKind.ENUMVAL_VALUE, 0xFFFFFFFF, 5))])
+    out, _ = patch_insns(_load(4, -1), [CorePatch(0, "r", CoreResult(CoreKind.ENUMVAL_VALUE, (1 << 64) - 1, 5))])
+    assert INSN.unpack(out) == (BPF_LDX_MEM, 0x12, 5, 0)
 
 
 def test_an_ld_imm64_of_another_form_or_value_is_an_error() -> None:
@@ -115,3 +121,13 @@ def test_an_ld_imm64_of_another_form_or_value_is_an_error() -> None:
     other = INSN.pack(0x18, 0x01, 0, 6) + INSN.pack(0, 0, 0, 0)
     with pytest.raises(CoreError, match="the ld_imm64 holds 6, expected 5"):
         patch_insns(other, [CorePatch(0, "r", result)])
+
+
+def test_an_object_without_co_re_relocations_needs_no_kernel_btf(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evspec check` says nothing of CO-RE for an object that has no relocation, even on a
+    kernel without BTF (it never asks for one); with a relocation pending it would say so."""
+    def no_btf() -> None:
+        raise BtfError("no /sys/kernel/btf/vmlinux")
+
+    monkeypatch.setattr(TargetBtf, "running_kernel", staticmethod(no_btf))
+    assert core_check(ObjectSpec("plain.o", "GPL", None, (), ())) is None

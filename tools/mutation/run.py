@@ -163,6 +163,9 @@ def write_report(config: Config, records: list[dict], path: Path) -> None:
     if records:
         out.append(line("total", total))
     out.append("```")
+    if PINS_LOG.exists():
+        out += ["", "## Tests written for survivors, each failing under its mutant (`run.py --pins`)", "", "```",
+                *PINS_LOG.read_text().splitlines(), "```"]  # fmt: skip
     for record in records:
         module = config.modules[record["module"]]
         equivalents = config.equivalents.get(module.name, {})
@@ -201,19 +204,30 @@ def apply_one(config: Config, module: Module, mutant_id: str, tests: list[str]) 
     return 0 if outcome.status in KILLED else 1
 
 
+PINS_LOG = CACHE / "pins.txt"
+
+
 def check_pins(config: Config, names: list[str]) -> int:
+    """Each pinned test passes on the module and fails under its mutant; the lines are kept in
+    build/mutation/pins.txt for the report."""
     bad = 0
+    lines: list[str] = []
+
+    def say(text: str) -> None:
+        print(text, flush=True)
+        lines.append(text)
+
     for name in names:
         module = config.modules[name]
         points = {p.id: p for p in points_of(module)}
         for mid, tests in config.pins.get(name, {}).items():
             if mid not in points:
-                print(f"{name:<16} {mid:<40} no such mutant in {module.path}")
+                say(f"{name:<16} {mid:<40} no such mutant in {module.path}")
                 bad += 1
                 continue
             clean = run_mutant(module, None, tests, 600, stop_first=False)
             if clean.status != "survived":
-                print(f"{name:<16} {mid:<40} {' '.join(tests)}: fail without the mutant ({clean.detail})")
+                say(f"{name:<16} {mid:<40} {' '.join(tests)}: fail without the mutant ({clean.detail})")
                 bad += 1
                 continue
             for test in tests:
@@ -222,7 +236,9 @@ def check_pins(config: Config, names: list[str]) -> int:
                     "fails under it" if outcome.status in KILLED else f"does NOT fail ({outcome.status})"
                 )
                 bad += outcome.status not in KILLED
-                print(f"{name:<16} {mid:<40} {test}: {verdict}")
+                say(f"{name:<16} {mid:<40} {test}: {verdict}")
+    CACHE.mkdir(parents=True, exist_ok=True)
+    PINS_LOG.write_text("\n".join(lines) + "\n")
     return 1 if bad else 0
 
 
@@ -270,8 +286,14 @@ def main(argv: list[str] | None = None) -> int:
             return check_pins(config, names)
         log = (lambda *_: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
         records = []
+        broken = []
         for name in names:
-            record = run_module(config, config.modules[name], args.survivors, log)
+            try:
+                record = run_module(config, config.modules[name], args.survivors, log)
+            except BaselineError as e:
+                print(f"{name:<16} not judged: {e}", flush=True)
+                broken.append(name)
+                continue
             print(line(name, score(config, record), record), flush=True)
             records.append(record)
         total: dict[str, int] = {}
@@ -283,7 +305,7 @@ def main(argv: list[str] | None = None) -> int:
             everything = [json.loads(_results_file(m).read_text()) for m in config.modules.values()
                           if _results_file(m).exists()]  # fmt: skip
             write_report(config, everything, REPO / args.report)
-        return 0
+        return 1 if broken else 0
     except (ConfigError, BaselineError) as e:
         print(f"mutation: {e}", file=sys.stderr)
         return 2
