@@ -5,7 +5,7 @@ mutants these tests were written to kill are listed in tools/mutation/pins.toml.
 
 from __future__ import annotations
 
-from evspec.parser import parse
+from evspec.parser import analyze, parse
 from evspec.rules import event_reference_names, program_event_name
 
 
@@ -31,3 +31,13 @@ def test_a_program_event_is_found_by_name_text_or_bare_name_or_not_at_all() -> N
 def test_a_raw_terms_number_spans_its_hex_digits() -> None:
     term = parse("cpu/r1a/").items[0].terms.items[0]
     assert (term.value.span.start, term.value.span.end) == (5, 7)
+
+
+def test_a_string_term_given_a_number_says_what_it_takes() -> None:
+    """ES035's help names the values call-graph and branch_type take, and shows another
+    string term's forms."""
+    helps = {text: [d.help for d in analyze(text).diagnostics] for text in
+             ("cpu-clock/call-graph=1/", "cpu-clock/branch_type=7/", "cpu-clock/name=5/")}
+    assert helps["cpu-clock/call-graph=1/"] == [("call-graph is fp, dwarf, lbr or no",)]
+    assert helps["cpu-clock/branch_type=7/"][0][0].startswith("branch_type is no or one of: u, k, hv, any,")
+    assert helps["cpu-clock/name=5/"] == [("for example name=foo, or quoted: name='a:b'",)]
