@@ -17,7 +17,7 @@ from conftest import oracle
 from corpus_files import DATA
 from evspec.loader.kernel import Kernel
 from evspec.loader.load.live import load_object
-from evspec.loader.object.btf import BtfKind
+from evspec.loader.object.btf import BtfKind, write_btf
 from evspec.loader.object.core import (
     CoreError,
     CoreKind,
@@ -472,3 +472,17 @@ def test_a_bitfield_across_a_64_bit_boundary_is_an_error() -> None:
     sid = b.struct("wide", 16, [("x", u64, 60, 8)])
     with pytest.raises(CoreError, match="cannot be read with one 64-bit load"):
         CoreResolver(b.btf(), b.target()).resolve(sid, "0:0", CoreKind.FIELD_BYTE_OFFSET)
+
+
+@pytest.mark.parametrize(("count", "listed"), [(4, "m0, m1, m2, m3)"), (5, "m0, m1, m2, m3, ... (5 in all))")])
+def test_a_type_no_btf_has_names_the_modules_searched(count: int, listed: str) -> None:
+    """A poisoned relocation of a type neither vmlinux nor a module has names up to four module
+    BTFs it searched, and how many there were past four."""
+    local, vmlinux = BtfBuilder(), BtfBuilder()
+    lid = local.struct("gone___l", 4, [("a", local.int_("int", 4), 0)])
+    vmlinux.int_("int", 4)
+    empty_split = write_btf([], b"\0")
+    target = TargetBtf(vmlinux.blob(), "vmlinux", cache=False,
+                       modules=lambda: [(f"m{i}", empty_split) for i in range(count)])
+    result = CoreResolver(local.btf(), target).resolve(lid, "0:0", CoreKind.FIELD_BYTE_OFFSET)
+    assert result.poison == f"vmlinux has no type named 'gone', nor has any of its module BTFs ({listed}"
