@@ -292,9 +292,11 @@ def _bitfields(order: str) -> tuple[BtfBuilder, int]:
     u32, s32 = b.int_("unsigned int", 4), b.int_("int", 4, signed=True)
     u8, u16 = b.int_("unsigned char", 1), b.int_("unsigned short", 2)
     # struct { u32 a:3; s32 b:7; u8 pad; u32 c:20 (bits 40-59); u8 d:4 (bits 60-63);
-    #          u16 e:8 (bits 12-19, across a u16's boundary: read with a 4-byte load) }
-    return b, b.struct("bits", 8, [("a", u32, 0, 3), ("b", s32, 3, 7), ("pad", u8, 16, 0),
-                                   ("c", u32, 40, 20), ("d", u8, 60, 4), ("e", u16, 12, 8)])  # fmt: skip
+    #          u16 e:8 (bits 12-19, across a u16's boundary: read with a 4-byte load);
+    #          u8 f:4 at bit 135, across a byte: a 2-byte load at byte 16 }
+    return b, b.struct("bits", 24, [("a", u32, 0, 3), ("b", s32, 3, 7), ("pad", u8, 16, 0),
+                                   ("c", u32, 40, 20), ("d", u8, 60, 4), ("e", u16, 12, 8),
+                                   ("f", u8, 135, 4)])  # fmt: skip
 
 
 @pytest.mark.parametrize(("order", "member", "expected"), [
@@ -303,10 +305,12 @@ def _bitfields(order: str) -> tuple[BtfBuilder, int]:
     ("<", 3, (4, 4, 0, 36, 44)),
     ("<", 4, (7, 1, 0, 56, 60)),
     ("<", 5, (0, 4, 0, 44, 56)),
+    ("<", 6, (16, 2, 0, 53, 60)),
     (">", 1, (0, 4, 1, 35, 57)),
     (">", 3, (4, 4, 0, 40, 44)),
     (">", 4, (7, 1, 0, 60, 60)),
     (">", 5, (0, 4, 0, 44, 56)),
+    (">", 6, (16, 2, 0, 55, 60)),
 ])  # fmt: skip
 def test_bitfield_relocation_values(order: str, member: int, expected: tuple[int, ...]) -> None:
     """libbpf: a bitfield's byte offset is its bit offset rounded down to its type's size (widened
@@ -486,3 +490,85 @@ def test_a_type_no_btf_has_names_the_modules_searched(count: int, listed: str) -
                        modules=lambda: [(f"m{i}", empty_split) for i in range(count)])
     result = CoreResolver(local.btf(), target).resolve(lid, "0:0", CoreKind.FIELD_BYTE_OFFSET)
     assert result.poison == f"vmlinux has no type named 'gone', nor has any of its module BTFs ({listed}"
+
+
+def _nested_structs(builder: BtfBuilder, depth: int, anonymous_at: int = -1) -> int:
+    """struct n{depth} { struct n{depth-1} m; } ... struct n1 { int m; }: ``depth`` member steps;
+    at ``anonymous_at`` an anonymous struct wraps the member (one more step, no accessor)."""
+    tid = builder.int_("int", 4)
+    for level in range(1, depth + 1):
+        tid = builder.struct(f"n{level}", 4, [("m", tid, 0)])
+        if level == anonymous_at:
+            tid = builder.struct("", 4, [("", tid, 0)])
+    return tid
+
+
+def test_an_access_of_more_than_64_steps_is_refused_on_both_sides() -> None:
+    """libbpf: an access string has at most BPF_CORE_SPEC_MAX_LEN (64) indices locally, and the
+    access followed in a candidate (anonymous members add steps there) at most 64 too."""
+    local, target, anonymous = BtfBuilder(), BtfBuilder(), BtfBuilder()
+    deep, deeper = _nested_structs(local, 63), _nested_structs(local, 64)
+    _nested_structs(target, 63)
+    _nested_structs(anonymous, 63, anonymous_at=40)
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(deep, ":".join(["0"] * 64), CoreKind.FIELD_BYTE_OFFSET).new == 0
+    with pytest.raises(CoreError, match="longer than 64 steps"):
+        resolver.resolve(deeper, ":".join(["0"] * 65), CoreKind.FIELD_BYTE_OFFSET)
+    with pytest.raises(CoreError, match="the access in struct n63 is longer than 64 steps"):
+        CoreResolver(local.btf(), anonymous.target()).resolve(deep, ":".join(["0"] * 64), CoreKind.FIELD_BYTE_OFFSET)
+
+
+def test_an_access_into_a_type_without_size_or_past_the_members_is_refused() -> None:
+    """libbpf (bpf_core_parse_spec): the root's size scales the first index, so a root without
+    one (a prototype) fails; a member index must be below the struct's member count."""
+    b = BtfBuilder()
+    proto = b.func_proto(b.int_("int", 4), [])
+    two = b.struct("two", 8, [("a", 1, 0), ("b", 1, 32)])
+    resolver = CoreResolver(b.btf(), b.target())
+    with pytest.raises(CoreError, match="has no size"):
+        resolver.resolve(proto, "0:0", CoreKind.FIELD_BYTE_OFFSET)
+    with pytest.raises(CoreError, match="step 1 is member 2, but struct two has 2"):
+        resolver.resolve(two, "0:2", CoreKind.FIELD_BYTE_OFFSET)
+
+
+def test_a_one_element_array_at_the_end_is_no_flexible_array() -> None:
+    """libbpf (is_flex_arr): only a zero-length last member takes any index; data[1] takes 0."""
+    b = BtfBuilder()
+    i = b.int_("int", 4)
+    sid = b.struct("s", 8, [("n", i, 0), ("data", b.array(i, 1), 32)])
+    resolver = CoreResolver(b.btf(), b.target())
+    assert resolver.resolve(sid, "0:1:0", CoreKind.FIELD_BYTE_OFFSET).new == 4
+    with pytest.raises(CoreError, match="element 3 of an array of 1"):
+        resolver.resolve(sid, "0:1:3", CoreKind.FIELD_BYTE_OFFSET)
+
+
+def test_a_field_that_is_a_bitfield_only_in_the_target_cannot_be_loaded_at_another_width() -> None:
+    """libbpf (bpf_core_calc_field_relo): a bitfield has no load size (0) and no type, so a
+    plain u8 here that is a bitfield in the target is a size change no load can follow."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.struct("s___l", 1, [("x", local.int_("unsigned char", 1), 0)])
+    target.struct("s", 1, [("x", target.int_("unsigned char", 1), 0, 4)])
+    result = CoreResolver(local.btf(), target.target()).resolve(lid, "0:0", CoreKind.FIELD_BYTE_OFFSET)
+    assert (result.orig_size, result.new_size, result.bad_size_change) == (1, 0, True)
+
+
+def test_a_local_type_id_is_the_types_own_id_and_never_validated() -> None:
+    """libbpf: a type_id_local relocation is the local id itself, not checked against the
+    instruction (ids may change when objects are linked)."""
+    b = BtfBuilder()
+    sid = b.struct("s", 4, [("a", b.int_("int", 4), 0)])
+    result = CoreResolver(b.btf(), BtfBuilder().target()).resolve(sid, "0", CoreKind.TYPE_ID_LOCAL)
+    assert (result.orig, result.new, result.validate, result.poison) == (sid, sid, False, None)
+
+
+def test_two_candidates_at_one_offset_with_other_values_are_ambiguous() -> None:
+    """libbpf (bpf_core_apply_relo_insn): candidates that agree on the field's offset but not on
+    the relocation's value (its size here) are a "relocation decision ambiguity"."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.struct("s___l", 4, [("x", local.int_("int", 4), 0)])
+    target.struct("s___a", 4, [("x", target.int_("int", 4), 0)])
+    target.struct("s___b", 8, [("x", target.int_("long", 8), 0)])
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(lid, "0:0", CoreKind.FIELD_BYTE_OFFSET).new == 0
+    with pytest.raises(CoreError, match="ambiguous"):
+        CoreResolver(local.btf(), target.target()).resolve(lid, "0:0", CoreKind.FIELD_BYTE_SIZE)

@@ -33,11 +33,11 @@ def points_of(module: Module) -> list[MutationPoint]:
 
 
 def sampled(config: Config, module: Module, points: list[MutationPoint]) -> list[MutationPoint]:
-    """A fixed sample: the same mutants every run while the module's source stays the same."""
-    if module.sample >= len(points):
-        return points
-    rng = random.Random(f"{config.seed}:{module.name}")
-    return [points[i] for i in sorted(rng.sample(range(len(points)), module.sample))]
+    """A fixed sample: the same mutants every run while the module's source stays the same, and
+    a larger sample holds the smaller one."""
+    order = list(range(len(points)))
+    random.Random(f"{config.seed}:{module.name}").shuffle(order)
+    return [points[i] for i in sorted(order[: module.sample])]
 
 
 def check_equivalents(config: Config, module: Module, points: list[MutationPoint]) -> None:
