@@ -9,10 +9,12 @@ from __future__ import annotations
 import struct
 
 import pytest
+from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import BtfError
 from evspec.loader.object.core import CoreError, CoreKind, CoreResult
-from evspec.loader.object.core_patch import POISON_HELPER, CorePatch, core_check, patch_insns
-from evspec.loader.object.spec import ObjectSpec
+from evspec.loader.object.core_patch import POISON_HELPER, CorePatch, core_check, patch_insns, relocate_object
+from evspec.loader.object.reader import read_object_bytes
+from evspec.loader.object.spec import ObjectSpec, replace
 from evspec.loader.object.target_btf import TargetBtf
 
 INSN = struct.Struct("<BBhi")
@@ -131,3 +133,89 @@ def test_an_object_without_co_re_relocations_needs_no_kernel_btf(monkeypatch: py
 
     monkeypatch.setattr(TargetBtf, "running_kernel", staticmethod(no_btf))
     assert core_check(ObjectSpec("plain.o", "GPL", None, (), ())) is None
+
+
+@pytest.mark.parametrize(("code", "at"), [(0x62, "off"), (0x7A, "off"), (0x73, "off"), (0xB4, "imm"), (0x07, "imm")])
+def test_stores_and_32_bit_alu_instructions_take_relocations_too(code: int, at: str) -> None:
+    """libbpf (bpf_core_patch_insn): BPF_ST and BPF_STX stores get the new offset like loads;
+    ALU (32-bit) immediates like ALU64 ones."""
+    insn = INSN.pack(code, 0x01, 8 if at == "off" else 0, 8 if at == "imm" else 0)
+    out, _ = patch_insns(insn, [CorePatch(0, "r", _field(8, 24, 0, 0))])
+    _, _, off, imm = INSN.unpack(out)
+    assert (off if at == "off" else imm) == 24
+
+
+def test_an_offset_must_fit_16_signed_bits() -> None:
+    """libbpf: a new offset past 32767 does not fit the instruction ("insn #%d (LDX/ST/STX)
+    value too big"); 32767 does."""
+    out, _ = patch_insns(_load(4, 8), [CorePatch(0, "r", _field(8, 32767, 4, 4))])
+    assert INSN.unpack(out)[2] == 32767
+    with pytest.raises(CoreError, match="offset 32768 does not fit an instruction's 16-bit offset"):
+        patch_insns(_load(4, 8), [CorePatch(0, "r", _field(8, 32768, 4, 4))])
+
+
+def test_other_instructions_cannot_take_a_relocation() -> None:
+    """libbpf: only ALU immediates, load/store offsets and ld_imm64 values are relocated; an
+    LD_ABS, an ld_imm64 cut off by the function's end or a jump is refused."""
+    result = CoreResult(CoreKind.ENUMVAL_VALUE, 5, 9)
+    ld_abs = INSN.pack(0x20, 0, 0, 5) + INSN.pack(0, 0, 0, 0)
+    with pytest.raises(CoreError, match="a BPF_LD instruction that is no ld_imm64 \\(opcode 0x20\\)"):
+        patch_insns(ld_abs, [CorePatch(0, "r", result)])
+    with pytest.raises(CoreError, match="no ld_imm64 \\(opcode 0x18\\)"):
+        patch_insns(INSN.pack(0x18, 0x01, 0, 5), [CorePatch(0, "r", result)])
+    with pytest.raises(CoreError, match="opcode 0x05 cannot take a CO-RE relocation"):
+        patch_insns(INSN.pack(0x05, 0, 0, 5), [CorePatch(0, "r", result)])
+
+
+@pytest.mark.parametrize("value", [0x1_0000_0005, 0xFFFF_FFFF_0000_0005, 0x8000_0000_FFFF_FFFF])
+def test_an_ld_imm64_holds_the_local_value_in_both_halves(value: int) -> None:
+    """libbpf: an ld_imm64's value is its low slot's 32 bits and its high slot's 32 bits."""
+    lo, hi = value & 0xFFFFFFFF, value >> 32
+    ld = INSN.pack(0x18, 0x01, 0, struct.unpack("<i", struct.pack("<I", lo))[0]) + INSN.pack(
+        0, 0, 0, struct.unpack("<i", struct.pack("<I", hi))[0])
+    out, _ = patch_insns(ld, [CorePatch(0, "r", CoreResult(CoreKind.ENUMVAL_VALUE, value, 7))])
+    assert (INSN.unpack_from(out, 0)[3], INSN.unpack_from(out, 8)[3]) == (7, 0)
+
+
+@pytest.fixture(scope="module")
+def relocs(tmp_path_factory: pytest.TempPathFactory) -> ObjectSpec:
+    """tests/data/core/relocs.c, as test_core_resolve.py builds it."""
+    from test_core_resolve import build
+
+    return read_object_bytes(build(tmp_path_factory.mktemp("relocs"), "relocs"), "relocs.o")
+
+
+@pytest.fixture(scope="module")
+def relocs_target(tmp_path_factory: pytest.TempPathFactory) -> TargetBtf:
+    """tests/data/core/target.c's BTF: relocs.c's types laid out otherwise."""
+    from test_core_resolve import btf_of, build
+
+    return TargetBtf(btf_of(build(tmp_path_factory.mktemp("target"), "target")), "target.o", cache=False)
+
+
+def test_an_object_whose_relocations_cannot_be_applied_is_refused(relocs: ObjectSpec,
+                                                                  relocs_target: TargetBtf) -> None:
+    """A whole object: relocations without a .BTF section, or on an instruction of the wrong
+    kind, are an EB015 error naming the object and the function."""
+    target = relocs_target
+    with pytest.raises(ObjectError, match="relocs.o: CO-RE relocations without a .BTF section"):
+        relocate_object(replace(relocs, btf=None), target)
+    prog = next(p for p in relocs.programs if p.core_relocations)
+    wrecked = replace(prog, insns=bytes(len(prog.insns)))  # every instruction opcode 0 (BPF_LD)
+    spec = replace(relocs, programs=tuple(wrecked if p is prog else p for p in relocs.programs))
+    with pytest.raises(ObjectError, match=f"function '{prog.name}', instruction"):
+        relocate_object(spec, target)
+
+
+def test_without_the_kernels_btf_the_pending_relocations_are_counted(relocs: ObjectSpec,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """`evspec check` on a machine without kernel BTF: a warning that the object's N relocations
+    were not checked, and why."""
+    def no_btf() -> None:
+        raise BtfError("no /sys/kernel/btf/vmlinux")
+
+    monkeypatch.setattr(TargetBtf, "running_kernel", staticmethod(no_btf))
+    count = len(relocs.core_relocations())
+    code, message, is_error = core_check(relocs)  # type: ignore[misc]
+    assert count > 1 and not is_error
+    assert message.startswith(f"{count} CO-RE relocation(s) not checked: CO-RE relocations need the kernel's BTF")
