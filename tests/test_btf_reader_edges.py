@@ -1,14 +1,17 @@
 """The BTF reader at the edges a wrong bound would get past: an INT wider than its size, a
-CO-RE record naming void or a type past the last one. The mutants these tests were written to
+CO-RE record naming void or a type past the last one; its numbers against the kernel's header,
+and every kind with items written and read back. The mutants these tests were written to
 kill are listed in tools/mutation/pins.toml."""
 
 from __future__ import annotations
 
+import re
 import struct
+from pathlib import Path
 
 import pytest
 from btf_builder import BtfBuilder
-from evspec.loader.object.btf import Btf, BtfError, BtfExt
+from evspec.loader.object.btf import INT_BOOL, INT_CHAR, INT_SIGNED, Btf, BtfError, BtfExt, BtfKind
 
 
 @pytest.mark.parametrize(("size", "bits", "ok"), [(4, 32, True), (4, 33, False), (16, 128, True), (32, 129, False)])
@@ -48,3 +51,39 @@ def test_a_core_relo_names_an_existing_type_other_than_void(type_id: int, ok: bo
     else:
         with pytest.raises(BtfError, match=f"names type {type_id}, which does not exist"):
             BtfExt(ext, btf).core_relos("tp/x")
+
+
+def test_the_kinds_and_int_encodings_are_the_kernels() -> None:
+    """BtfKind's numbers and the INT encoding bits against the kernel's UAPI header
+    (/usr/include/linux/btf.h, from linux-libc-dev, which the test setup installs)."""
+    header = Path("/usr/include/linux/btf.h")
+    if not header.is_file():
+        pytest.fail(f"{header} is missing (apt-get install linux-libc-dev)")
+    text = header.read_text()
+    kinds = {name: int(n) for name, n in re.findall(r"^\s*BTF_KIND_(\w+)\s*=\s*(\d+),", text, re.M)}
+    assert {k.name: k.value for k in BtfKind} == {name: n for name, n in kinds.items() if name in BtfKind.__members__}
+    assert set(BtfKind.__members__) == set(kinds) - {"MAX"}
+    bits = {name: 1 << int(n) for name, n in re.findall(r"^#define BTF_INT_(\w+)\s+\(1 << (\d+)\)", text, re.M)}
+    assert bits == {"SIGNED": INT_SIGNED, "CHAR": INT_CHAR, "BOOL": INT_BOOL}
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_enum64_and_every_kind_with_items_write_and_read_back(order: str) -> None:
+    """Every kind with items (struct, union, enum, enum64, prototypes) and fixed extra bytes
+    (int, array) written by write_btf and read back alike, in either byte order."""
+    b = BtfBuilder(order)
+    i = b.int_("int", 4, signed=True)
+    e64 = b.enum64("big", [("A", 1 << 40), ("B", -5)], signed=True)
+    e32 = b.enum("small", 4, [("C", 7)])
+    arr = b.array(i, 3)
+    s = b.struct("s", 16, [("x", i, 0), ("y", arr, 32)])
+    u = b.struct("u", 4, [("x", i, 0)], union=True)
+    proto = b.func_proto(i, [i, s])
+    btf = Btf(b.blob())
+    assert btf.byte_order == order
+    assert [(x.name, x.value) for x in btf.type(e64).enumerators] == [("A", 1 << 40), ("B", -5)]
+    assert [(x.name, x.value) for x in btf.type(e32).enumerators] == [("C", 7)]
+    assert btf.type(arr).array is not None and btf.type(arr).array.nelems == 3
+    assert [(m.name, m.type, m.bit_offset) for m in btf.type(s).members] == [("x", i, 0), ("y", arr, 32)]
+    assert btf.type(u).members[0].name == "x" and [p.type for p in btf.type(proto).params] == [i, s]
+    assert btf.type(i).int_encoding == INT_SIGNED and btf.size_of(s) == 16
