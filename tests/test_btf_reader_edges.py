@@ -11,7 +11,18 @@ from pathlib import Path
 
 import pytest
 from btf_builder import BtfBuilder
-from evspec.loader.object.btf import INT_BOOL, INT_CHAR, INT_SIGNED, Btf, BtfError, BtfExt, BtfKind
+from evspec.loader.object import btf as btf_module
+from evspec.loader.object.btf import (
+    INT_BOOL,
+    INT_CHAR,
+    INT_SIGNED,
+    Btf,
+    BtfError,
+    BtfExt,
+    BtfKind,
+    RawType,
+    type_info,
+)
 
 
 @pytest.mark.parametrize(("size", "bits", "ok"), [(4, 32, True), (4, 33, False), (16, 128, True), (32, 129, False)])
@@ -87,3 +98,69 @@ def test_enum64_and_every_kind_with_items_write_and_read_back(order: str) -> Non
     assert [(m.name, m.type, m.bit_offset) for m in btf.type(s).members] == [("x", i, 0), ("y", arr, 32)]
     assert btf.type(u).members[0].name == "x" and [p.type for p in btf.type(proto).params] == [i, s]
     assert btf.type(i).int_encoding == INT_SIGNED and btf.size_of(s) == 16
+
+
+def test_linkages_are_the_kernels() -> None:
+    """FUNC and VAR linkage numbers against the kernel's UAPI header."""
+    text = Path("/usr/include/linux/btf.h").read_text()
+    found = {name: int(n) for name, n in re.findall(r"^\s*BTF_((?:VAR|FUNC)_\w+)\s*=\s*(\d+),", text, re.M)}
+    assert {k: found[k] for k in ("VAR_STATIC", "VAR_GLOBAL_ALLOCATED", "VAR_GLOBAL_EXTERN", "FUNC_STATIC",
+                                  "FUNC_GLOBAL")} == {
+        "VAR_STATIC": btf_module.VAR_STATIC, "VAR_GLOBAL_ALLOCATED": btf_module.VAR_GLOBAL_ALLOCATED,
+        "VAR_GLOBAL_EXTERN": btf_module.VAR_GLOBAL_EXTERN, "FUNC_STATIC": btf_module.FUNC_STATIC,
+        "FUNC_GLOBAL": btf_module.FUNC_GLOBAL}  # fmt: skip
+
+
+def test_a_decoded_type_has_only_the_fields_of_its_kind() -> None:
+    """A pointer has its type and no size; a struct its size and no type; a non-int has no
+    encoding, offset or bits; a non-function has linkage 0 (static); a non-tag the component
+    index -1."""
+    b = BtfBuilder()
+    i = b.int_("int", 4)
+    ptr, s = b.ptr(i), b.struct("s", 4, [("a", i, 0)])
+    btf = Btf(b.blob())
+    assert (btf.type(ptr).size, btf.type(ptr).type, btf.type(ptr).linkage) == (0, i, 0)
+    assert (btf.type(s).size, btf.type(s).type, btf.type(s).component_idx) == (4, 0, -1)
+    assert (btf.type(s).int_encoding, btf.type(s).int_offset, btf.type(s).int_bits) == (0, 0, 0)
+
+
+def test_short_and_misaligned_blobs_are_named_for_what_they_miss() -> None:
+    """Under two bytes there is no magic; two bytes of magic lack the header; a type section at
+    offset 4 is aligned (read), at offset 2 it is not."""
+    with pytest.raises(BtfError, match="too short for its magic number \\(1 bytes\\)"):
+        Btf(b"\x9f")
+    with pytest.raises(BtfError, match="BTF is truncated: 2 bytes, the header alone needs 24"):
+        Btf(b"\x9f\xeb")
+    b = BtfBuilder()
+    b.int_("int", 4)
+    blob = b.blob()
+    header, body = blob[:24], blob[24:]
+    _magic, _v, _f, _hl, _type_off, type_len, str_off, str_len = struct.unpack("<HBBIIIII", header)
+    for pad, ok in ((4, True), (2, False)):
+        moved = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, pad, type_len, str_off + pad, str_len)
+        data = moved + bytes(pad) + body
+        if ok:
+            assert Btf(data).type(1).name == "int"
+        else:
+            with pytest.raises(BtfError, match="not 4-byte aligned \\(offset 2\\)"):
+                Btf(data)
+
+
+def test_a_split_type_named_past_the_strings_is_refused() -> None:
+    """A split BTF's names are offsets into its base's strings and then its own: a name at the
+    first offset past both (or later) means the blob was split from another base."""
+    base = BtfBuilder()
+    base.int_("int", 4)
+    base_btf = Btf(base.blob())
+    end = len(base_btf.string_section())
+    own = b"a\0"
+    for name_off, ok in ((end, True), (end + len(own), False)):
+        types = [RawType(end, type_info(BtfKind.INT), 4, struct.pack("<I", 32)),
+                 RawType(name_off, type_info(BtfKind.PTR), 1)]  # fmt: skip
+        body = b"".join(t.encode("<") for t in types)
+        blob = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, len(body), len(body), len(own)) + body + own
+        if ok:
+            assert Btf(blob, base=base_btf).type(3).name == "a"
+        else:
+            with pytest.raises(BtfError, match=f"named at string offset {name_off}, past the"):
+                Btf(blob, base=base_btf)
