@@ -74,6 +74,13 @@ class BtfBuilder:
     def func_proto(self, ret: int, params: Sequence[int]) -> int:
         return self._add("", BtfKind.FUNC_PROTO, ret, b"".join(self._u32s(0, p) for p in params), len(params))
 
+    def var(self, name: str, type_id: int, linkage: int = 1) -> int:
+        return self._add(name, BtfKind.VAR, type_id, self._u32s(linkage))
+
+    def datasec(self, name: str, size: int, entries: Sequence[tuple[int, int, int]]) -> int:
+        """``entries``: (variable id, offset, size)."""
+        return self._add(name, BtfKind.DATASEC, size, b"".join(self._u32s(*e) for e in entries), len(entries))
+
     def blob(self) -> bytes:
         return write_btf(self.types, bytes(self._strings), self.order)
 
