@@ -22,3 +22,14 @@ def test_numeric_and_breakpoint_events_span_their_whole_text(text: str, spans: l
     items = parse(text).items
     assert [(i.span.start, i.span.end) for i in items] == spans
     assert [text[s:e] for s, e in spans] == text.split(",")
+
+
+def test_a_driver_terms_value_starts_after_its_equals_sign() -> None:
+    term = parse("cpu/@cfg=val/").items[0].terms.items[0]
+    assert (term.key, term.value.text, term.value.span.start, term.value.span.end) == ("cfg", "val", 9, 12)
+
+
+@pytest.mark.parametrize(("text", "letters"), [("1:0:u", "u"), ("4:0x1a:ku", "ku"), ("1:0", "")])
+def test_a_numeric_events_modifiers_follow_its_second_colon(text: str, letters: str) -> None:
+    event = parse(text).items[0]
+    assert (event.modifiers.letters if event.modifiers else "") == letters
