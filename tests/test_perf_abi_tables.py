@@ -90,3 +90,20 @@ def test_hardware_words_are_terms_inside_slashes_from_perf_6_5(version: str, mes
     assert not verdict.accepted
     got = (verdict.error.message, verdict.error.column) if verdict.error else (None, None)
     assert got == (message, column)
+
+
+_BRANCH_PRINTED = {"ANY_RET": "ANY_RETURN"}  # perf -vv's short names where the header's differ
+
+
+def test_branch_bits_as_perf_prints_them_are_the_kernels(uapi: dict[str, int]) -> None:
+    assert attr.BRANCH_SAMPLE_BITS == tuple(
+        (name, 1 << uapi[f"PERF_SAMPLE_BRANCH_{_BRANCH_PRINTED.get(name, name)}_SHIFT"])
+        for name, _ in attr.BRANCH_SAMPLE_BITS)
+    plm = ("USER", "KERNEL", "HV")
+    assert attr.BRANCH_PLM_ALL == sum(1 << uapi[f"PERF_SAMPLE_BRANCH_{n}_SHIFT"] for n in plm) == 7
+
+
+def test_an_attr_is_a_mapping_of_its_non_zero_fields_in_perfs_order() -> None:
+    a = attr.Attr.build({"config": 0, "sample_period": 4000, "type": 1, "size": 128, "disabled": 0})
+    assert list(a) == ["type", "size", "config", "sample_period"] and len(a) == 4
+    assert dict(a) == {"type": 1, "size": 128, "config": 0, "sample_period": 4000}
