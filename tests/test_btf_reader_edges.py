@@ -21,6 +21,7 @@ from evspec.loader.object.btf import (
     BtfExt,
     BtfKind,
     RawType,
+    find_record_type,
     type_info,
 )
 
@@ -58,7 +59,7 @@ def test_a_core_relo_names_an_existing_type_other_than_void(type_id: int, ok: bo
     btf = Btf(b.blob())
     if ok:
         [relo] = BtfExt(ext, btf).core_relos("tp/x")
-        assert (relo.type_id, relo.access) == (type_id, "0:0")
+        assert (relo.type_id, relo.access, relo.access_off) == (type_id, "0:0", b.name("0:0"))
     else:
         with pytest.raises(BtfError, match=f"names type {type_id}, which does not exist"):
             BtfExt(ext, btf).core_relos("tp/x")
@@ -164,3 +165,60 @@ def test_a_split_type_named_past_the_strings_is_refused() -> None:
         else:
             with pytest.raises(BtfError, match=f"named at string offset {name_off}, past the"):
                 Btf(blob, base=base_btf)
+
+
+def test_a_stored_index_is_used_only_where_it_fits_the_blob() -> None:
+    """``Btf(data, starts=...)`` (the name index kept in the user's cache) is checked against the
+    data: void's placeholder and the first record at 0, the last record ending with the type
+    section (its items counted); anything else is refused, not trusted."""
+    b = BtfBuilder()
+    i = b.int_("int", 4)
+    b.struct("s", 8, [("a", i, 0), ("b", i, 32)])
+    blob = b.blob()
+    good = list(Btf(blob).starts)
+    assert good == [0, 0, 4]
+    assert Btf(blob, starts=good).type(2).members[1].name == "b"
+    for bad in ([], [1, 0, 4], [0, 1, 4], [0, 0, 3], [0, 0, 5], [0, 0]):
+        with pytest.raises(BtfError, match="the given index of the BTF type records"):
+            Btf(blob, starts=bad)
+    single = BtfBuilder()
+    single.int_("int", 4)
+    assert Btf(single.blob(), starts=[0, 0]).type(1).name == "int"
+
+
+def test_ids_are_found_by_many_name_offsets_as_by_few() -> None:
+    """ids_named_at searches the name-offset table directly for up to 16 offsets and through a
+    table by offset for more: both give the ids in id order."""
+    b = BtfBuilder()
+    i = b.int_("int", 4)
+    names = [f"t{n}" for n in range(20)]
+    ids = [b.ref(BtfKind.TYPEDEF, i, name) for name in names]
+    btf = Btf(b.blob())
+    offsets = [b.name(name) for name in names]
+    assert btf.ids_named_at(offsets[:3]) == ids[:3]
+    assert btf.ids_named_at(offsets) == ids
+    assert btf.ids_named_at([*offsets, 0]) == ids
+
+
+def test_kind_flag_is_the_info_words_top_bit() -> None:
+    info = type_info(BtfKind.STRUCT, 2, True)
+    assert info == 0x84000002
+    raw = RawType(0, info, 8)
+    assert (raw.kind, raw.vlen, raw.kind_flag) == (BtfKind.STRUCT, 2, True)
+    assert RawType(0, type_info(BtfKind.FWD), 0).kind_flag is False
+
+
+def test_a_record_type_is_a_struct_then_a_union_then_a_typedef() -> None:
+    b = BtfBuilder()
+    i = b.int_("int", 4)
+    b.ref(BtfKind.TYPEDEF, i, "event")
+    b.struct("event", 4, [("x", i, 0)], union=True)
+    struct_ = b.struct("event", 4, [("x", i, 0)])
+    b.ref(BtfKind.TYPEDEF, i, "value")
+    union = b.struct("value", 4, [("x", i, 0)], union=True)
+    only_typedef = b.ref(BtfKind.TYPEDEF, i, "alias")
+    btf = Btf(b.blob())
+    assert find_record_type(btf, "event").id == struct_  # type: ignore[union-attr]
+    assert find_record_type(btf, "value").id == union  # type: ignore[union-attr]
+    assert find_record_type(btf, "alias").id == only_typedef  # type: ignore[union-attr]
+    assert find_record_type(btf, "nothing") is None
