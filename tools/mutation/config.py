@@ -22,6 +22,7 @@ class Module:
     path: str
     import_name: str
     tests: tuple[str, ...]
+    deselect: tuple[str, ...]
     sample: int
     max_seconds: float
 
@@ -75,6 +76,7 @@ def load_config(directory: Path = HERE) -> Config:
             path=_require(table, "path", str, where),
             import_name=_require(table, "import", str, where),
             tests=tests,
+            deselect=tuple(table.get("deselect", ())),
             sample=int(table.get("sample", job.get("sample", 60))),
             max_seconds=float(table.get("max_seconds", job.get("max_seconds", 1800))),
         )

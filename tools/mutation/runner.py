@@ -125,6 +125,10 @@ class _ForkServer:
 _SERVER = _ForkServer()
 
 
+def _deselected(module: Module) -> list[str]:
+    return [arg for test in module.deselect for arg in ("--deselect", test)]
+
+
 def _digest(module: Module) -> str:
     h = hashlib.sha256()
     helpers = sorted((REPO / "tests").glob("*.py"))
@@ -132,6 +136,7 @@ def _digest(module: Module) -> str:
     for path in dict.fromkeys(files):
         h.update(str(path).encode())
         h.update(path.read_bytes())
+    h.update("\n".join(module.deselect).encode())
     return h.hexdigest()[:16]
 
 
@@ -146,7 +151,7 @@ def baseline(module: Module, log=print) -> Baseline:  # noqa: ANN001 - any print
         with tempfile.NamedTemporaryFile(dir=CACHE, suffix=".json", delete=False) as tmp:
             trace = tmp.name
         for attempt in (1, 2):  # a test disturbed by another run on the machine gets a second try
-            code, out, _ = _pytest(list(module.tests), _env(module, EVSPEC_MUTATION_TRACE=trace), None)
+            code, out, _ = _pytest([*module.tests, *_deselected(module)], _env(module, EVSPEC_MUTATION_TRACE=trace), None)
             if code == 0:
                 break
             log(f"{module.name}: baseline attempt {attempt} failed (exit {code})")
@@ -175,7 +180,8 @@ def run_mutant(
     )
     env = _env(module, EVSPEC_MUTATION_SELECT=select, **mutant)
     try:
-        code, out, seconds = _SERVER.run([*(["-x"] if stop_first else []), "-rfE", *files], env, timeout)
+        args = [*(["-x"] if stop_first else []), "-rfE", *files, *_deselected(module)]
+        code, out, seconds = _SERVER.run(args, env, timeout)
     finally:
         os.unlink(select)
     if code is None:
