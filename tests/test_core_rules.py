@@ -23,6 +23,7 @@ from evspec.loader.object.core import (
     CoreKind,
     CoreResolver,
     fields_compat,
+    parse_access,
     types_compat,
     types_match,
 )
@@ -558,7 +559,8 @@ def test_a_local_type_id_is_the_types_own_id_and_never_validated() -> None:
     b = BtfBuilder()
     sid = b.struct("s", 4, [("a", b.int_("int", 4), 0)])
     result = CoreResolver(b.btf(), BtfBuilder().target()).resolve(sid, "0", CoreKind.TYPE_ID_LOCAL)
-    assert (result.orig, result.new, result.validate, result.poison) == (sid, sid, False, None)
+    assert (result.kind, result.orig, result.new, result.validate, result.poison) == (
+        CoreKind.TYPE_ID_LOCAL, sid, sid, False, None)
 
 
 def test_two_candidates_at_one_offset_with_other_values_are_ambiguous() -> None:
@@ -572,3 +574,82 @@ def test_two_candidates_at_one_offset_with_other_values_are_ambiguous() -> None:
     assert resolver.resolve(lid, "0:0", CoreKind.FIELD_BYTE_OFFSET).new == 0
     with pytest.raises(CoreError, match="ambiguous"):
         CoreResolver(local.btf(), target.target()).resolve(lid, "0:0", CoreKind.FIELD_BYTE_SIZE)
+
+
+def test_a_type_relocation_takes_only_the_access_string_0() -> None:
+    """libbpf (bpf_core_parse_spec): type-based relocations, type_id_local included, have the
+    access string "0"; a local type id of a prototype (no size) is fine."""
+    b = BtfBuilder()
+    sid = b.struct("s", 8, [("a", b.int_("int", 4), 0), ("b", 1, 32)])
+    proto = b.func_proto(1, [1])
+    resolver = CoreResolver(b.btf(), b.target())
+    for kind in (CoreKind.TYPE_ID_LOCAL, CoreKind.TYPE_EXISTS):
+        with pytest.raises(CoreError, match="a type relocation's access string is '0'"):
+            resolver.resolve(sid, "1", kind)
+    local = resolver.resolve(proto, "0", CoreKind.TYPE_ID_LOCAL)
+    assert (local.kind, local.new) == (CoreKind.TYPE_ID_LOCAL, proto)
+
+
+def test_an_enumerator_access_is_one_index_below_the_count() -> None:
+    """libbpf: an enumerator relocation's access is one index of an enumerator that exists."""
+    b = BtfBuilder()
+    e = b.enum("e", 4, [("A", 1), ("B", 2)])
+    resolver = CoreResolver(b.btf(), b.target())
+    assert resolver.resolve(e, "1", CoreKind.ENUMVAL_VALUE).new == 2
+    for access in ("2", "0:0"):
+        with pytest.raises(CoreError, match="names no enumerator"):
+            resolver.resolve(e, access, CoreKind.ENUMVAL_VALUE)
+
+
+def test_an_enum_is_no_candidate_for_a_type_of_another_kind() -> None:
+    """libbpf: enum and enum64 are one kind for candidates; an enum is not a typedef's."""
+    local, target = BtfBuilder(), BtfBuilder()
+    e = local.enum("e___x", 4, [("A", 0)])
+    target.ref(BtfKind.TYPEDEF, target.int_("int", 4), "e")
+    assert CoreResolver(local.btf(), target.target()).resolve(e, "0", CoreKind.TYPE_EXISTS).new == 0
+
+
+def test_the_flexible_array_is_the_last_member_of_the_struct_that_holds_it() -> None:
+    """libbpf (is_flex_arr): the struct of the accessor just before the array decides, not an
+    outer one: data[5] of inner, the last member of inner, which is not last in outer."""
+    b = BtfBuilder()
+    i = b.int_("int", 4)
+    inner = b.struct("inner", 4, [("n", i, 0), ("data", b.array(i, 0), 32)])
+    outer = b.struct("outer", 12, [("x", i, 0), ("in", inner, 32), ("y", i, 64)])
+    resolver = CoreResolver(b.btf(), b.target())
+    assert resolver.resolve(outer, "0:1:1:5", CoreKind.FIELD_BYTE_OFFSET).new == 4 + 4 + 20
+
+
+def test_a_missing_fields_path_shows_every_index_after_the_root() -> None:
+    """The finding names the access as C: [1] for the second root element, [0] for an element
+    0 after a member (the first root index, 0, is not shown)."""
+    local, target = BtfBuilder(), BtfBuilder()
+    i = local.int_("int", 4)
+    sid = local.struct("s___l", 16, [("a", local.array(i, 2), 0), ("gone", i, 64)])
+    target.struct("s", 4, [("b", target.int_("int", 4), 0)])
+    resolver = CoreResolver(local.btf(), target.target())
+    assert "field struct s___l[1].gone (access 1:1)" in (resolver.resolve(sid, "1:1", CoreKind.FIELD_BYTE_OFFSET).poison or "")
+    assert "field struct s___l.a[0] (access 0:0:0)" in (resolver.resolve(sid, "0:0:0", CoreKind.FIELD_BYTE_OFFSET).poison or "")
+
+
+def test_field_and_type_compatibility_give_up_past_32_levels() -> None:
+    """libbpf: bpf_core_fields_are_compat and bpf_core_types_are_compat follow at most 32
+    levels of arrays or pointers (-EINVAL past them)."""
+    local, target = BtfBuilder(), BtfBuilder()
+    la, ta = local.int_("int", 4), target.int_("int", 4)
+    lp, tp = la, ta
+    for _ in range(33):
+        la, ta = local.array(la, 1), target.array(ta, 1)
+        lp, tp = local.ptr(lp), target.ptr(tp)
+    with pytest.raises(CoreError, match="type nesting deeper than 32"):
+        fields_compat(local.btf(), la, target.btf(), ta)
+    with pytest.raises(CoreError, match="type nesting deeper than 32"):
+        types_compat(local.btf(), lp, target.btf(), tp)
+
+
+def test_an_access_into_a_root_array_shows_its_element() -> None:
+    b = BtfBuilder()
+    arr = b.ref(BtfKind.TYPEDEF, b.array(b.int_("int", 4), 4), "arr")
+    btf = b.btf()
+    assert parse_access(btf, arr, "0:0", CoreKind.FIELD_BYTE_OFFSET).path() == "[0]"
+    assert parse_access(btf, arr, "1:3", CoreKind.FIELD_BYTE_OFFSET).path() == "[1][3]"
