@@ -653,3 +653,82 @@ def test_an_access_into_a_root_array_shows_its_element() -> None:
     btf = b.btf()
     assert parse_access(btf, arr, "0:0", CoreKind.FIELD_BYTE_OFFSET).path() == "[0]"
     assert parse_access(btf, arr, "1:3", CoreKind.FIELD_BYTE_OFFSET).path() == "[1][3]"
+
+
+def test_type_matches_other_kinds_and_floats_never() -> None:
+    """libbpf (__bpf_core_types_match): kinds must be equal, and a kind it has no rule for (a
+    float) does not match even itself ("unexpected kind relocated")."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lint = local.int_("x", 4)
+    assert not _matches(local, lint, target, target.float_("x", 4))
+    assert not _matches(local, local.float_("double", 8), target, target.float_("double", 8))
+
+
+def _struct_chain(builder: BtfBuilder, depth: int, signed: bool = True) -> int:
+    tid = builder.int_("int", 4, signed)
+    for level in range(depth):
+        tid = builder.struct(f"n{level}", 4, [("m", tid, 0)])
+    return tid
+
+
+def test_type_matches_compares_members_as_values_to_libbpfs_depth() -> None:
+    """libbpf: a struct's members are compared as values (not as behind a pointer), one level
+    down each; 31 nested structs are followed to the end (where a difference is still seen),
+    32 are an error."""
+    local, target, other = BtfBuilder(), BtfBuilder(), BtfBuilder()
+    lid, tid, oid = _struct_chain(local, 31), _struct_chain(target, 31), _struct_chain(other, 31, signed=False)
+    assert _matches(local, lid, target, tid)
+    assert not _matches(local, lid, other, oid)
+    deep_l, deep_t = BtfBuilder(), BtfBuilder()
+    dl, dt = _struct_chain(deep_l, 32), _struct_chain(deep_t, 32)
+    with pytest.raises(CoreError, match="nested too deep"):
+        _matches(deep_l, dl, deep_t, dt)
+    lp, tp = BtfBuilder(), BtfBuilder()
+    lptr, tptr = lp.int_("int", 4), tp.int_("int", 4)
+    for _ in range(33):
+        lptr, tptr = lp.ptr(lptr), tp.ptr(tptr)
+    with pytest.raises(CoreError, match="type nesting deeper than 32 matching"):
+        _matches(lp, lptr, tp, tptr)
+
+
+def _anonymous_chain(builder: BtfBuilder, depth: int) -> int:
+    """struct s { struct { ... struct { int pad; int x; } ... }; } with ``depth`` anonymous levels."""
+    i = builder.int_("int", 4)
+    tid = builder.struct("", 8, [("pad", i, 0), ("x", i, 32)])
+    for _ in range(depth - 1):
+        tid = builder.struct("", 8, [("", tid, 0)])
+    return builder.struct("s", 8, [("", tid, 0)])
+
+
+def test_a_member_is_found_through_up_to_64_anonymous_members() -> None:
+    """libbpf (bpf_core_match_member): a named member is looked for through anonymous ones, at
+    most BPF_CORE_SPEC_MAX_LEN (64) deep, each a step of the access (at most 64 steps too):
+    62 levels fit, 63 and 64 make the access too long, 65 nest too deep. Offsets add up."""
+    local = BtfBuilder()
+    i = local.int_("int", 4)
+    lid = local.struct("s___l", 8, [("pad", i, 0), ("x", i, 32)])
+    for depth, error in ((1, None), (62, None), (63, "is longer than 64 steps"), (64, "is longer than 64 steps"),
+                         (65, "nests anonymous members deeper than 64")):
+        target = BtfBuilder()
+        _anonymous_chain(target, depth)
+        resolver = CoreResolver(local.btf(), target.target())
+        if error is None:
+            assert resolver.resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET).new == 4
+        else:
+            with pytest.raises(CoreError, match=error):
+                resolver.resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET)
+    shifted = BtfBuilder()
+    si = shifted.int_("int", 4)
+    inner = shifted.struct("", 8, [("pad", si, 0), ("x", si, 32)])
+    shifted.struct("s", 12, [("head", si, 0), ("", inner, 32)])
+    assert CoreResolver(local.btf(), shifted.target()).resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET).new == 8
+
+
+def test_a_root_array_element_must_be_inside_the_target_array() -> None:
+    """libbpf: an array index right after the root is checked against the target array too."""
+    local, target = BtfBuilder(), BtfBuilder()
+    lid = local.ref(BtfKind.TYPEDEF, local.array(local.int_("int", 4), 4), "arr___l")
+    target.ref(BtfKind.TYPEDEF, target.array(target.int_("int", 4), 2), "arr")
+    resolver = CoreResolver(local.btf(), target.target())
+    assert resolver.resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET).new == 4
+    assert resolver.resolve(lid, "0:2", CoreKind.FIELD_BYTE_OFFSET).poison is not None
