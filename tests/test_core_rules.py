@@ -732,3 +732,11 @@ def test_a_root_array_element_must_be_inside_the_target_array() -> None:
     resolver = CoreResolver(local.btf(), target.target())
     assert resolver.resolve(lid, "0:1", CoreKind.FIELD_BYTE_OFFSET).new == 4
     assert resolver.resolve(lid, "0:2", CoreKind.FIELD_BYTE_OFFSET).poison is not None
+
+
+def test_a_bitfield_of_a_type_without_size_is_refused() -> None:
+    """A bitfield member whose type has no size field (a pointer) cannot be read as one."""
+    b = BtfBuilder()
+    sid = b.struct("s", 8, [("p", b.ptr(b.int_("int", 4)), 0, 3)])
+    with pytest.raises(CoreError, match="bitfield .p has a type of no size"):
+        CoreResolver(b.btf(), b.target()).resolve(sid, "0:0", CoreKind.FIELD_BYTE_OFFSET)
