@@ -740,3 +740,34 @@ def test_a_bitfield_of_a_type_without_size_is_refused() -> None:
     sid = b.struct("s", 8, [("p", b.ptr(b.int_("int", 4)), 0, 3)])
     with pytest.raises(CoreError, match="bitfield .p has a type of no size"):
         CoreResolver(b.btf(), b.target()).resolve(sid, "0:0", CoreKind.FIELD_BYTE_OFFSET)
+
+
+def test_shifts_and_signedness_of_plain_fields() -> None:
+    """libbpf (bpf_core_calc_field_relo): a field that is no bitfield is read whole, so its
+    shifts are 64 - 8 * size; signed is a signed int's or a signed enum's (kind_flag) only."""
+    b = BtfBuilder()
+    u32, s8 = b.int_("unsigned int", 4), b.int_("signed char", 1, signed=True)
+    signed_enum, plain_enum = b.enum("se", 4, [("A", -1)], signed=True), b.enum("ue", 4, [("B", 1)])
+    inner = b.struct("bits", 4, [("x", u32, 0, 3)])  # kind_flag set: it has a bitfield
+    sid = b.struct("s", 20, [("u", u32, 0), ("c", s8, 32), ("se", signed_enum, 64), ("ue", plain_enum, 96),
+                             ("in", inner, 128)])  # fmt: skip
+    resolver = CoreResolver(b.btf(), b.target())
+
+    def values(member: int) -> tuple[int, ...]:
+        kinds = (CoreKind.FIELD_LSHIFT_U64, CoreKind.FIELD_RSHIFT_U64, CoreKind.FIELD_SIGNED)
+        return tuple(resolver.resolve(sid, f"0:{member}", k).new for k in kinds)
+
+    assert [values(m) for m in range(5)] == [(32, 32, 0), (56, 56, 1), (32, 32, 1), (32, 32, 0), (32, 32, 0)]
+
+
+def test_a_target_type_id_is_not_validated_and_an_s32_edge_is_negative() -> None:
+    """libbpf: a type_id_target relocation is not checked against the instruction; an
+    enumerator 0x80000000 of a 4-byte enum is the s32 -2**31, sign-extended."""
+    b = BtfBuilder()
+    sid = b.struct("s", 4, [("a", b.int_("int", 4), 0)])
+    e = b.enum("e", 4, [("EDGE", 0x80000000), ("BELOW", 0x7FFFFFFF)])
+    resolver = CoreResolver(b.btf(), b.target())
+    target = resolver.resolve(sid, "0", CoreKind.TYPE_ID_TARGET)
+    assert (target.new, target.validate) == (sid, False)
+    assert resolver.resolve(e, "0", CoreKind.ENUMVAL_VALUE).new == (1 << 64) - (1 << 31)
+    assert resolver.resolve(e, "1", CoreKind.ENUMVAL_VALUE).new == 0x7FFFFFFF
