@@ -451,6 +451,11 @@ def test_a_pointer_read_as_a_narrower_integer_is_a_bad_size_change() -> None:
     result = CoreResolver(local.btf(), target.target()).resolve(lid, "1", CoreKind.FIELD_BYTE_OFFSET)
     assert (result.orig, result.new, result.orig_size, result.new_size) == (8, 4, 8, 4)
     assert result.bad_size_change
+    local, target = BtfBuilder(), BtfBuilder()  # and an unsigned int here that is a pointer there
+    lid = local.ref(BtfKind.TYPEDEF, local.int_("unsigned int", 4), "p___x")
+    target.ref(BtfKind.TYPEDEF, target.ptr(0), "p")
+    result = CoreResolver(local.btf(), target.target()).resolve(lid, "1", CoreKind.FIELD_BYTE_OFFSET)
+    assert (result.orig, result.new, result.bad_size_change) == (4, 8, True)
 
 
 def test_candidates_that_did_not_match_are_dropped_for_the_types_later_relocations() -> None:
