@@ -776,3 +776,17 @@ def test_a_target_type_id_is_not_validated_and_an_s32_edge_is_negative() -> None
     assert (target.new, target.validate) == (sid, False)
     assert resolver.resolve(e, "0", CoreKind.ENUMVAL_VALUE).new == (1 << 64) - (1 << 31)
     assert resolver.resolve(e, "1", CoreKind.ENUMVAL_VALUE).new == 0x7FFFFFFF
+
+
+def test_an_anonymous_type_cannot_be_relocated_and_a_missing_enumerator_is_named() -> None:
+    """libbpf: a relocation of an anonymous local type fails ("anonymous type"); an
+    enumerator the target's enum lacks poisons the relocation, the finding naming it."""
+    local, target = BtfBuilder(), BtfBuilder()
+    anon = local.struct("", 4, [("a", local.int_("int", 4), 0)])
+    e = local.enum("e___x", 4, [("GONE", 0)])
+    tid = target.enum("e", 4, [("OTHER", 0)])
+    resolver = CoreResolver(local.btf(), target.target())
+    with pytest.raises(CoreError, match="field_byte_offset of struct \\(anon\\): CO-RE cannot relocate an anonymous type"):
+        resolver.resolve(anon, "0:0", CoreKind.FIELD_BYTE_OFFSET)
+    assert resolver.resolve(e, "0", CoreKind.ENUMVAL_VALUE).poison == (
+        f"enumerator GONE of enum e___x is in none of target's enum e [{tid}]")
