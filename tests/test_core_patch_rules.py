@@ -219,3 +219,16 @@ def test_without_the_kernels_btf_the_pending_relocations_are_counted(relocs: Obj
     code, message, is_error = core_check(relocs)  # type: ignore[misc]
     assert count > 1 and not is_error
     assert message.startswith(f"{count} CO-RE relocation(s) not checked: CO-RE relocations need the kernel's BTF")
+
+
+def test_edges_of_the_32_bit_immediate_and_of_the_function() -> None:
+    """A new value 0x80000000 is the s32 -2**31 in an immediate; a poisoned ld_imm64 in the
+    function's last two slots loses both."""
+    mov = INSN.pack(0xB7, 0x01, 0, 5)
+    out, _ = patch_insns(mov, [CorePatch(0, "r", CoreResult(CoreKind.ENUMVAL_VALUE, 5, 0x80000000))])
+    assert INSN.unpack(out)[3] == -(1 << 31)
+    tail = _load(4, 8)
+    ld = INSN.pack(0x18, 0x01, 0, 5) + INSN.pack(0, 0, 0, 0)
+    out, _ = patch_insns(tail + ld, [CorePatch(1, "r", CoreResult(CoreKind.ENUMVAL_VALUE, 5, 0, True, "x"))])
+    call = (0x85, 0, 0, POISON_HELPER)
+    assert [INSN.unpack_from(out, i * 8) for i in range(3)] == [INSN.unpack(tail), call, call]
