@@ -242,6 +242,10 @@ def check_pins(config: Config, names: list[str]) -> int:
     return 1 if bad else 0
 
 
+def _last_records(config: Config) -> list[dict]:
+    return [json.loads(_results_file(m).read_text()) for m in config.modules.values() if _results_file(m).exists()]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -260,6 +264,7 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument("--report", nargs="?", const="docs/mutation-report.md", metavar="FILE",
                         help="write the report (default docs/mutation-report.md) from the runs' results")  # fmt: skip
+    parser.add_argument("--report-only", action="store_true", help="write the report from the last runs, run nothing")
     parser.add_argument("--quiet", action="store_true", help="no line per mutant")
     args = parser.parse_args(argv)
     try:
@@ -284,6 +289,9 @@ def main(argv: list[str] | None = None) -> int:
             return apply_one(config, config.modules[names[0]], args.apply, args.tests)
         if args.pins:
             return check_pins(config, names)
+        if args.report_only:
+            write_report(config, _last_records(config), REPO / (args.report or "docs/mutation-report.md"))
+            return 0
         log = (lambda *_: None) if args.quiet else (lambda s: print(s, file=sys.stderr, flush=True))
         records = []
         broken = []
@@ -302,9 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                 total[k] = total.get(k, 0) + v
         print(line("total", total))
         if args.report:
-            everything = [json.loads(_results_file(m).read_text()) for m in config.modules.values()
-                          if _results_file(m).exists()]  # fmt: skip
-            write_report(config, everything, REPO / args.report)
+            write_report(config, _last_records(config), REPO / args.report)
         return 1 if broken else 0
     except (ConfigError, BaselineError) as e:
         print(f"mutation: {e}", file=sys.stderr)

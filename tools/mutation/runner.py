@@ -3,7 +3,7 @@
 Each run is a fresh interpreter with this folder first on PYTHONPATH, so that sitecustomize serves
 the mutant (to the test process and to every Python subprocess a test starts) and pytest_mutation
 traces or selects tests. Results of the baseline are cached under build/mutation/, keyed by the
-contents of the module, its test files, the tests' shared helpers and this job.
+contents of the module, its test files, the tests' shared helpers and the tracing plugin.
 """
 
 from __future__ import annotations
@@ -131,8 +131,8 @@ def _deselected(module: Module) -> list[str]:
 
 def _digest(module: Module) -> str:
     h = hashlib.sha256()
-    helpers = sorted((REPO / "tests").glob("*.py"))
-    files = [module.file, *(REPO / t for t in module.tests), *helpers, *sorted(HERE.glob("*.py"))]
+    helpers = sorted(p for p in (REPO / "tests").glob("*.py") if not p.name.startswith("test_"))
+    files = [module.file, *(REPO / t for t in module.tests), *helpers, HERE / "pytest_mutation.py"]
     for path in dict.fromkeys(files):
         h.update(str(path).encode())
         h.update(path.read_bytes())
