@@ -9,6 +9,7 @@ from __future__ import annotations
 import struct
 
 import pytest
+from btf_builder import BtfBuilder
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import BtfError
 from evspec.loader.object.core import CoreError, CoreKind, CoreResult
@@ -232,3 +233,67 @@ def test_edges_of_the_32_bit_immediate_and_of_the_function() -> None:
     out, _ = patch_insns(tail + ld, [CorePatch(1, "r", CoreResult(CoreKind.ENUMVAL_VALUE, 5, 0, True, "x"))])
     call = (0x85, 0, 0, POISON_HELPER)
     assert [INSN.unpack_from(out, i * 8) for i in range(3)] == [INSN.unpack(tail), call, call]
+
+
+def test_instructions_that_do_not_hold_what_the_relocation_expects_are_refused() -> None:
+    """libbpf (bpf_core_patch_insn): an ALU with a register operand has no immediate; a load's
+    offset must be the local value; a size change must be to a load width (1, 2, 4, 8)."""
+    with pytest.raises(CoreError, match="an ALU instruction with a register operand has no immediate"):
+        patch_insns(INSN.pack(0x0F, 0x12, 0, 0), [CorePatch(0, "r", _field(8, 24, 0, 0))])
+    with pytest.raises(CoreError, match="the instruction's offset is 8, expected 12"):
+        patch_insns(_load(4, 8), [CorePatch(0, "r", _field(12, 24, 4, 4))])
+    with pytest.raises(CoreError, match="no load or store is 3 bytes wide"):
+        patch_insns(_load(4, 8), [CorePatch(0, "r", _field(8, 24, 4, 3))])
+
+
+def test_a_load_whose_field_changed_size_unsafely_is_poisoned_and_said() -> None:
+    """libbpf (fail_memsz_adjust): a load that cannot follow its field's new size is poisoned;
+    the finding says both sizes and the target."""
+    result = CoreResult(CoreKind.FIELD_BYTE_OFFSET, 8, 24, True, None, 8, 4, True, "struct t [3].x")
+    out, [finding] = patch_insns(_load(8, 8), [CorePatch(0, "f of s", result)], "prog")
+    assert INSN.unpack(out) == (0x85, 0, 0, POISON_HELPER)
+    assert finding.message == ("f of s: the field is 8 bytes here and 4 in the target (struct t [3].x); a load "
+                               "of another width would not read the same value")
+
+
+def test_applied_relocations_are_left_alone(relocs: ObjectSpec, relocs_target: TargetBtf) -> None:
+    """Relocating twice changes nothing the second time, and a function whose first relocation
+    is already applied still gets the others."""
+    relocated, findings = relocate_object(relocs, relocs_target)
+    assert findings and relocate_object(relocated, relocs_target) == (relocated, [])
+    prog = next(p for p in relocs.programs if len(p.core_relocations) >= 2)
+    first, *rest = prog.core_relocations
+    half = replace(prog, core_relocations=(replace(first, applied=True), *rest))
+    spec = replace(relocs, programs=tuple(half if p is prog else p for p in relocs.programs))
+    again, _ = relocate_object(spec, relocs_target)
+    done = next(p for p in again.programs if p.name == prog.name)
+    full = next(p for p in relocated.programs if p.name == prog.name)
+    assert all(r.applied for r in done.core_relocations)
+    at = first.insn * 8
+    assert done.insns[at:at + 8] == prog.insns[at:at + 8]  # left as it was
+    assert done.insns[:at] + done.insns[at + 8:] == full.insns[:at] + full.insns[at + 8:]
+    mixed = replace(relocated, programs=tuple(prog if p.name == prog.name else p for p in relocated.programs))
+    assert relocate_object(mixed, relocs_target)[0] == relocated  # the applied functions pass through
+
+
+def test_check_says_what_a_relocation_against_a_target_gives(relocs: ObjectSpec, relocs_target: TargetBtf) -> None:
+    """`evspec check`: an object that cannot be relocated is an error (EB015) without the path;
+    poisoned relocations are a warning counting them and showing the first three."""
+    code, message, is_error = core_check(replace(relocs, btf=None), relocs_target)  # type: ignore[misc]
+    assert (message, is_error) == ("CO-RE relocations without a .BTF section", True)
+    code, message, is_error = core_check(relocs, relocs_target)  # type: ignore[misc]
+    assert not is_error and message.startswith("1 CO-RE relocation(s) do not resolve against target.o: function ")
+    assert "(and" not in message
+    empty = TargetBtf(BtfBuilder().blob(), "empty", cache=False)
+    code, message, is_error = core_check(relocs, empty)  # type: ignore[misc]
+    _, everything = relocate_object(relocs, empty)
+    assert len(everything) > 4 and not is_error
+    assert message.startswith(f"{len(everything)} CO-RE relocation(s) do not resolve against empty: ")
+    assert message.endswith(f" (and {len(everything) - 3} more)") and message.count("function '") == 3
+    prog = next(p for p in relocs.programs if sum(r.kind.startswith("field_") for r in p.core_relocations) >= 4)
+    fields = tuple(r for r in prog.core_relocations if r.kind.startswith("field_"))
+    for count, suffix in ((3, ""), (4, " (and 1 more)")):
+        some = replace(relocs, programs=(replace(prog, core_relocations=fields[:count]),), subprograms=())
+        code, message, is_error = core_check(some, empty)  # type: ignore[misc]
+        assert message.startswith(f"{count} CO-RE relocation(s)") and message.endswith(f"call {POISON_HELPER}`, "
+                                  f"which the verifier refuses if it is reached{suffix}")
