@@ -222,3 +222,14 @@ def test_a_record_type_is_a_struct_then_a_union_then_a_typedef() -> None:
     assert find_record_type(btf, "value").id == union  # type: ignore[union-attr]
     assert find_record_type(btf, "alias").id == only_typedef  # type: ignore[union-attr]
     assert find_record_type(btf, "nothing") is None
+
+
+def test_a_half_right_magic_and_type_zero_are_refused() -> None:
+    """Both magic bytes must match one byte order; void (type 0) has no record to read."""
+    b = BtfBuilder()
+    b.int_("int", 4)
+    blob = b.blob()
+    with pytest.raises(BtfError, match="bad magic number 0x9f00"):
+        Btf(b"\x9f\x00" + blob[2:])
+    with pytest.raises(BtfError, match="BTF type id 0 is out of range"):
+        Btf(blob).raw_type(0)
