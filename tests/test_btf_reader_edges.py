@@ -233,3 +233,29 @@ def test_a_half_right_magic_and_type_zero_are_refused() -> None:
         Btf(b"\x9f\x00" + blob[2:])
     with pytest.raises(BtfError, match="BTF type id 0 is out of range"):
         Btf(blob).raw_type(0)
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_a_blobs_own_index_is_accepted_back_in_either_byte_order(order: str) -> None:
+    """The index a Btf made (by the fast path in the host's order, the checked one otherwise)
+    starts with void's placeholder 0 and is taken back; a blob without types has [0]."""
+    b = BtfBuilder(order)
+    i = b.int_("int", 4)
+    b.struct("s", 4, [("a", i, 0)])
+    blob = b.blob()
+    starts = list(Btf(blob).starts)
+    assert starts == [0, 0, 4]
+    assert Btf(blob, starts=starts).type(2).name == "s"
+    empty = BtfBuilder(order).blob()
+    assert list(Btf(empty).starts) == [0] and len(Btf(empty, starts=[0])) == 1
+
+
+def test_a_string_offset_at_the_end_of_the_strings_is_outside() -> None:
+    b = BtfBuilder()
+    b.int_("int", 4)
+    btf = Btf(b.blob())
+    end = len(btf.string_section())
+    assert btf.raw_string(end - 4) == b"int" and btf.string(end - 4) == "int"
+    for read in (btf.raw_string, btf.string):
+        with pytest.raises(BtfError, match=f"BTF string offset {end} is outside the string section"):
+            read(end)
