@@ -163,9 +163,10 @@ def write_report(config: Config, records: list[dict], path: Path) -> None:
     if records:
         out.append(line("total", total))
     out.append("```")
-    if PINS_LOG.exists():
-        out += ["", "## Tests written for survivors, each failing under its mutant (`run.py --pins`)", "", "```",
-                *PINS_LOG.read_text().splitlines(), "```"]  # fmt: skip
+    pinned = [line for m in config.modules if _pins_log(m).exists() for line in _pins_log(m).read_text().splitlines()]
+    if pinned:
+        out += ["", "## Tests written for survivors, each failing under its mutant (`run.py --pins`)", "",
+                "Each module's pinned tests pass without a mutant; each line is one of them run under the", "mutant it was written for.", "", "```", *pinned, "```"]  # fmt: skip
     for record in records:
         module = config.modules[record["module"]]
         equivalents = config.equivalents.get(module.name, {})
@@ -204,41 +205,44 @@ def apply_one(config: Config, module: Module, mutant_id: str, tests: list[str]) 
     return 0 if outcome.status in KILLED else 1
 
 
-PINS_LOG = CACHE / "pins.txt"
+def _pins_log(name: str) -> Path:
+    return CACHE / f"{name}.pins.txt"
 
 
 def check_pins(config: Config, names: list[str]) -> int:
-    """Each pinned test passes on the module and fails under its mutant; the lines are kept in
-    build/mutation/pins.txt for the report."""
+    """The pinned tests of a module pass on it as it is, and each fails under its mutant; the
+    lines are kept in build/mutation/MODULE.pins.txt for the report."""
     bad = 0
-    lines: list[str] = []
-
-    def say(text: str) -> None:
-        print(text, flush=True)
-        lines.append(text)
-
     for name in names:
+        lines: list[str] = []
+
+        def say(text: str, lines: list[str] = lines) -> None:
+            print(text, flush=True)
+            lines.append(text)
+
         module = config.modules[name]
         points = {p.id: p for p in points_of(module)}
-        for mid, tests in config.pins.get(name, {}).items():
+        pins = config.pins.get(name, {})
+        if not pins:
+            continue
+        every = list(dict.fromkeys(t for tests in pins.values() for t in tests))
+        clean = run_mutant(module, None, every, 900, stop_first=False)
+        if clean.status != "survived":
+            say(f"{name:<16} the pinned tests fail without a mutant ({clean.detail})")
+            bad += 1
+            continue
+        for mid, tests in pins.items():
             if mid not in points:
                 say(f"{name:<16} {mid:<40} no such mutant in {module.path}")
                 bad += 1
                 continue
-            clean = run_mutant(module, None, tests, 600, stop_first=False)
-            if clean.status != "survived":
-                say(f"{name:<16} {mid:<40} {' '.join(tests)}: fail without the mutant ({clean.detail})")
-                bad += 1
-                continue
             for test in tests:
                 outcome = run_mutant(module, mid, [test], 600, stop_first=False)
-                verdict = (
-                    "fails under it" if outcome.status in KILLED else f"does NOT fail ({outcome.status})"
-                )
+                verdict = "fails under it" if outcome.status in KILLED else f"does NOT fail ({outcome.status})"
                 bad += outcome.status not in KILLED
                 say(f"{name:<16} {mid:<40} {test}: {verdict}")
-    CACHE.mkdir(parents=True, exist_ok=True)
-    PINS_LOG.write_text("\n".join(lines) + "\n")
+        CACHE.mkdir(parents=True, exist_ok=True)
+        _pins_log(name).write_text("\n".join(lines) + "\n")
     return 1 if bad else 0
 
 
