@@ -259,3 +259,29 @@ def test_a_string_offset_at_the_end_of_the_strings_is_outside() -> None:
     for read in (btf.raw_string, btf.string):
         with pytest.raises(BtfError, match=f"BTF string offset {end} is outside the string section"):
             read(end)
+
+
+def test_relocation_kinds_are_the_kernels() -> None:
+    """CORE_RELO_KINDS against enum bpf_core_relo_kind of the kernel's UAPI header."""
+    text = Path("/usr/include/linux/bpf.h").read_text()
+    kernel = {int(n): name.lower() for name, n in re.findall(r"^\s*BPF_CORE_(\w+)\s*=\s*(\d+),", text, re.M)}
+    assert len(kernel) >= 12
+    assert {n: btf_module.CORE_RELO_KINDS[n] for n in kernel} == kernel
+
+
+def test_decoding_and_lookup_edges() -> None:
+    """An INT's bit offset and bits, the first type found by name, the size of what holds void,
+    a core_relo area past the end of the .BTF.ext."""
+    b = BtfBuilder()
+    first = b.int_("first", 4, bits=20, offset=3)
+    void_alias = b.ref(BtfKind.TYPEDEF, 0, "nothing")
+    btf = Btf(b.blob())
+    t = btf.type(first)
+    assert (t.int_offset, t.int_bits) == (3, 20)
+    assert btf.find("first") is not None and btf.find("first").id == first  # type: ignore[union-attr]
+    with pytest.raises(BtfError, match=f"BTF type {void_alias} has no size: it is or contains void"):
+        btf.size_of(void_alias)
+    ext = bytearray(_ext_with_core_relo(b, first))
+    struct.pack_into("<I", ext, 24, 1000)  # core_relo_off far past the end
+    with pytest.raises(BtfError, match="the BTF.ext core_relo area .* extends past the end"):
+        BtfExt(bytes(ext), Btf(b.blob()))

@@ -84,7 +84,7 @@ def run_module(config: Config, module: Module, reuse_killed: bool, log) -> dict:
     if reuse_killed and _results_file(module).exists():
         old = json.loads(_results_file(module).read_text())
         if old.get("source") == _source_digest(module):
-            previous = {k: v for k, v in old["results"].items() if v["status"] in KILLED}
+            previous = {k: v for k, v in old["results"].items() if v["status"] == "killed"}
     results: dict[str, dict] = {}
     start = time.monotonic()
     record = {
@@ -106,7 +106,10 @@ def run_module(config: Config, module: Module, reuse_killed: bool, log) -> dict:
         if not tests:
             outcome = Outcome("survived", 0.0, "no test executes this line")
         else:
-            outcome = run_mutant(module, point.id, tests, timeout_for(config, tests, base))
+            timeout = timeout_for(config, tests, base)
+            outcome = run_mutant(module, point.id, tests, timeout)
+            if outcome.status == "timeout":  # a loaded machine, or a mutant that loops: once more, twice as long
+                outcome = run_mutant(module, point.id, tests, 2 * timeout)
         results[point.id] = asdict(outcome)
         record["seconds"] = time.monotonic() - start
         _results_file(module).write_text(json.dumps(record, indent=1))  # a stopped run can be resumed
