@@ -1,9 +1,10 @@
-"""Mutation testing of the modules that decide evspec's data (issue 26); slow, outside the CI path.
+"""Mutation testing of the modules that decide evspec's data; slow, outside the CI path.
 
-    python3 tools/mutation/run.py [MODULE...]        sample, run, one line per module and the total
-    python3 tools/mutation/run.py core --list        the mutants of a module, with their ids
-    python3 tools/mutation/run.py core --apply ID    show one mutant and run the module's tests on it
-    python3 tools/mutation/run.py --pins [MODULE...] each pinned test fails under its mutant
+    run.py [MODULE...] [--survivors] [--report]  sample, run, one line per module and the total
+    run.py --report-only                         write docs/mutation-report.md from the last runs
+    run.py core --list                           the mutants of a module, with their ids
+    run.py core --apply ID [--tests T...]        show one mutant and run the module's tests on it
+    run.py --pins [MODULE...]                    each pinned test fails under its mutant
 
 Modules, their tests and the sample sizes are in mutation.toml; equivalent mutants, with the reason,
 in equivalent.toml; the tests written to kill a mutant in pins.toml. Run it with the virtual
