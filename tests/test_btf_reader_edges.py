@@ -285,3 +285,12 @@ def test_decoding_and_lookup_edges() -> None:
     struct.pack_into("<I", ext, 24, 1000)  # core_relo_off far past the end
     with pytest.raises(BtfError, match="the BTF.ext core_relo area .* extends past the end"):
         BtfExt(bytes(ext), Btf(b.blob()))
+
+
+def test_a_header_alone_is_long_enough_and_lacks_its_strings() -> None:
+    """24 bytes hold the whole header: what is missing then is the string section."""
+    header = struct.pack("<HBBIIIII", 0xEB9F, 1, 0, 24, 0, 0, 0, 0)
+    with pytest.raises(BtfError, match="the BTF string section does not start with an empty string"):
+        Btf(header)
+    with pytest.raises(BtfError, match="BTF is truncated: 23 bytes"):
+        Btf(header[:23])
