@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import struct
 import subprocess
+from collections.abc import Callable
 
 import pytest
 from btf_builder import BtfBuilder
@@ -191,18 +192,24 @@ def _chain(builder: BtfBuilder, depth: int, signed: bool = True) -> int:
     return tid
 
 
+def _assert_matches_to_depth_31(chain: Callable[..., int]) -> None:
+    """``chain(builder, depth, signed=...)`` nested 31 deep is matched to the end (a difference
+    there is still seen); 32 deep is an error."""
+    local, target, other = BtfBuilder(), BtfBuilder(), BtfBuilder()
+    lid, tid, oid = chain(local, 31), chain(target, 31), chain(other, 31, signed=False)
+    assert _matches(local, lid, target, tid)
+    assert not _matches(local, lid, other, oid)
+    deep_l, deep_t = BtfBuilder(), BtfBuilder()
+    dl, dt = chain(deep_l, 32), chain(deep_t, 32)
+    with pytest.raises(CoreError, match="nested too deep"):
+        _matches(deep_l, dl, deep_t, dt)
+
+
 def test_type_matches_follows_parameters_to_libbpfs_depth_and_no_further() -> None:
     """libbpf: __bpf_core_types_match is called with level 32 and recurses into each parameter
     with level - 1, failing (-EINVAL) at level 0: 31 nested parameters are compared to the end
     (where a difference is still found), 32 are an error."""
-    local, target, other = BtfBuilder(), BtfBuilder(), BtfBuilder()
-    lid, tid, oid = _chain(local, 31), _chain(target, 31), _chain(other, 31, signed=False)
-    assert _matches(local, lid, target, tid)
-    assert not _matches(local, lid, other, oid)
-    deep_l, deep_t = BtfBuilder(), BtfBuilder()
-    dl, dt = _chain(deep_l, 32), _chain(deep_t, 32)
-    with pytest.raises(CoreError, match="nested too deep"):
-        _matches(deep_l, dl, deep_t, dt)
+    _assert_matches_to_depth_31(_chain)
 
 
 def test_type_relocations_follow_parameters_to_libbpfs_depth_and_no_further() -> None:
@@ -680,14 +687,7 @@ def test_type_matches_compares_members_as_values_to_libbpfs_depth() -> None:
     """libbpf: a struct's members are compared as values (not as behind a pointer), one level
     down each; 31 nested structs are followed to the end (where a difference is still seen),
     32 are an error."""
-    local, target, other = BtfBuilder(), BtfBuilder(), BtfBuilder()
-    lid, tid, oid = _struct_chain(local, 31), _struct_chain(target, 31), _struct_chain(other, 31, signed=False)
-    assert _matches(local, lid, target, tid)
-    assert not _matches(local, lid, other, oid)
-    deep_l, deep_t = BtfBuilder(), BtfBuilder()
-    dl, dt = _struct_chain(deep_l, 32), _struct_chain(deep_t, 32)
-    with pytest.raises(CoreError, match="nested too deep"):
-        _matches(deep_l, dl, deep_t, dt)
+    _assert_matches_to_depth_31(_struct_chain)
     lp, tp = BtfBuilder(), BtfBuilder()
     lptr, tptr = lp.int_("int", 4), tp.int_("int", 4)
     for _ in range(33):
