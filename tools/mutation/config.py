@@ -1,5 +1,6 @@
-"""The job's three data files: which modules and tests (mutation.toml), which surviving mutants
-are equivalent and why (equivalent.toml), and which tests pin which mutants (pins.toml)."""
+"""The job's data files: which modules and tests (mutation.toml), which surviving mutants are
+equivalent and why (equivalent.toml), which tests pin which mutants (pins.toml), and why the
+known survivors that are not equivalent still live (survivors.toml; they count as survived)."""
 
 from __future__ import annotations
 
@@ -45,6 +46,7 @@ class Config:
     modules: dict[str, Module]
     equivalents: dict[str, dict[str, Equivalent]] = field(default_factory=dict)
     pins: dict[str, dict[str, list[str]]] = field(default_factory=dict)
+    notes: dict[str, dict[str, str]] = field(default_factory=dict)
 
 
 def _load(path: Path) -> dict:
@@ -108,4 +110,9 @@ def load_config(directory: Path = HERE) -> Config:
         if name not in modules:
             raise ConfigError(f"pins.toml: [{name}] is no module of mutation.toml")
         config.pins[name] = {mid: list(tests) for mid, tests in entries.items()}
+    for name, entries in _load(directory / "survivors.toml").items():
+        if name not in modules:
+            raise ConfigError(f"survivors.toml: [{name}] is no module of mutation.toml")
+        config.notes[name] = {mid: _require(e, "reason", str, f"survivors.toml [{name}] {mid}")
+                              for mid, e in entries.items()}  # fmt: skip
     return config

@@ -182,7 +182,8 @@ def write_report(config: Config, records: list[dict], path: Path) -> None:
             elif result["status"] in KILLED:
                 continue
             else:
-                why = f"{result['status']}: {result['detail'] or 'no test of the module fails'}"
+                note = config.notes.get(module.name, {}).get(mid)
+                why = f"{result['status']}: {note or result['detail'] or 'no test of the module fails'}"
             mutation = f"{point['before']} -> {point['after']}".replace("|", "\\|").replace("\n", " ")
             rows.append(f"| `{mid}` | {point['line']} | `{mutation}` | {why} |")
         out += ["", f"## {module.name} ({module.path})", ""]
