@@ -154,7 +154,11 @@ def write_report(config: Config, records: list[dict], path: Path) -> None:
         "# Mutation testing report",
         "",
         "Written by `tools/mutation/run.py --report` (see README, Development). A module's score is",
-        "the killed share of its non-equivalent sampled mutants; a timeout counts as killed.",
+        "the killed share of its non-equivalent sampled mutants (\"X of N mutants\": the fixed sample",
+        "of mutation.toml, all of them for CO-RE); a timeout, retried once with twice the time, counts",
+        "as killed. The minutes are those of the last run, which with --survivors reuses earlier kills.",
+        "Equivalent mutants are listed with their reason below (equivalent.toml); the survivors with",
+        "theirs (survivors.toml).",
         "",
         "```",
     ]
