@@ -204,11 +204,11 @@ def _hybrid(bases: BaseEvsel, system: System | None) -> tuple[BaseEvsel, ...]:
 
 def _symbol(event: SymbolEvent, system: System | None) -> Resolution:
     if event.kind is SymbolKind.HARDWARE:
-        base = BaseEvsel(event, A.PERF_TYPE_HARDWARE, A.HARDWARE_EVENTS[event.name])
+        base = BaseEvsel(event, A.PERF_TYPE_HARDWARE, A.HARDWARE_EVENTS[event.name.lower()])
         base = _config_terms(base, event.terms)
         return Resolution(_hybrid(base, system), _no_core_pmu(event, event.name_span, system))
     if event.kind is SymbolKind.SOFTWARE:
-        base = BaseEvsel(event, A.PERF_TYPE_SOFTWARE, A.SOFTWARE_EVENTS[event.name])
+        base = BaseEvsel(event, A.PERF_TYPE_SOFTWARE, A.SOFTWARE_EVENTS[event.name.lower()])
         return Resolution((_config_terms(base, event.terms),), ())
     return Resolution((BaseEvsel(event, A.PERF_TYPE_SOFTWARE, A.PERF_COUNT_SW_DUMMY, tool=True),), ())
 
@@ -240,7 +240,7 @@ def _breakpoint(event: BreakpointEvent) -> BaseEvsel:
     length = event.length.value if event.length is not None else 0
     if not length:
         length = A.SIZEOF_LONG if bp_type == A.HW_BREAKPOINT_X else A.HW_BREAKPOINT_LEN_4
-    return BaseEvsel(
+    base = BaseEvsel(
         event,
         A.PERF_TYPE_BREAKPOINT,
         bp_type=bp_type,
@@ -248,6 +248,11 @@ def _breakpoint(event: BreakpointEvent) -> BaseEvsel:
         bp_len=length,
         sample_period=1,
     )
+    # config1/config2 terms share their words with bp_addr/bp_len (perf 6.12+: config_term_common
+    # runs after the address and length are set)
+    with_terms = _config_terms(base, event.terms)
+    return replace(with_terms, bp_addr=with_terms.config1 or base.bp_addr, bp_len=with_terms.config2 or base.bp_len,
+                   config1=0, config2=0) if with_terms is not base else base
 
 
 # --------------------------------------------------------------------------------------------
