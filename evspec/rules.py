@@ -181,7 +181,7 @@ def check_event(event: Event, names: Iterable[str] = ()) -> list[Diagnostic]:
 
 def _name(event: Event) -> Iterator[Diagnostic]:
     if isinstance(event, CacheEvent):
-        yield from _cache(event)
+        yield from cache_name_findings(event)
     elif isinstance(event, RawEvent):
         if event.code.value > lexicon.U64_MAX:
             yield error("ES028", "raw event code out of range (more than 64 bits)",
@@ -201,7 +201,7 @@ _CACHE_ORDER_NOTE = ("perf 6.1 and 6.12 accept it (in any order, a repeated part
                      "later know only TYPE, TYPE-OP, TYPE-RESULT and TYPE-OP-RESULT")
 
 
-def _cache(event: CacheEvent) -> Iterator[Diagnostic]:
+def cache_name_findings(event: CacheEvent) -> Iterator[Diagnostic]:
     """perf 7.3's legacy cache names (make_legacy_cache.py): TYPE, TYPE-OP, TYPE-RESULT or
     TYPE-OP-RESULT, with an operation the cache type supports."""
     cache = lexicon.cache_type(event.cache_type)

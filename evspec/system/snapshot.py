@@ -175,6 +175,7 @@ class SnapshotSystem(System):
             kprobe_events=bool(f.get("kprobe_events", False)),
             uprobe_events=bool(f.get("uprobe_events", False)),
             btf_vmlinux=bool(f.get("btf_vmlinux", False)),
+            hybrid_extended_type=bool(f.get("hybrid_extended_type", True)),
         )
 
     @property
@@ -392,6 +393,7 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
             "kprobe_events": f.kprobe_events,
             "uprobe_events": f.uprobe_events,
             "btf_vmlinux": f.btf_vmlinux,
+            **({} if f.hybrid_extended_type else {"hybrid_extended_type": False}),
         },
         "cwd": system.cwd,
         "confine_files": False,
