@@ -79,7 +79,7 @@ def side_by_side(baseline: str, runs: int) -> None:
     """This install against ``baseline``'s: throughput (best of turns) and cold start (interleaved)."""
     ours: list[float] = []
     theirs: list[float] = []
-    for _ in range(3):
+    for _ in range(7):  # turns, best of each: a shared machine's load comes and goes
         ours.append(_rate_of(sys.executable))
         theirs.append(_rate_of(baseline))
     print(f"(a) analyze() strings/s: this {max(ours):,.0f}, baseline {max(theirs):,.0f}, "

@@ -472,22 +472,25 @@ Event = (
 
 
 class Group(_Node):
-    """``[NAME]{event,...}[:MODIFIERS]``."""
+    """``[NAME]{event,...}[:MODIFIERS]``; ``quoted`` if the name was written ``'grp'`` (the quotes
+    are not in ``name``)."""
 
-    __slots__ = ("name", "events", "modifiers", "span", "name_span")
+    __slots__ = ("name", "events", "modifiers", "span", "name_span", "quoted")
     name: str | None
     events: tuple[Event, ...]
     modifiers: Modifiers | None
     span: Span
     name_span: Span | None
+    quoted: bool
 
     def __init__(self, name: str | None, events: tuple[Event, ...], modifiers: Modifiers | None, span: Span,
-                 name_span: Span | None = None) -> None:
+                 name_span: Span | None = None, quoted: bool = False) -> None:
         _set(self, "name", name)
         _set(self, "events", events)
         _set(self, "modifiers", modifiers)
         _set(self, "span", span)
         _set(self, "name_span", name_span)
+        _set(self, "quoted", quoted)
 
 
 Item = Event | Group

@@ -47,7 +47,8 @@ def print_events(ast: EventList) -> str:
 def print_item(item: Item) -> str:
     if isinstance(item, Group):
         body = ",".join(print_event(e) for e in item.events)
-        return f"{item.name or ''}{{{body}}}{_colon_modifiers(item.modifiers)}"
+        name = _quoted(item.name, item.quoted) if item.name is not None else ""
+        return f"{name}{{{body}}}{_colon_modifiers(item.modifiers)}"
     return print_event(item)
 
 

@@ -68,6 +68,7 @@ def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[
         isinstance(e, BpfEvent) and (any(t.option == "event" for t in e.object_terms) or bool(e.prog_terms))
         for item in events.items for e in (item.events if isinstance(item, Group) else (item,))
     )
+    ratio = not events.source or "ratio-to-prev" in events.source  # a rare term: most strings need no look
     out: list[tuple[Diagnostic, ...]] = []
     for item in events.items:
         diags: list[Diagnostic] = []
@@ -76,7 +77,8 @@ def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[
             diags.extend(check_event(event, names))
             if collect:
                 add_reference_names(names, event_reference_names(event, events.source))
-        diags.extend(_ratio_to_prev_position(item))
+        if ratio:
+            diags.extend(_ratio_to_prev_position(item))
         if isinstance(item, Group):
             if item.modifiers is not None:
                 diags.extend(_modifiers(item.modifiers, group=True))
@@ -512,18 +514,19 @@ def _ratio_to_prev(value: Word) -> Iterator[Diagnostic]:
                     help=("for example ratio-to-prev=2.0",))
 
 
-def _ratio_to_prev_position(item: Item) -> Iterator[Diagnostic]:
+def _ratio_to_prev_position(item: Item) -> list[Diagnostic]:
     """ratio-to-prev sets an event's period from the event before it in its group: on a group
     leader or an event outside a group perf prints an error and ignores the term."""
-    first = item.events[0] if isinstance(item, Group) else item
-    terms = getattr(first, "terms", None)
-    for term in terms.items if terms is not None else ():
-        if isinstance(term, Term) and term.kind is TermKind.KEYWORD and term.key == "ratio-to-prev":
-            yield warning("WS004", "ratio-to-prev has no effect on the first event of a group or on an event "
-                          "outside a group", term.key_span,
-                          help=("put it on a later member: '{cycles,instructions/period=200000,ratio-to-prev=2.0/}'",),
-                          notes=("perf prints 'Invalid use of ratio-to-prev term without preceding element in "
-                                 "group' and ignores the term",))
+    terms = getattr(item.events[0] if isinstance(item, Group) else item, "terms", None)
+    if terms is None:
+        return []
+    return [warning("WS004", "ratio-to-prev has no effect on the first event of a group or on an event "
+                    "outside a group", term.key_span,
+                    help=("put it on a later member: '{cycles,instructions/period=200000,ratio-to-prev=2.0/}'",),
+                    notes=("perf prints 'Invalid use of ratio-to-prev term without preceding element in "
+                           "group' and ignores the term",))
+            for term in terms.items
+            if isinstance(term, Term) and term.kind is TermKind.KEYWORD and term.key == "ratio-to-prev"]
 
 
 def _string_help(key: str) -> tuple[str, ...]:

@@ -323,6 +323,11 @@ def test_quoted_event_names() -> None:
     assert isinstance(pmu, PmuEvent) and (pmu.pmu, pmu.quoted) == ("msr", True)
     assert one("'tsc'") != one("tsc")
     assert print_events(parse("'a,b=c'")) == "'a,b=c'"
+    # a group's name too (perf 6.1 to 7.3: the group is named 'grp', without the quotes)
+    (group,) = parse("'grp'{cpu-clock,task-clock}:u").items
+    assert isinstance(group, Group) and (group.name, group.quoted, group.name_span) == ("grp", True, Span(0, 5))
+    assert group != parse("grp{cpu-clock,task-clock}:u").items[0]
+    assert print_events(parse("'grp'{cpu-clock}")) == "'grp'{cpu-clock}"
 
 
 def test_digit_first_names() -> None:

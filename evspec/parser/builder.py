@@ -154,12 +154,14 @@ class AstBuilder:
         mods = children[-1] if is_tok(children[-1], "WORD") else None
         start = name.start_pos if name is not None else trimmed(children[0]).start  # type: ignore[arg-type]
         end = mods.end_pos if mods is not None else trimmed(rbrace).end  # type: ignore[arg-type]
+        quoted = name is not None and str(name)[0] == "'"
         return Group(
-            None if name is None else str(name),
+            None if name is None else str(name)[1:-1] if quoted else str(name),
             members,  # type: ignore[arg-type]
             _modifiers(mods),  # type: ignore[arg-type]
             Span(start, end),
             None if name is None else token_span(name),  # type: ignore[arg-type]
+            quoted,
         )
 
     def named_event(self, children: list[object]) -> Event:
@@ -177,8 +179,10 @@ class AstBuilder:
             i += 1
         tail = _Tail(children[i:])
         span = Span(head.start_pos, end_of(children[-1]))
-        quoted = head.type == "QUOTED_NAME"
-        word = str(head)[1:-1] if quoted else str(head)
+        word = str(head)
+        quoted = word[0] == "'"
+        if quoted:
+            word = word[1:-1]
         kind = lexicon.classify_word(word)
         if quoted and kind == "raw":
             kind = None  # a quoted rHEX is a name, looked up as an event (perf 7.3: no PE_RAW)
