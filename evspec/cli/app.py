@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
 PERF_VERSIONS = ("4.7", "6.1", "6.5", "6.6", "6.12", "7.2", "7.3")  # evspec.dialect.VERSIONS, without importing it
+COMPILE_RELEASES = ("6.1", "6.12", "7.2", "7.3")  # evspec.compiler.releases.RELEASES, without importing it
 
 
 class UsageError(Exception):
@@ -138,6 +139,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if every or command == "compile":
         p = sub.add_parser("compile", help="compile event strings to perf_event_attr plans")
         p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC")
+        p.add_argument("--perf", choices=COMPILE_RELEASES, default=COMPILE_RELEASES[-1], metavar="VERSION",
+                       help="the attrs perf VERSION (" + ", ".join(COMPILE_RELEASES) + ") computes "
+                            "(default: the newest); a string that release refuses is an error")
         _add_system(p, "live")
         p.add_argument("--format", choices=("text", "json"), default="text")
 

@@ -19,11 +19,12 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         "EM002",
         "unknown event",
-        "A bare word that is no hardware, software, tool or cache event name and no raw event "
-        "(rHEX) is looked up as a PMU event alias (events/NAME of any PMU, case-insensitively); "
-        "no PMU of the system has it. Event and cache names are case-sensitive.",
-        "Cycles",
-        "Spell a built-in event exactly ('cycles'), or list the aliases with 'evspec list pmu'.",
+        "A name is an event of the PMUs that have it (perf 7.3): hardware and cache names of every "
+        "core PMU, software names of the software PMU, tool names of perf's tool PMU, and the "
+        "events/NAME aliases of sysfs, all in any letter case; no PMU of the system has this one. "
+        "perf: 'Bad event name'.",
+        "cyclez",
+        "Check the spelling, or list the events with 'evspec list'.",
     ),
     CodeInfo(
         "EM003",
@@ -103,8 +104,9 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         "EM012",
         "term not usable in perf stat",
-        "perf stat keeps only the terms config, config1, config2, name, metric-id, period, percore "
-        "(and PMU format terms). perf: \"'TERM' is not usable in 'perf stat'\".",
+        "perf stat keeps only the terms config, config1-4, name, metric-id, period, percore, cpu "
+        "(perf 7.3; perf 6.1: config, config1, config2, name, metric-id, period, percore) and PMU "
+        "format terms. perf: \"'TERM' is not usable in 'perf stat'\".",
         "cpu-clock/call-graph=fp/",
         "Drop the term for perf stat, or check with '--mode record'.",
     ),
@@ -131,6 +133,39 @@ CODES: tuple[CodeInfo, ...] = (
         "operation, for example); the syntax checks report the details.",
         "L1-icache-stores",
         "Run 'evspec check' on the string and fix what it reports.",
+    ),
+    CodeInfo(
+        "EM016",
+        "cpu= beyond the system's CPUs",
+        "cpu=N opens the event on CPU N; the system has fewer CPUs (perf: 'too big').",
+        "cpu-clock/cpu=4096/",
+        "Use a CPU the machine has ('evspec system snapshot' records them).",
+    ),
+    CodeInfo(
+        "EM017",
+        "cpu= names no PMU and no CPU list",
+        "cpu=WORD takes the CPUs of the PMU named WORD; the system has none, and WORD is no CPU "
+        "list either (perf: 'not a valid PMU or CPU number').",
+        "cpu-clock/cpu=cpu_core/",
+        "Name a PMU of the system, or give CPU numbers: cpu=0-3.",
+    ),
+    CodeInfo(
+        "EM018",
+        "legacy config term on a PMU that is no core PMU",
+        "legacy-hardware-config= and legacy-cache-config= make a CPU PMU's event a legacy hardware "
+        "or cache event; on another PMU perf refuses them ('needs a core PMU').",
+        "msr/legacy-hardware-config=1/",
+        "Use the term on a core PMU (cpu, cpu_core, cpu_atom).",
+    ),
+    CodeInfo(
+        "EM019",
+        "the chosen perf release refuses the string",
+        "'evspec compile --perf VERSION' computes the attrs that release computes; this string is "
+        "one that release refuses (a term, modifier or form it does not know, or the message its "
+        "parser gives), so it computes none.",
+        "cpu-clock/config3=1/ (with --perf 6.1)",
+        "Compile for a newer release, or write the string that release knows; "
+        "'evspec check --perf VERSION' explains its verdict where it is emulated.",
     ),
     CodeInfo(
         "WM001",

@@ -23,7 +23,7 @@ _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _EXPECTED = {
     "NAME": "an event name", "NUMBER": "a number", "MEM": "mem:ADDR", "BPF_PATH": "a BPF object path",
     "LBRACE": "'{'", "NAMED_LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'",
-    "WORD": "modifier letters", "SLASH": "'/'", "BP_SLASH": "'/'", "TERM_KEY": "a term name",
+    "WORD": "modifier letters", "SLASH": "'/'", "BP_SLASH": "'/'", "BP_TERMS": "'/'", "TERM_KEY": "a term name",
     "DRIVER_TERM": "an @driver term", "EQUALS": "'='", "TERM_COMMA": "','", "VALUE": "a value",
     "LSQB": "'['", "RSQB": "']'", "RANGE": "'...'", "ALL": "'all'",
     "$END": "the end of the string", "_TRAIL": "the end of the string",
@@ -55,7 +55,7 @@ class _Stack(Record):
             closes = False
             if type(leaf) is not Tok:
                 continue
-            kind = leaf.type
+            kind = "SLASH" if leaf.type == "BP_TERMS" else leaf.type  # a breakpoint's term list
             if kind in _OPENERS:
                 opens.append(leaf)
             elif kind == "RBRACE" and opens and opens[-1].type != "LSQB":
@@ -67,7 +67,7 @@ class _Stack(Record):
                     opens.pop()
                     closes = True
                 else:
-                    opens.append(leaf)
+                    opens.append(leaf if leaf.type == "SLASH" else Tok("SLASH", str(leaf), leaf.start_pos, leaf.end_pos))
         return _Stack(tuple(leaves), tuple(opens), closes)
 
     @property
@@ -245,12 +245,13 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
     after_terms = stack.prev_closes_terms or isinstance(prev, Terms)
     if after_terms and kind == "COLON" and any(is_tok(x, "BPF_PATH") for x in stack.current_event()):
         return err("ES008", "modifiers follow the closing '/' directly (no ':')", span, "remove the ':'")
-    if kind in ("SLASH", "BP_SLASH"):
+    if kind in ("SLASH", "BP_SLASH", "BP_TERMS"):
         event = stack.current_event()
         if after_terms:
             return err("ES009", "only one term list per event", span, "put all terms in one /.../ list")
         if any(is_tok(x, "MEM") for x in event):
-            return err("ES009", "breakpoints take no terms (and only one /LEN)", span)
+            return err("ES009", "a breakpoint takes one /LEN and one /term list/ (a term list does not "
+                       "start with a digit)", span)
         if prev_type == "WORD":
             return err("ES009", "a term list must come before the modifiers", span)
     if prev_type == "COLON":
@@ -264,7 +265,7 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
     if kind == "COLON" and prev_type == "WORD":
         return err("ES008", "only one modifier list per event", span, "write all modifier letters after one ':'")
     if prev_type == "BP_SLASH":
-        return err("ES010", "expected a breakpoint length after '/' (breakpoints take no terms)", span)
+        return err("ES010", "expected a breakpoint length after '/'", span)
     if prev_type == "EQUALS":
         if char == "-" and _key_before_equals(stack).startswith("var:"):
             number = "-" + re.compile(r"[^/,]*").match(text, pos + 1).group()  # type: ignore[union-attr]

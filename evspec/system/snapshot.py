@@ -326,6 +326,7 @@ def _features_from_json(raw: Mapping[str, Any]) -> Features:
         kprobe_events=bool(flag("kprobe_events")),
         uprobe_events=bool(flag("uprobe_events")),
         btf_vmlinux=bool(flag("btf_vmlinux")),
+        hybrid_extended_type=flag("hybrid_extended_type") is not False,
     )
 
 
@@ -538,6 +539,7 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
             "kprobe_events": None if probes_unknown else f.kprobe_events,
             "uprobe_events": None if probes_unknown else f.uprobe_events,
             "btf_vmlinux": f.btf_vmlinux,
+            **({} if f.hybrid_extended_type else {"hybrid_extended_type": False}),
         },
         "cwd": system.cwd,
         "confine_files": False,
