@@ -13,6 +13,7 @@ from collections.abc import Callable
 
 from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
 from evspec.dialect.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
+from evspec.dialect.cint import read_unsigned
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.terms import NUM, STR, USER, Term, TermRules
 from evspec.dialect.versions import Profile
@@ -395,9 +396,9 @@ def _alias_terms(definition: str) -> list[Term]:
 def _number(text: str) -> int | None:
     try:
         if text.startswith("0x"):
-            return int(text[2:], 16)
+            return read_unsigned(text[2:], 16)
         if text.isdigit():
-            return int(text)
+            return read_unsigned(text, 10)
     except ValueError:
         return None
     return None

@@ -20,6 +20,7 @@ import re
 from collections.abc import Callable, Iterator
 
 from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.cint import read_unsigned
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.flexscan import (
     INITIAL,
@@ -285,7 +286,7 @@ def _legacy_cache_pattern() -> str:
 
 
 def _strtoull(text: str, base: int) -> int | None:
-    value = int(text, base)
+    value = read_unsigned(text, base)
     return value if value <= U64_MAX else None
 
 

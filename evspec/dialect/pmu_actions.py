@@ -15,6 +15,7 @@ import fnmatch
 
 from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, parse_aliases
 from evspec.dialect.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
+from evspec.dialect.cint import read_unsigned
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.events import NO_TRACEFS_HELP, SKIP_EVENTS, SKIP_SYSTEMS
 from evspec.dialect.perf_pmus import PerfPmu, perf_pmus
@@ -236,7 +237,7 @@ class PmuState:
                 term.type_term, term.config, term.val, term.type_val, term.no_value = USER, text, 1, NUM, True
             else:
                 term.type_term, term.config, term.type_val, term.no_value = "config", "config", NUM, False
-                term.val = int(text[1:], 16)
+                term.val = read_unsigned(text[1:], 16)
 
     def _config_term_pmu(self, attr: _Attr, term: Term) -> bool:
         t = term.type_term
@@ -678,9 +679,9 @@ def _alias_terms(definition: str, keywords: tuple[str, ...]) -> list[Term] | Non
 def _number(text: str) -> int | None:
     try:
         if text.lower().startswith("0x"):
-            return int(text[2:], 16)
+            return read_unsigned(text[2:], 16)
         if text.isdigit():
-            return int(text)
+            return read_unsigned(text, 10)
     except ValueError:
         return None
     return None

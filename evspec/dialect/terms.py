@@ -3,6 +3,7 @@ and perf stat's restriction (perf-event-language.md §5)."""
 
 from __future__ import annotations
 
+from evspec.dialect.cint import U64_MAX, read_unsigned
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.versions import INTERNAL_TERMS, STAT_TERMS, TRACEPOINT_TERMS, Profile
 from evspec.span import Record, set_field
@@ -308,12 +309,12 @@ def _strtoul(text: str, pos: int) -> tuple[int, int]:
         return 0, pos
     digits = m.group()
     if digits[:2] in ("0x", "0X"):
-        value = int(digits, 16)
+        value = read_unsigned(digits[2:], 16)
     elif digits.startswith("0") and len(digits) > 1:
-        value = int(digits, 8)
+        value = read_unsigned(digits, 8)
     else:
-        value = int(digits)
-    return min(value, (1 << 64) - 1), m.end()
+        value = read_unsigned(digits, 10)
+    return min(value, U64_MAX), m.end()
 
 
 def c_strtod(text: str) -> tuple[float, bool]:
