@@ -77,6 +77,8 @@ class Spec:
 _STACK_COUNT = ((r"^(\s+)\d+$", r"\1<n>"),)
 _SNOOP_SIG = {"TIME": "time", "PID": "pid", "COMM": "comm", "TPID": "pid", "TCOMM": "comm"}
 _TCP = {"PID": "pid", "COMM": "comm", "LPORT": "port", "RPORT": "port"}
+_MERGE_BIO_NOTE = ("its one kprobe program, blk_account_io_merge_bio, is loaded because the symbol is in "
+                   "/proc/kallsyms; the tracepoints it uses otherwise (tp_btf) attach here")
 _FS_NOTE = "{fs}'s own functions need kprobes or fentry; this machine's root file system is ext4"
 
 
@@ -91,8 +93,8 @@ SPECS: dict[str, Spec] = {
     "biolatency": Spec(steps=("blockio",), output="histogram"),
     "biopattern": Spec(steps=("blockio",), output="table", header="DISK",
                        masks={"%RND": "n", "%SEQ": "n", "COUNT": "n", "KBYTES": "n"}),
-    "biosnoop": Spec(fails=KPROBE),
-    "biostacks": Spec(fails=KPROBE),
+    "biosnoop": Spec(fails=KPROBE, note=_MERGE_BIO_NOTE),
+    "biostacks": Spec(fails=KPROBE, note=_MERGE_BIO_NOTE),
     "biotop": Spec(fails=KPROBE),
     "bitesize": Spec(args=("-c", "evspec-wl"), steps=("blockio",), output="histogram"),
     "cachestat": Spec(fails=KPROBE),
