@@ -17,6 +17,7 @@ import os
 import re
 import signal
 import subprocess
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -183,14 +184,13 @@ def capture_loads(bpftrace: str, workdir: Path, ready_seconds: float = 60.0) -> 
                                 start_new_session=True)
     capture = Capture()
     try:
-        waited = 0.0
+        deadline = time.monotonic() + ready_seconds
         while "Attached" not in log.read_text():
-            if proc.poll() is not None or waited > ready_seconds:
+            if proc.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"bpftrace did not attach ({proc.poll()}):\n{log.read_text()[-2000:]}")
-            subprocess.run(["sleep", "0.1"], check=True)
-            waited += 0.1
+            time.sleep(0.1)
         yield capture
-        subprocess.run(["sleep", "0.5"], check=True)  # what is in flight is printed
+        time.sleep(0.5)  # what is in flight is printed
     finally:
         if proc.poll() is None:
             os.killpg(proc.pid, signal.SIGINT)
@@ -229,18 +229,6 @@ def load_with_bpftool(bpftool: str, objects: Mapping[str, Path], workdir: Path) 
     if proc.returncode != 0 and missing:
         raise RuntimeError(f"bpftool did not run on {len(missing)} object(s): {proc.stderr[-2000:]}")
     return said
-
-
-def build_runner(clang: str, out: Path) -> Path:
-    """sections17.c built with the chroot's clang 21 against its libbpf 1.7 (``out`` below /tmp,
-    which the chroot sees)."""
-    source, binary = out / RUNNER.name, out / "sections17"
-    source.write_bytes(RUNNER.read_bytes())
-    proc = subprocess.run([clang, "-O1", "-Wall", "-Werror", "-o", str(binary), str(source), "-lbpf"],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"building {RUNNER.name} failed:\n{proc.stderr}")
-    return binary
 
 
 def run_runner(sid_run: str, binary: Path, objects: Mapping[str, Path]) -> dict[str, dict[str, object]]:

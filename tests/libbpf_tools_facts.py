@@ -26,6 +26,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from chroot_clang import build_runner
 from libbpf_tools_refs import DATA
 
 OBJECTS = DATA / "objects.json"
@@ -40,16 +41,8 @@ OUTPUT_TYPES = ("perf_event_array", "ringbuf")
 
 
 def build_objfacts(clang: str, out: Path) -> Path:
-    """objfacts.c built with the chroot's clang 21 against its libbpf (``clang`` is the
-    ``clang-21`` wrapper of scripts/oracles.sh, which runs inside the chroot and sees /tmp:
-    ``out`` must be below /tmp)."""
-    source, binary = out / OBJFACTS.name, out / "objfacts"
-    source.write_bytes(OBJFACTS.read_bytes())
-    proc = subprocess.run([clang, "-O1", "-Wall", "-Werror", "-o", str(binary), str(source), "-lbpf"],
-                          capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise RuntimeError(f"building {OBJFACTS.name} failed:\n{proc.stderr}")
-    return binary
+    """objfacts.c built against the chroot's libbpf (``out`` below /tmp)."""
+    return build_runner(clang, OBJFACTS, out)
 
 
 def run_objfacts(sid_run: str, binary: Path, objects: Mapping[str, Path]) -> dict[str, dict[str, Any]]:

@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from chroot_clang import build_runner
 from conftest import oracle
 from libbpf_section_table import (
     NO_MATCH,
     REFUSALS,
-    build_runner,
+    RUNNER,
     builtin_names,
     capture_loads,
     expected,
@@ -100,7 +101,7 @@ def runs(root_kernel: None, tracefs: Path, tmp_path_factory: pytest.TempPathFact
     """Both libbpfs on one object per name, under one capture of BPF_PROG_LOAD."""
     bpftool, bpftrace, clang, sid_run = (oracle(t) for t in ("bpftool-sid", "bpftrace", "clang-21", "sid-run"))
     work = tmp_path_factory.mktemp("sections")
-    runner = build_runner(clang, work)
+    runner = build_runner(clang, RUNNER, work)
     b_objects, s_objects = write_objects(work / "b", NAMES, "b"), write_objects(work / "s", NAMES, "s")
     with capture_loads(bpftrace, work) as capture:
         said = load_with_bpftool(bpftool, b_objects, work)

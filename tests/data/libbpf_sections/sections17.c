@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <bpf/libbpf.h>
+#include "json_string.h"
 
 static char first_warning[512];
 static char names[8192];
@@ -28,20 +29,6 @@ static int keep_warning(enum libbpf_print_level level, const char *fmt, va_list 
 		first_warning[strcspn(first_warning, "\n")] = '\0';
 	}
 	return 0;
-}
-
-static void put_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
 }
 
 static void by_name(const char *section)

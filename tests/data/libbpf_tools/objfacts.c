@@ -14,25 +14,12 @@
 #include <string.h>
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
+#include "json_string.h"
 
 static int quiet(enum libbpf_print_level level, const char *fmt, va_list args)
 {
 	(void)level, (void)fmt, (void)args;
 	return 0;
-}
-
-static void put_str(const char *s)
-{
-	putchar('"');
-	for (; s && *s; s++) {
-		if (*s == '"' || *s == '\\')
-			printf("\\%c", *s);
-		else if ((unsigned char)*s < 0x20)
-			printf("\\u%04x", *s);
-		else
-			putchar(*s);
-	}
-	putchar('"');
 }
 
 /* "struct event", "int", "char[16]", "u32" (typedefs by their own name), const/volatile dropped */
