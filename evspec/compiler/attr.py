@@ -1,5 +1,5 @@
-"""perf_event_attr: the numbers of the kernel ABI (include/uapi/linux/perf_event.h) and perf 6.1's
-event tables, and the attr value a plan carries.
+"""perf_event_attr: the numbers of the kernel ABI (include/uapi/linux/perf_event.h) and perf's
+legacy event tables, and the attr value a plan carries.
 
 Field names are the ones ``perf stat -vv`` prints, with perf's unions split: ``sample_period`` /
 ``sample_freq`` (by the ``freq`` bit), ``bp_addr`` / ``config1`` and ``bp_len`` / ``config2`` (by
@@ -299,7 +299,11 @@ ATTR_FIELDS: tuple[str, ...] = (
     "sample_max_stack",
     "aux_sample_size",
     "sig_data",
+    "aux_start_paused",
+    "aux_pause",
+    "aux_resume",
     "config3",
+    "config4",
 )
 _FIELD_ORDER = {name: i for i, name in enumerate(ATTR_FIELDS)}
 
