@@ -1115,6 +1115,14 @@ def _refuse_unsampled(planned: Sequence[object], fed: set[str]) -> None:
     for ev in planned:
         if _sampled(ev, fed) or ev.name in fed:  # type: ignore[attr-defined]
             continue
+        if ev.pmu == "tool":  # type: ignore[attr-defined]
+            raise ObjectError(
+                UNSAMPLED_EVENT,
+                f"event '{ev.name}' (-e #{ev.spec_index + 1}) cannot be recorded: it is one of perf's tool "  # type: ignore[attr-defined]
+                "events, which perf stat computes in user space (times, CPU counts); the kernel has no "
+                "such event to sample or to give a program",
+                help=("count it with perf stat",),
+            )
         kind = _KINDS.get(ev.attr.get("type"), f"{ev.pmu} PMU" if ev.pmu else "PMU")  # type: ignore[attr-defined]
         raise ObjectError(
             UNSAMPLED_EVENT,
