@@ -48,7 +48,7 @@ from evspec.loader.object.btf import BtfError
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
-from evspec.loader.output.drain import DrainPlan, DrainProcess, run_rounds
+from evspec.loader.output.drain import DrainPlan, DrainProcess, favour_reader, run_rounds
 from evspec.loader.output.follow import BpfSource, FollowCounts, Follower, Line
 from evspec.loader.output.perf_ring import LostCount, PerfRing
 from evspec.loader.output.perfdata import FileAttr
@@ -815,7 +815,12 @@ class RecordSession:
         """Read the rings in this process: ``drain`` is a round (``run_rounds``) until the workload
         exits, ``stop_fd`` becomes readable or, with -p, every traced task is gone; then the
         events' lost counts are read. Capture mode's way (``Capture.drain``)."""
-        self._rounds(drain, workload, (stop_fd,) if stop_fd is not None else ())
+        before = favour_reader()  # this thread only: the workload, forked already, keeps its own
+        try:
+            self._rounds(drain, workload, (stop_fd,) if stop_fd is not None else ())
+        finally:
+            if before is not None:
+                os.setpriority(os.PRIO_PROCESS, 0, before)
         self.count_lost()
 
     def _rounds(self, round_: Callable[[], object], workload: Workload | None, stop_fds: Sequence[int]) -> None:

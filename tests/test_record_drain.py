@@ -152,6 +152,56 @@ def test_losses_are_printed_where_they_happen_and_counted_per_cpu(built: Path, m
     assert summary["samples"] + summary["lost"] == calls
 
 
+def nice_of(pid: int) -> int:
+    """A task's nice value, from /proc/PID/stat (its 19th field)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return int(stat[stat.rindex(")") + 2 :].split()[16])
+
+
+def children_of(pid: int) -> list[int]:
+    return [int(p) for p in Path(f"/proc/{pid}/task/{pid}/children").read_text().split()]
+
+
+def wait_for_nice(pid: int, nice: int, timeout: float = 30) -> None:
+    """Wait until task ``pid`` (a zombie's nice value stays readable until it is reaped) runs at
+    ``nice``."""
+    deadline = time.monotonic() + timeout
+    while (now := nice_of(pid)) != nice:
+        assert time.monotonic() < deadline, f"task {pid} runs at nice {now}, not {nice}"
+        time.sleep(0.02)
+
+
+@pytest.mark.parametrize("mode", ["live", "-o"])
+def test_the_reader_of_the_rings_runs_ahead_of_the_workload_and_the_renderer(
+        mode: str, built: Path, tmp_path: Path) -> None:
+    """The rings' reader runs at nice -10 (live: the drain process; -o: evspec's reading
+    thread, given back its nice value afterwards); the workload and the renderer keep theirs."""
+    argv = ("-o", str(tmp_path / "x.data")) if mode == "-o" else ()
+    proc = recorder(built, tmp_path, *argv, "-e", "./emit.o", "--", "./loop", "10", "30")
+    try:
+        deadline = time.monotonic() + 30
+        while len(kids := children_of(proc.pid)) < (2 if mode == "live" else 1) or not any(
+                Path(f"/proc/{k}/exe").resolve() == built / "loop" for k in kids):
+            assert proc.poll() is None and time.monotonic() < deadline, proc.communicate()[1].decode()
+            time.sleep(0.02)
+        (workload,) = [k for k in kids if Path(f"/proc/{k}/exe").resolve() == built / "loop"]
+        reader = next(k for k in kids if k != workload) if mode == "live" else proc.pid
+        wait_for_nice(reader, -10)
+        assert nice_of(workload) == 0
+        if mode == "live":
+            assert nice_of(proc.pid) == 0  # the renderer
+        proc.send_signal(signal.SIGINT)
+        if mode == "-o":
+            wait_for_nice(proc.pid, 0)  # given back before the file is completed
+        _out, err = proc.communicate(timeout=60)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate()
+    assert proc.returncode == 128 + signal.SIGINT, err.decode()
+    assert "10 samples, 0 lost" in err.decode()
+
+
 @pytest.mark.parametrize(("value", "message"), [("12x", "'12x' is not a size"), ("1K", "1K: at least 64K"),
                                                  ("M", "'M' is not a size")])
 def test_max_memory_must_be_a_size_of_at_least_64k(value: str, message: str, capsys: pytest.CaptureFixture[str]) -> None:

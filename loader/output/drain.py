@@ -32,6 +32,21 @@ from evspec.span import Record, set_field
 POLL_MS = 200  # how long an idle drain sleeps between looks at the stop conditions
 BUSY_SHARE = 16  # a ring more than 1/BUSY_SHARE full after a round: read again at once
 HELD_WAIT = 0.005
+READER_NICE = -10  # the rings' reader runs ahead of the workload, the renderer and the machine's load
+
+
+def favour_reader() -> int | None:
+    """Raise the calling thread's scheduling priority to nice ``READER_NICE`` when allowed
+    (root, CAP_SYS_NICE): a reader kept waiting for a CPU is what still loses records on a busy
+    machine. The nice value it had, to give back; None when it had as much or may not."""
+    before = os.getpriority(os.PRIO_PROCESS, 0)
+    if before <= READER_NICE:
+        return None
+    try:
+        os.setpriority(os.PRIO_PROCESS, 0, READER_NICE)
+    except PermissionError:
+        return None
+    return before
 
 
 def run_rounds(
@@ -246,6 +261,7 @@ class DrainProcess:
             for fd in [*perf_fds, *event_fds]:
                 kernel.disable(fd)
 
+        favour_reader()
         run_rounds(SpoolDrain(self.spool, rings, readers, clock).round, [*perf_fds, *bpf_fds],
                    workload_fd=workload_fd, stop_fds=stop_fds, until_hangup=plan.until_hangup, disable=disable)
 
