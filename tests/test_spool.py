@@ -165,3 +165,22 @@ def test_a_writer_process_and_a_slow_reader(tmp_path: Path) -> None:
         assert [f.stamp for f in got] == list(range(3000))
         assert all(f.payload == payload(n, size) for n, (f, size) in enumerate(zip(got, sizes, strict=True)))
         assert spool.stats().spilled > 0
+
+
+def test_a_killed_recordings_file_is_removed_by_the_next(tmp_path: Path) -> None:
+    """SIGKILL leaves no chance to remove the file: the next spool in the same directory does."""
+    child = os.fork()
+    if child == 0:
+        os._exit(0)
+    os.waitpid(child, 0)  # a PID that no longer runs
+    dead = tmp_path / f"evspec-spool-{child}-0badf00d"
+    living = tmp_path / f"evspec-spool-{os.getppid()}-0badf00d"
+    other = tmp_path / f"evspec-spool-{child}-notours-x"
+    for path in (dead, living, other):
+        path.write_bytes(b"x")
+    spool = Spool(MIN_MEMORY, str(tmp_path))
+    try:
+        assert not dead.exists() and living.exists() and other.exists()
+    finally:
+        spool.close()
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([living.name, other.name])

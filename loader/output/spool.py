@@ -8,8 +8,8 @@ goes on in the file until the memory ring is half empty again; the segment's end
 in the control page, and the reader, having followed the marker into the file, comes back to the
 memory ring there. So the reader meets every frame in the order it was written, and memory never
 holds more than the bound. The file (``$TMPDIR/evspec-spool-PID-*``, /tmp without TMPDIR) is
-removed by ``close``; it is written again from its start once the reader has read everything in
-it.
+removed by ``close`` (or, when evspec was killed, by the next spool made in that directory); it
+is written again from its start once the reader has read everything in it.
 """
 
 from __future__ import annotations
@@ -48,8 +48,38 @@ _SEG_ENDS = 16  # first of the segment-end words
 _SLOTS = 256  # segments the reader may be behind by
 
 
+def sweep_dead(directory: str) -> list[str]:
+    """Remove the spool files in ``directory`` that a killed evspec left (its PID no longer
+    runs; files of other users are theirs to remove). Returns the paths removed."""
+    removed = []
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return removed
+    for name in names:
+        parts = name.split("-")
+        if len(parts) != 4 or parts[:2] != ["evspec", "spool"] or not parts[2].isdigit():
+            continue
+        path = os.path.join(directory, name)
+        try:
+            if os.lstat(path).st_uid != os.geteuid():
+                continue
+            os.kill(int(parts[2]), 0)
+        except ProcessLookupError:
+            try:
+                os.unlink(path)
+                removed.append(path)
+            except OSError:
+                pass
+        except (OSError, OverflowError):
+            continue
+    return removed
+
+
 def _new_file(directory: str) -> tuple[int, str]:
-    """A new file of the spool's in ``directory``, readable by its owner only."""
+    """A new file of the spool's in ``directory``, readable by its owner only (after removing
+    those of evspec processes that were killed before they could)."""
+    sweep_dead(directory)
     for _ in range(100):
         path = os.path.join(directory, f"evspec-spool-{os.getpid()}-{os.urandom(4).hex()}")
         try:
