@@ -13,6 +13,7 @@ import shutil
 import subprocess
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as b
 from evspec.loader.abi import perf as p
 from evspec.loader.kernel import syscalls
@@ -284,9 +285,25 @@ CONSTANTS: dict[str, int] = {
     "BPF_FUNC_map_lookup_elem": b.FUNC_MAP_LOOKUP_ELEM,
     "BPF_OBJ_NAME_LEN": b.BPF_OBJ_NAME_LEN,
     "BPF_TAG_SIZE": b.BPF_TAG_SIZE,
-    "BPF_LD | BPF_IMM | BPF_DW": b.OP_LD_IMM64,
-    "BPF_JMP | BPF_CALL": b.OP_CALL,
-    "BPF_JMP | BPF_EXIT": b.OP_EXIT,
+    "BPF_LD | BPF_IMM | BPF_DW": asm.OP_LD_IMM64,
+    "BPF_JMP | BPF_CALL": asm.OP_CALL,
+    "BPF_JMP | BPF_EXIT": asm.OP_EXIT,
+    "BPF_JMP | BPF_JA": asm.OP_JA,
+    "BPF_JMP | BPF_JEQ | BPF_K": asm.OP_JEQ_IMM,
+    "BPF_JMP | BPF_JNE | BPF_K": asm.OP_JNE_IMM,
+    "BPF_ALU64 | BPF_MOV | BPF_K": asm.OP_MOV64_IMM,
+    "BPF_ALU64 | BPF_MOV | BPF_X": asm.OP_MOV64_REG,
+    "BPF_ALU64 | BPF_ADD | BPF_K": asm.OP_ADD64_IMM,
+    "BPF_ALU64 | BPF_ADD | BPF_X": asm.OP_ADD64_REG,
+    "BPF_ALU64 | BPF_LSH | BPF_K": asm.OP_LSH64_IMM,
+    "BPF_ALU64 | BPF_RSH | BPF_K": asm.OP_RSH64_IMM,
+    "BPF_ALU64 | BPF_ARSH | BPF_K": asm.OP_ARSH64_IMM,
+    "BPF_LDX | BPF_MEM | BPF_DW": asm.ldx(8),
+    "BPF_LDX | BPF_MEM | BPF_H": asm.ldx(2),
+    "BPF_STX | BPF_MEM | BPF_W": asm.stx(4),
+    "BPF_STX | BPF_MEM | BPF_B": asm.stx(1),
+    "BPF_ST | BPF_MEM | BPF_DW": asm.st(8),
+    "BPF_JMP32": asm.JMP32,
     "PERF_FLAG_FD_NO_GROUP": p.PERF_FLAG_FD_NO_GROUP,
     "PERF_FLAG_FD_OUTPUT": p.PERF_FLAG_FD_OUTPUT,
     "PERF_FLAG_PID_CGROUP": p.PERF_FLAG_PID_CGROUP,
@@ -318,10 +335,27 @@ def test_structure_matches_the_uapi_numbers(cls: type[ctypes.Structure]) -> None
 
 
 def test_encoded_instructions_are_struct_bpf_insn() -> None:
-    encoded = b.encode_insn(b.OP_LD_IMM64, 3, b.BPF_PSEUDO_MAP_FD, -2, -7)
+    encoded = asm.encode(asm.OP_LD_IMM64, 3, b.BPF_PSEUDO_MAP_FD, -2, -7)
     assert len(encoded) == b.INSN_SIZE == ctypes.sizeof(b.BpfInsn)
     insn = b.BpfInsn.from_buffer_copy(encoded)
     assert (insn.code, insn.dst_reg, insn.src_reg, insn.off, insn.imm) == (0x18, 3, 1, -2, -7)
+    assert asm.decode(encoded, 0) == (0x18, 3, 1, -2, -7)
+    assert asm.src_reg(encoded[1]) == 1
+
+
+def test_ld_imm64_and_rewriting_an_instruction() -> None:
+    value = 0x1234_5678_9ABC_DEF0
+    pair = asm.ld_imm64(2, value, b.BPF_PSEUDO_MAP_VALUE)
+    first, second = asm.decode(pair, 0), asm.decode(pair, 1)
+    assert asm.count(pair) == 2 and (first.code, first.dst, first.src) == (asm.OP_LD_IMM64, 2, 2)
+    assert (first.imm & 0xFFFFFFFF) | (second.imm & 0xFFFFFFFF) << 32 == value and second.code == 0
+    assert asm.decode(asm.ld_imm64(0, -1), 1).imm == -1
+    buf = bytearray(pair)
+    asm.put(buf, 1, second._replace(imm=7))
+    assert buf[:8] == pair[:8] and asm.decode(buf, 1).imm == 7
+    assert asm.s32(0xFFFF_FFFF) == -1 and asm.s32(1 << 32 | 5) == 5 and asm.s32(0x7FFF_FFFF) == 0x7FFF_FFFF
+    with pytest.raises(KeyError):
+        asm.ldx(3)  # no load moves 3 bytes
 
 
 def test_bitfields_and_flag_helpers() -> None:

@@ -7,6 +7,7 @@ import errno as E
 import struct
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SwConfig
 from evspec.loader.kernel import ENOTSUPP, FIRST_LOG_SIZE, Kernel, KernelError, VerifierError
@@ -25,7 +26,7 @@ from evspec.loader.object.spec import (
 
 from evspec.codes import lookup
 
-insn = abi.encode_insn
+insn = asm.encode
 
 
 def decode(insns: bytes, index: int) -> tuple[int, int, int, int, int]:

@@ -12,6 +12,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SampleType, SwConfig
 from evspec.loader.kernel import Kernel, KernelError, RingMapping, VerifierError
@@ -29,12 +30,12 @@ HELPER_PERF_EVENT_OUTPUT = 25
 # --------------------------------------------------------- a tiny assembler
 
 
-insn = abi.encode_insn
+insn = asm.encode
 
 
 def ld_map(dst: int) -> bytes:
     """ld_imm64 dst, <map> (imm 0: the relocation fills it in)."""
-    return insn(abi.OP_LD_IMM64, dst) + insn(0)
+    return insn(asm.OP_LD_IMM64, dst) + insn(0)
 
 
 def mov64_reg(dst: int, src: int) -> bytes:
@@ -54,10 +55,10 @@ def add64_imm(dst: int, imm: int) -> bytes:
 
 
 def call(helper: int) -> bytes:
-    return insn(abi.OP_CALL, imm=helper)
+    return insn(asm.OP_CALL, imm=helper)
 
 
-EXIT = insn(abi.OP_EXIT)
+EXIT = insn(asm.OP_EXIT)
 
 
 def bpf_output_attr() -> PerfEventAttr:

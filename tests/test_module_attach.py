@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from bpf_build import build_bpf, require_tools
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
 from evspec.loader.errors import ObjectError
@@ -329,7 +330,7 @@ def test_a_module_type_id_keeps_its_module(blobs: dict[str, bytes], fake: FakeKe
 
 def test_the_fake_kernel_checks_the_obj_fd(blobs: dict[str, bytes], fake: FakeKernel) -> None:
     kernel = Kernel(fake)
-    insns = abi.encode_insn(0xB7) + abi.encode_insn(abi.OP_EXIT)
+    insns = asm.encode(0xB7) + asm.encode(asm.OP_EXIT)
     tracing = dict(expected_attach_type=BpfAttachType.TRACE_FENTRY, attach_btf_id=30)
     module = kernel.btf_fd_by_id(TESTMOD_ID)
     program_btf = kernel.btf_fd_by_id(3)

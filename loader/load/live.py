@@ -28,6 +28,7 @@ import struct
 from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
@@ -219,14 +220,6 @@ class LiveObject:
 # ----------------------------------------------------------------- relocation
 
 
-def _insn(buf: bytearray, index: int) -> abi.BpfInsn:
-    return abi.BpfInsn.from_buffer_copy(buf, index * abi.INSN_SIZE)
-
-
-def _put(buf: bytearray, index: int, insn: abi.BpfInsn) -> None:
-    buf[index * abi.INSN_SIZE : (index + 1) * abi.INSN_SIZE] = bytes(insn)
-
-
 def _relocation_error(prog: ProgramSpec, index: int, message: str) -> KernelError:
     return KernelError(codes.RELOCATION, f"program '{prog.name}', instruction {index}: {message}")
 
@@ -237,31 +230,27 @@ def _patch_ld_imm64(
     at = base + index
     if index < 0 or index + 1 >= part.insn_count:
         raise _relocation_error(part, index, "a ld_imm64 relocation points past the program's end")
-    first, second = _insn(buf, at), _insn(buf, at + 1)
-    if first.code != abi.OP_LD_IMM64 or second.code != 0:
+    first, second = asm.decode(buf, at), asm.decode(buf, at + 1)
+    if first.code != asm.OP_LD_IMM64 or second.code != 0:
         raise _relocation_error(
             part,
             index,
             f"expected a ld_imm64 instruction (opcode 0x18) to relocate, found opcode {first.code:#04x}",
         )
-    first.src_reg = src_reg
-    first.imm = fd
-    second.imm = offset
-    _put(buf, at, first)
-    _put(buf, at + 1, second)
+    asm.put(buf, at, first._replace(src=src_reg, imm=fd))
+    asm.put(buf, at + 1, second._replace(imm=offset))
 
 
 def _patch_call(buf: bytearray, part: ProgramSpec, base: int, index: int, target: int) -> None:
     at = base + index
     if not 0 <= index < part.insn_count:
         raise _relocation_error(part, index, "a call relocation points past the program's end")
-    insn = _insn(buf, at)
-    if insn.code != abi.OP_CALL or insn.src_reg != abi.BPF_PSEUDO_CALL:
+    insn = asm.decode(buf, at)
+    if insn.code != asm.OP_CALL or insn.src != abi.BPF_PSEUDO_CALL:
         raise _relocation_error(
             part, index, f"expected a bpf-to-bpf call (opcode 0x85, src_reg 1), found opcode {insn.code:#04x}"
         )
-    insn.imm = target - (at + 1)
-    _put(buf, at, insn)
+    asm.put(buf, at, insn._replace(imm=target - (at + 1)))
 
 
 def _function(spec: ObjectSpec, name: str) -> ProgramSpec | None:
@@ -982,10 +971,9 @@ class _ModuleBtfs:
 def _has_bpf_cookie(kernel: Kernel) -> bool:
     """libbpf's LINUX_HAS_BPF_COOKIE probe: whether a tracepoint program may call
     bpf_get_attach_cookie."""
-    call = abi.BpfInsn(code=abi.OP_CALL, imm=abi.FUNC_GET_ATTACH_COOKIE)
-    exit_ = abi.BpfInsn(code=abi.OP_EXIT)
+    insns = asm.encode(asm.OP_CALL, imm=abi.FUNC_GET_ATTACH_COOKIE) + asm.encode(asm.OP_EXIT)
     try:
-        fd = kernel.load_program(int(ProgType.TRACEPOINT), bytes(call) + bytes(exit_), "GPL")
+        fd = kernel.load_program(int(ProgType.TRACEPOINT), insns, "GPL")
     except KernelError:
         return False
     kernel.close(fd)

@@ -9,9 +9,10 @@ unknown#195896080"); a ``CoreFinding`` says which type, field and access it was.
 
 from __future__ import annotations
 
-import struct
 from collections.abc import Sequence
 
+from evspec.loader import asm
+from evspec.loader.abi.bpf import INSN_SIZE
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.btf import Btf, BtfError
 from evspec.loader.object.core import CoreError, CoreResolver, CoreResult
@@ -22,12 +23,7 @@ from evspec.codes import bpf as codes
 from evspec.span import Record, set_field
 
 POISON_HELPER = 0xBAD2310  # 195896080, "bad relo"
-_INSN = struct.Struct("<BBhi")  # code, dst_reg | src_reg << 4, off, imm (little-endian BPF)
-_CLASS_LD, _CLASS_LDX, _CLASS_ST, _CLASS_STX, _CLASS_ALU, _CLASS_ALU64 = 0, 1, 2, 3, 4, 7
-_LD_IMM64 = 0x18
-_CALL = 0x85
-_SIZE_BYTES = {0x18: 8, 0x00: 4, 0x08: 2, 0x10: 1}  # BPF_DW, BPF_W, BPF_H, BPF_B
-_BYTES_SIZE = {v: k for k, v in _SIZE_BYTES.items()}
+_POISON = asm.Insn(asm.OP_CALL, 0, 0, 0, POISON_HELPER)
 
 
 class CorePatch(Record):
@@ -67,7 +63,7 @@ def patch_insns(insns: bytes, patches: Sequence[CorePatch], function: str = "") 
     ``CoreError`` when an instruction is not what its relocation expects."""
     buf = bytearray(insns)
     findings = []
-    count = len(buf) // 8
+    count = asm.count(buf)
     for p in patches:
         where = f"instruction {p.insn} ({p.relocation})"
         if not 0 <= p.insn < count:
@@ -82,32 +78,27 @@ def patch_insns(insns: bytes, patches: Sequence[CorePatch], function: str = "") 
 
 
 def _poison(buf: bytearray, at: int, count: int) -> None:
-    code = buf[at * 8]
-    if code == _LD_IMM64 and at + 1 < count:  # its second half too, or the verifier sees opcode 0
-        buf[(at + 1) * 8:(at + 2) * 8] = _INSN.pack(_CALL, 0, 0, POISON_HELPER)
-    buf[at * 8:(at + 1) * 8] = _INSN.pack(_CALL, 0, 0, POISON_HELPER)
-
-
-def _s32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
+    if asm.decode(buf, at).code == asm.OP_LD_IMM64 and at + 1 < count:  # its second half too, or
+        asm.put(buf, at + 1, _POISON)  # the verifier sees opcode 0
+    asm.put(buf, at, _POISON)
 
 
 def _patch_one(buf: bytearray, p: CorePatch, where: str) -> str | None:
     """Patch one instruction in place; a reason to poison it instead, or None."""
     r = p.result
-    at = p.insn * 8
-    code, regs, off, imm = _INSN.unpack_from(buf, at)
+    at = p.insn
+    insn = asm.decode(buf, at)
+    code, off, imm = insn.code, insn.off, insn.imm
     cls = code & 0x07
     orig, new = r.orig & ((1 << 64) - 1), r.new & ((1 << 64) - 1)
-    if cls in (_CLASS_ALU, _CLASS_ALU64):
-        if code & 0x08:
+    if cls in (asm.ALU, asm.ALU64):
+        if code & asm.X:
             raise CoreError(f"{where}: an ALU instruction with a register operand has no immediate to relocate")
         if r.validate and imm & ((1 << 64) - 1) != orig:
             raise CoreError(f"{where}: the instruction's immediate is {imm}, expected {r.orig}")
-        _INSN.pack_into(buf, at, code, regs, off, _s32(new))
+        asm.put(buf, at, insn._replace(imm=asm.s32(new)))
         return None
-    if cls in (_CLASS_LDX, _CLASS_ST, _CLASS_STX):
+    if cls in (asm.LDX, asm.ST, asm.STX):
         if r.validate and off & ((1 << 64) - 1) != orig:
             raise CoreError(f"{where}: the instruction's offset is {off}, expected {r.orig}")
         if new > 0x7FFF:
@@ -116,25 +107,25 @@ def _patch_one(buf: bytearray, p: CorePatch, where: str) -> str | None:
             return (f"the field is {r.orig_size} bytes here and {r.new_size} in the target "
                     f"({r.target}); a load of another width would not read the same value")
         if r.new_size != r.orig_size:
-            size = _SIZE_BYTES[code & 0x18]
+            size = asm.SIZE_BYTES[code & 0x18]
             if size != r.orig_size:
                 raise CoreError(f"{where}: the instruction accesses {size} bytes, expected {r.orig_size}")
-            if r.new_size not in _BYTES_SIZE:
+            if r.new_size not in asm.BYTES_SIZE:
                 raise CoreError(f"{where}: no load or store is {r.new_size} bytes wide")
-            code = (code & 0xE7) | _BYTES_SIZE[r.new_size]
-        _INSN.pack_into(buf, at, code, regs, new, imm)
+            code = (code & 0xE7) | asm.BYTES_SIZE[r.new_size]
+        asm.put(buf, at, insn._replace(code=code, off=new))
         return None
-    if cls == _CLASS_LD:
-        if code != _LD_IMM64 or at + 16 > len(buf):
+    if cls == asm.LD:
+        if code != asm.OP_LD_IMM64 or (at + 2) * INSN_SIZE > len(buf):
             raise CoreError(f"{where}: a BPF_LD instruction that is no ld_imm64 (opcode {code:#04x})")
-        code2, regs2, off2, imm2 = _INSN.unpack_from(buf, at + 8)
-        if regs >> 4 or off or code2 or regs2 or off2:
+        second = asm.decode(buf, at + 1)
+        if insn.src or off or second.code or second.dst or second.src or second.off:
             raise CoreError(f"{where}: the ld_imm64 has an unexpected form")
-        value = (imm & 0xFFFFFFFF) | ((imm2 << 32) & ((1 << 64) - 1))
+        value = (imm & 0xFFFFFFFF) | ((second.imm << 32) & ((1 << 64) - 1))
         if r.validate and value != orig:
             raise CoreError(f"{where}: the ld_imm64 holds {value}, expected {r.orig}")
-        _INSN.pack_into(buf, at, code, regs, off, _s32(new))
-        _INSN.pack_into(buf, at + 8, code2, regs2, off2, _s32(new >> 32))
+        asm.put(buf, at, insn._replace(imm=asm.s32(new)))
+        asm.put(buf, at + 1, second._replace(imm=asm.s32(new >> 32)))
         return None
     raise CoreError(f"{where}: instruction opcode {code:#04x} cannot take a CO-RE relocation")
 

@@ -33,6 +33,7 @@ import struct
 import sys
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.errors import ObjectError
 from evspec.loader.object import kconfig as kc
@@ -439,28 +440,21 @@ def _patch(prog: ProgramSpec, values: ExternValues, index: Mapping[str, int]) ->
         return prog
     buf = bytearray(prog.insns)
     for rel in mine:
-        at = rel.insn_index * abi.INSN_SIZE
-        insn = abi.BpfInsn.from_buffer_copy(buf, at)
+        at = rel.insn_index
+        insn = asm.decode(buf, at)
         if rel.kind == "ksym":
             src_reg, imm, imm2 = values.ksyms[rel.target]
-            second = abi.BpfInsn.from_buffer_copy(buf, at + abi.INSN_SIZE)
-            insn.src_reg, insn.imm, second.imm = src_reg, _s32(imm), _s32(imm2)
-            buf[at + abi.INSN_SIZE:at + 2 * abi.INSN_SIZE] = bytes(second)
+            asm.put(buf, at, insn._replace(src=src_reg, imm=asm.s32(imm)))
+            asm.put(buf, at + 1, asm.decode(buf, at + 1)._replace(imm=asm.s32(imm2)))
+            continue
+        call = values.kfuncs[rel.target]
+        if call is None:  # libbpf's poison (1.2 on; 1.1 leaves a kfunc call of id 0)
+            insn = insn._replace(src=0, dst=0, off=0, imm=POISON_KFUNC_BASE + index[rel.target])
         else:
-            call = values.kfuncs[rel.target]
-            if call is None:  # libbpf's poison (1.2 on; 1.1 leaves a kfunc call of id 0)
-                insn.src_reg, insn.dst_reg, insn.off = 0, 0, 0
-                insn.imm = POISON_KFUNC_BASE + index[rel.target]
-            else:
-                insn.src_reg, (insn.imm, insn.off) = abi.BPF_PSEUDO_KFUNC_CALL, call
-        buf[at:at + abi.INSN_SIZE] = bytes(insn)
+            insn = insn._replace(src=abi.BPF_PSEUDO_KFUNC_CALL, imm=call[0], off=call[1])
+        asm.put(buf, at, insn)
     rest = tuple(r for r in prog.relocations if r.kind not in ("ksym", "kfunc"))
     return replace(prog, insns=bytes(buf), relocations=rest)
-
-
-def _s32(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 # ------------------------------------------------------------------------------------ BTF
