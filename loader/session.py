@@ -40,12 +40,12 @@ from evspec.loader.attach.attacher import (
     attach_program,
     program_types,
 )
+from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
 from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
-from evspec.loader.object.btf import BtfError
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader

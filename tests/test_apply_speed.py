@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import Call, FakeKernel
 from evspec.loader.load import apply as ap
@@ -39,7 +40,6 @@ from evspec.loader.load.array_fill import (
     fill_program,
 )
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.btf import Btf, BtfKind
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, range_keys
 

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evspec.loader.object.btf import (
+from evspec.loader.btf.reader import (
     INT_BOOL,
     INT_CHAR,
     INT_SIGNED,

@@ -30,10 +30,11 @@ from typing import Any
 import pytest
 from bpf_build import build_bpf, require_tools
 from corpus_files import DATA
+from evspec.loader.btf.reader import BtfKind, RawType, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.kernel import Kernel
 from evspec.loader.load.live import _has_bpf_cookie
 from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import BtfKind, RawType, type_info, write_btf
 from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, this_machine_facts
 from evspec.loader.object.externs import (
     has_attach_cookie,
@@ -44,7 +45,6 @@ from evspec.loader.object.externs import (
 from evspec.loader.object.module_ksyms import NO_FD, unopened_modules
 from evspec.loader.object.reader import read_object, read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.target_btf import TargetBtf
 from test_module_btf import blobs, built  # noqa: F401  (fixtures)
 
 from evspec.ast import BpfEvent

@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from corpus_files import DATA
+from evspec.loader.btf.core import CoreError, CoreKind, CoreResolver
+from evspec.loader.btf.core_patch import POISON_HELPER, core_findings, relocate_object
+from evspec.loader.btf.reader import Btf
+from evspec.loader.btf.target import TargetBtf, essential_name
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf
-from evspec.loader.object.core import CoreError, CoreKind, CoreResolver
-from evspec.loader.object.core_patch import POISON_HELPER, core_findings, relocate_object
 from evspec.loader.object.elf import BpfElf
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.target_btf import TargetBtf, essential_name
 
 CORE = DATA / "core"
 INSN = struct.Struct("<BBhi")

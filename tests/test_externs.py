@@ -16,10 +16,11 @@ from pathlib import Path
 import pytest
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.fixup import fixup_btf
+from evspec.loader.btf.reader import Btf, BtfError, BtfKind, RawType, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
 from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import Btf, BtfError, BtfKind, RawType, type_info, write_btf
-from evspec.loader.object.btf_fixup import fixup_btf
 from evspec.loader.object.externs import (
     POISON_KFUNC_BASE,
     ExternSources,
@@ -34,7 +35,6 @@ from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import ExternSpec, ObjectSpec
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes
 

@@ -17,11 +17,12 @@ from typing import Any
 import pytest
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import Btf
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import Btf
 from evspec.loader.object.externs import (
     POISON_KFUNC_BASE,
     apply_externs,
@@ -30,7 +31,6 @@ from evspec.loader.object.externs import (
     running_system,
 )
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes
 

@@ -28,11 +28,11 @@ from typing import Any
 import pytest
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import LiveObject, load_object, on_bpffs
-from evspec.loader.object.btf import Btf, BtfKind
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType

@@ -14,10 +14,11 @@ import ast
 import dataclasses
 
 import pytest
+from evspec.loader.btf import fixup as btf_fixup
 from evspec.loader.kernel import maps, perf, programs, syscalls
 from evspec.loader.kernel import verifier as kernel_verifier
 from evspec.loader.load import live
-from evspec.loader.object import btf_fixup, elf, externs, kconfig, libbpf_sections, reader, section, spec
+from evspec.loader.object import elf, externs, kconfig, libbpf_sections, reader, section, spec
 from evspec.loader.object.spec import replace
 from record_twins import assert_like_twin, body
 

@@ -25,17 +25,17 @@ from bpf_build import build_bpf, require_tools
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
+from evspec.loader.btf import target as target_btf
+from evspec.loader.btf.reader import Btf, BtfKind
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import load_object
-from evspec.loader.object import target_btf
-from evspec.loader.object.btf import Btf, BtfKind
 from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, core_target_of, extern_facts_of
 from evspec.loader.object.libbpf_sections import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, replace
-from evspec.loader.object.target_btf import TargetBtf
 from split_btf import btf_section, split_btf
 
 from evspec.ast import BpfEvent

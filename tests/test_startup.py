@@ -179,7 +179,7 @@ def test_verify_of_a_core_object_stays_light(root_kernel: None, tmp_path: Path) 
     """A libbpf-style section and CO-RE relocations against the kernel: the parts of verify
     that once imported Lark (the section grammar), walked all of vmlinux's BTF, or made dataclasses."""
     modules = _verify_imports(tmp_path, CORE_SOURCE)
-    assert {"evspec.loader.object.core_patch", "evspec.loader.object.libbpf_sections"} <= modules, (
+    assert {"evspec.loader.btf.core_patch", "evspec.loader.object.libbpf_sections"} <= modules, (
         "the import log did not cover CO-RE or libbpf's section table")
     for top, why in LIBBPF_NAMES_AVOID.items():
         assert not _loaded(modules, top), f"{top} imported by 'evspec verify obj.o' of a libbpf section: {why}"

@@ -27,10 +27,10 @@ import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.abi.perf import PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.btf.reader import Btf, BtfKind, find_record_type
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel
 from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.object.btf import Btf, BtfKind, find_record_type
 from evspec.loader.object.reader import read_object
 from evspec.loader.output import perfdata as pd
 from evspec.loader.output.capture import Capture, comm_record

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import CORPUS, DATA
-from evspec.loader.object.btf import Btf
+from evspec.loader.btf.reader import Btf
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.terms.variables import apply_var_terms, global_variables
 from golden_files import check_golden

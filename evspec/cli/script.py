@@ -129,8 +129,8 @@ def typed_decoder(data: PerfData, attr: FileAttr) -> RecordDecoder | None:
     says so (``TypedFields.short``), as live."""
     from evspec.codes import kernel as codes
     from evspec.loader.abi.perf import SampleType
+    from evspec.loader.btf.reader import RECORD_TYPE_KINDS, Btf, BtfError
     from evspec.loader.errors import ObjectError
-    from evspec.loader.object.btf import RECORD_TYPE_KINDS, Btf, BtfError
     from evspec.loader.output.ringbuf_capture import is_ring_event, ring_event_type
     from evspec.loader.output.typed import RecordDecoder
     from evspec.loader.output.typed_capture import (

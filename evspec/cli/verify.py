@@ -29,10 +29,10 @@ TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
+    from evspec.loader.btf.target import TargetBtf
     from evspec.loader.kernel import Kernel
     from evspec.loader.object.module_ksyms import ModuleBtf
     from evspec.loader.object.spec import ObjectSpec, ProgramSpec
-    from evspec.loader.object.target_btf import TargetBtf
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 ENOTSUPP = 524  # the kernel's own errno (struct_ops, ...), which userspace has no name for
@@ -181,7 +181,7 @@ class KernelBtf:
 
     def get(self) -> TargetBtf:
         if self._btf is None:
-            from evspec.loader.object.core_patch import load_target
+            from evspec.loader.btf.core_patch import load_target
 
             self._btf = load_target(None)
         return self._btf
@@ -189,10 +189,10 @@ class KernelBtf:
     def modules(self) -> tuple[ModuleBtf, ...]:
         if self._modules is None:
             from evspec.codes import kernel as codes
+            from evspec.loader.btf.reader import BtfError
             from evspec.loader.errors import ObjectError
             from evspec.loader.kernel import Kernel, KernelError
             from evspec.loader.kernel.btf_objects import open_module_btfs
-            from evspec.loader.object.btf import BtfError
 
             self._kernel = self._kernel or Kernel()
             try:
@@ -289,8 +289,8 @@ def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None,
 
 def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, kernel_btf: KernelBtf) -> ObjectResult:
     from evspec.diagnostics import EvspecError
+    from evspec.loader.btf.core_patch import relocate_object
     from evspec.loader.errors import ObjectError
-    from evspec.loader.object.core_patch import relocate_object
     from evspec.loader.object.libbpf_differences import libbpf_differences
     from evspec.loader.object.libbpf_sections import ModuleTypeId, attach_target, attach_target_name
 
@@ -518,8 +518,8 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         print("evspec verify: error: verify needs root: it loads programs and creates maps in this kernel "
               "(run it with sudo)", file=stderr)
         return EXIT_USAGE
-    from evspec.loader.object.btf import BtfError
-    from evspec.loader.object.target_btf import TargetBtf
+    from evspec.loader.btf.reader import BtfError
+    from evspec.loader.btf.target import TargetBtf
 
     target = None
     if args.btf is not None:

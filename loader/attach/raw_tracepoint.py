@@ -28,11 +28,12 @@ from dataclasses import dataclass
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.btf.reader import BtfError
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.btf import BtfError
 from evspec.loader.object.libbpf_sections import (
     LoadParams,
     ModuleTypeId,
@@ -43,7 +44,6 @@ from evspec.loader.object.libbpf_sections import (
 from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.section import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import kernel as codes
 

@@ -12,11 +12,11 @@ import errno as E
 from collections.abc import Iterator
 
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import BtfError
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.kernel.core import KernelCore
 from evspec.loader.kernel.errors import KernelError
-from evspec.loader.object.btf import BtfError
 from evspec.loader.object.module_ksyms import ModuleBtf
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import kernel as codes
 from evspec.span import Record, set_field

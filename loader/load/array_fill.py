@@ -16,9 +16,9 @@ from collections.abc import Iterator
 
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import FUNC_STATIC, INT_SIGNED, BtfKind, RawType, type_info, write_btf
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.load.live import LiveMap
-from evspec.loader.object.btf import FUNC_STATIC, INT_SIGNED, BtfKind, RawType, type_info, write_btf
 from evspec.loader.object.spec import MapType, ProgType
 
 BPF_MAX_LOOPS = 1 << 23  # the most iterations one bpf_loop call makes

@@ -1,7 +1,7 @@
 """From an ``ObjectSpec`` to live kernel objects: maps created, programs relocated and loaded.
 
 ``load_object(spec, prog_types)`` is the one call (cilium/ebpf's ``NewCollection``). It loads the
-object's BTF (completed by ``btf_fixup`` the way libbpf completes it, and rewritten for kernels
+object's BTF (completed by ``btf.fixup`` the way libbpf completes it, and rewritten for kernels
 that lack newer kinds); creates every map, legacy ``SEC("maps")`` and BTF ``.maps`` alike, with
 BTF key/value types where the map type allows, global data maps with their initial contents and
 ``.rodata`` frozen; patches a copy of each program's instructions and loads it with the program
@@ -30,13 +30,8 @@ from types import TracebackType
 
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
-from evspec.loader.kernel.btf_objects import open_module_btfs
-from evspec.loader.kernel.verifier import VerifierSummary
-from evspec.loader.load.self_filter import prelude_for
-from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
-from evspec.loader.object.btf_fixup import (
+from evspec.loader.btf.core_patch import CORE_HELP, POISON_HELPER, load_target, relocate_object
+from evspec.loader.btf.fixup import (
     BtfFeatures,
     BtfFixupError,
     FixedBtf,
@@ -46,7 +41,13 @@ from evspec.loader.object.btf_fixup import (
     probe_blobs,
     program_btf_info,
 )
-from evspec.loader.object.core_patch import CORE_HELP, POISON_HELPER, load_target, relocate_object
+from evspec.loader.btf.reader import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf
+from evspec.loader.errors import ObjectError
+from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
+from evspec.loader.kernel.btf_objects import open_module_btfs
+from evspec.loader.kernel.verifier import VerifierSummary
+from evspec.loader.load.self_filter import prelude_for
 from evspec.loader.object.externs import (
     POISON_KFUNC_BASE,
     apply_externs,
@@ -57,7 +58,6 @@ from evspec.loader.object.externs import (
 from evspec.loader.object.libbpf_sections import attach_btf_obj_fd, section_prog_flags
 from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes

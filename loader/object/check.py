@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from evspec.loader.btf.core_patch import CORE_HELP, load_target, relocate_object
+from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import BtfError
-from evspec.loader.object.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.object.extern_check import extern_findings
 from evspec.loader.object.libbpf_differences import libbpf_differences
 from evspec.loader.object.libbpf_sections import LoadParams, load_params
@@ -48,7 +48,7 @@ from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, note, w
 from evspec.span import Span
 
 if TYPE_CHECKING:
-    from evspec.loader.object.target_btf import TargetBtf
+    from evspec.loader.btf.target import TargetBtf
 
     from evspec.system.model import ExternFacts, System
 
@@ -207,8 +207,8 @@ def core_target_of(system: System) -> Callable[[], TargetBtf] | None:
 
     def snapshot_target() -> TargetBtf:
         if not cache:
-            from evspec.loader.object.btf import BtfError
-            from evspec.loader.object.target_btf import TargetBtf
+            from evspec.loader.btf.reader import BtfError
+            from evspec.loader.btf.target import TargetBtf
 
             from evspec.system.snapshot import SnapshotError
 

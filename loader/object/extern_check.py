@@ -16,9 +16,9 @@ from evspec.loader.object.spec import ExternSpec, ObjectSpec
 from evspec.codes import bpf as codes_bpf
 
 if TYPE_CHECKING:
+    from evspec.loader.btf.target import TargetBtf
     from evspec.loader.object.externs import ExternValues
     from evspec.loader.object.module_ksyms import ModuleBtf
-    from evspec.loader.object.target_btf import TargetBtf
 
     from evspec.system.model import ExternFacts
 
@@ -210,7 +210,7 @@ class _OfflineExterns:
     def weak_missing(self, ext: ExternSpec) -> ExternFinding | None:
         """Why a weak extern that resolved is 0 (its calls poisoned): what the same extern, strong,
         fails with; None when it has a value."""
-        from evspec.loader.object.btf import Btf
+        from evspec.loader.btf.reader import Btf
         from evspec.loader.object.externs import POISON_KFUNC_BASE, libbpf_order
         from evspec.loader.object.spec import replace
 

@@ -35,9 +35,8 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.errors import ObjectError
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import (
+from evspec.loader.btf.core import CoreError, types_compat
+from evspec.loader.btf.reader import (
     FUNC_GLOBAL,
     MAX_NESTING,
     VAR_GLOBAL_ALLOCATED,
@@ -50,7 +49,9 @@ from evspec.loader.object.btf import (
     type_info,
     write_btf,
 )
-from evspec.loader.object.core import CoreError, types_compat
+from evspec.loader.btf.target import TargetBtf, essential_name
+from evspec.loader.errors import ObjectError
+from evspec.loader.object import kconfig as kc
 from evspec.loader.object.module_ksyms import (
     KsymError,
     KsymFound,
@@ -60,7 +61,6 @@ from evspec.loader.object.module_ksyms import (
     ld_imm64_values,
 )
 from evspec.loader.object.spec import ExternSpec, ObjectSpec, ProgramSpec, SectionLayout, replace
-from evspec.loader.object.target_btf import TargetBtf, essential_name
 
 from evspec.codes import bpf as codes
 from evspec.span import Record, set_field
@@ -467,7 +467,7 @@ def extern_btf(raw: bytes, externs: Sequence[ExternSpec]) -> tuple[bytes, tuple[
     ``dummy_ksym`` and their DATASEC entries pointing at a ``dummy_ksym`` variable (static here,
     so that the DATASEC completion takes the offsets as given). Type ids stay where they were;
     the dummy variable (and an ``int``, if the BTF has none) are appended. Also the layouts the
-    DATASEC completion (``btf_fixup``) needs for the two sections."""
+    DATASEC completion (``btf.fixup``) needs for the two sections."""
     btf = Btf(raw)
     order = btf.byte_order
     types = [btf.raw_type(tid) for tid in range(1, len(btf))]

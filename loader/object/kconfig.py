@@ -25,7 +25,7 @@ import sys
 import zlib
 from collections.abc import Sequence
 
-from evspec.loader.object.btf import INT_BOOL, INT_SIGNED, Btf, BtfKind
+from evspec.loader.btf.reader import INT_BOOL, INT_SIGNED, Btf, BtfKind
 
 from evspec.span import Record, set_field
 

@@ -22,8 +22,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
+from evspec.loader.btf.reader import BtfKind
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import BtfKind
 from evspec.loader.object.spec import ProgType
 
 from evspec.codes import kernel as codes
@@ -33,8 +33,8 @@ TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
+    from evspec.loader.btf.target import TargetBtf
     from evspec.loader.object.module_ksyms import ModuleBtf
-    from evspec.loader.object.target_btf import TargetBtf
 
 BPF_F_SLEEPABLE = 1 << 4
 BPF_F_XDP_HAS_FRAGS = 1 << 5
@@ -398,7 +398,7 @@ def attach_target_name(btf_id: int, target: str) -> str:
 def kernel_btf_id(target: TargetBtf, name: str, kind: BtfKind) -> int | None:
     """The first of ``target``'s own types of ``kind`` named exactly ``name`` (libbpf's
     btf__find_by_name_kind)."""
-    from evspec.loader.object.target_btf import essential_name
+    from evspec.loader.btf.target import essential_name
 
     btf = target.btf
     return next((i for i in target.named(essential_name(name))

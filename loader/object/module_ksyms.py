@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping, Sequence
 
 from evspec.loader.abi import bpf as abi
-from evspec.loader.object.btf import BtfKind
-from evspec.loader.object.target_btf import TargetBtf, essential_name
+from evspec.loader.btf.reader import BtfKind
+from evspec.loader.btf.target import TargetBtf, essential_name
 
 from evspec.span import Record, set_field
 

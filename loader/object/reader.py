@@ -57,8 +57,7 @@ from functools import cached_property, lru_cache
 
 from evspec.loader import asm
 from evspec.loader.abi.bpf import BPF_PSEUDO_CALL, BPF_PSEUDO_KFUNC_CALL, INSN_SIZE
-from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import (
+from evspec.loader.btf.reader import (
     VAR_STATIC,
     Btf,
     BtfError,
@@ -68,6 +67,7 @@ from evspec.loader.object.btf import (
     BtfType,
     LineRecord,
 )
+from evspec.loader.errors import ObjectError
 from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
 from evspec.loader.object.externs import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
 from evspec.loader.object.input_file import read_input

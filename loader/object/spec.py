@@ -14,7 +14,7 @@ TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    from evspec.loader.object.target_btf import TargetBtf
+    from evspec.loader.btf.target import TargetBtf
 
     R = TypeVar("R", bound=Record)
 
@@ -376,8 +376,8 @@ class ObjectSpec(Record, hidden=("btf", "btf_ext", "layouts")):
             prog, first = pending[0]
             return (f"{self.path}: {len(pending)} CO-RE relocation(s) and no target BTF to resolve them "
                     f"against (the first: program '{prog.name}', {first.describe()})")
+        from evspec.loader.btf.core_patch import relocate_object
         from evspec.loader.errors import ObjectError
-        from evspec.loader.object.core_patch import relocate_object
 
         try:
             relocate_object(self, target)

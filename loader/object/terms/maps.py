@@ -477,7 +477,7 @@ def _check_event_option(
 
 def _check_type_option(term: MapTerm, m: MapSpec, value: Number | Word, spec: ObjectSpec) -> list[Diagnostic]:
     """map:NAME.type=TYPE (COMPAT 1.14): an output map, and a struct, union or typedef of the BTF."""
-    from evspec.loader.object.btf import Btf, find_record_type, struct_names
+    from evspec.loader.btf.reader import Btf, find_record_type, struct_names
 
     if not isinstance(value, Word):
         return [

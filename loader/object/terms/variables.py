@@ -16,7 +16,7 @@ import math
 import struct
 from dataclasses import dataclass, replace
 
-from evspec.loader.object.btf import INT_BOOL, INT_SIGNED, Btf, BtfKind, BtfType
+from evspec.loader.btf.reader import INT_BOOL, INT_SIGNED, Btf, BtfKind, BtfType
 from evspec.loader.object.externs import type_text
 from evspec.loader.object.spec import ObjectSpec
 

@@ -32,7 +32,7 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import TypeAlias
 
-    from evspec.loader.object.btf import Btf
+    from evspec.loader.btf.reader import Btf
 
     Words: TypeAlias = "array[int] | memoryview"  # 32-bit words, made here or read from a file
 

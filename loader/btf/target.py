@@ -19,8 +19,8 @@ import mmap
 import os
 from collections.abc import Callable, Iterable
 
-from evspec.loader.object import name_index
-from evspec.loader.object.btf import Btf, BtfError, BtfKind
+from evspec.loader.btf import name_index
+from evspec.loader.btf.reader import Btf, BtfError, BtfKind
 
 KERNEL_BTF = "/sys/kernel/btf/vmlinux"  # a str: pathlib costs a cold start 3-5 ms (urllib, ipaddress)
 _SYSFS_BTF = "/sys/kernel/btf/"

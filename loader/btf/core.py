@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from evspec.loader.object.btf import INT_SIGNED, Btf, BtfError, BtfKind, BtfType
-from evspec.loader.object.target_btf import TargetBtf, essential_name
+from evspec.loader.btf.reader import INT_SIGNED, Btf, BtfError, BtfKind, BtfType
+from evspec.loader.btf.target import TargetBtf, essential_name
 
 from evspec.span import Record, set_field
 

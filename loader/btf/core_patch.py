@@ -13,11 +13,11 @@ from collections.abc import Sequence
 
 from evspec.loader import asm
 from evspec.loader.abi.bpf import INSN_SIZE
+from evspec.loader.btf.core import CoreError, CoreResolver, CoreResult
+from evspec.loader.btf.reader import Btf, BtfError
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf, BtfError
-from evspec.loader.object.core import CoreError, CoreResolver, CoreResult
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, replace
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes
 from evspec.span import Record, set_field

@@ -33,7 +33,7 @@ import struct
 from collections.abc import Iterable, Sequence
 
 from evspec.loader.abi.bpf import INSN_SIZE
-from evspec.loader.object.btf import (
+from evspec.loader.btf.reader import (
     FUNC_GLOBAL,
     FUNC_STATIC,
     VAR_GLOBAL_ALLOCATED,
