@@ -23,9 +23,9 @@ from evspec.parser import tablegen as events_tablegen  # noqa: E402 - the reposi
 
 
 def _section_generator() -> Callable[[str], str]:
-    """The repository's loader/object/section_tablegen.py (loader/ is installed as evspec.loader,
+    """The repository's loader/sections/tablegen.py (loader/ is installed as evspec.loader,
     so it is loaded by path; it imports nothing of the loader)."""
-    spec = importlib.util.spec_from_file_location("section_tablegen", REPO / "loader" / "object" / "section_tablegen.py")
+    spec = importlib.util.spec_from_file_location("section_tablegen", REPO / "loader" / "sections" / "tablegen.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

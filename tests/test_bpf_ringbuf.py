@@ -424,7 +424,7 @@ def test_a_program_the_object_leaves_off_is_loaded_not_attached(
 ) -> None:
     """libbpf's SEC("?...") convention: the program is loaded (the verifier checks it) but no
     event carries it, so only the other program's records arrive."""
-    from evspec.loader.object.section import AttachKind, parse_section
+    from evspec.loader.sections.names import AttachKind, parse_section
 
     name = "?tracepoint/syscalls/sys_enter_getppid"
     section = parse_section(name)

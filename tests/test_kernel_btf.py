@@ -25,8 +25,8 @@ from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.compile import compile_source
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.section import parse_section
 from evspec.loader.object.spec import ObjectSpec, ProgType
+from evspec.loader.sections.names import parse_section
 
 from evspec.diagnostics import EvspecError
 

@@ -18,8 +18,10 @@ from evspec.loader.btf import fixup as btf_fixup
 from evspec.loader.kernel import maps, perf, programs, syscalls
 from evspec.loader.kernel import verifier as kernel_verifier
 from evspec.loader.load import live
-from evspec.loader.object import elf, externs, kconfig, libbpf_sections, reader, section, spec
+from evspec.loader.object import elf, externs, kconfig, reader, spec
 from evspec.loader.object.spec import replace
+from evspec.loader.sections import libbpf as libbpf_sections
+from evspec.loader.sections import names as section
 from record_twins import assert_like_twin, body
 
 from evspec import codes

@@ -33,9 +33,9 @@ from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import load_object
 from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, core_target_of, extern_facts_of
-from evspec.loader.object.libbpf_sections import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, replace
+from evspec.loader.sections.libbpf import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params
 from split_btf import btf_section, split_btf
 
 from evspec.ast import BpfEvent

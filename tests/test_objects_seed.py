@@ -97,7 +97,7 @@ def test_report_with_attach_descriptions(cache: Path) -> None:
 
 
 def test_report_with_the_section_parser(cache: Path) -> None:
-    from evspec.loader.object import section
+    from evspec.loader.sections import names as section
     spec = read_object(compile_source(DATA / "test_bpf_trace.c", cache_dir=cache))
     report = inspect_report(spec, lambda name: section.parse_section(name).to_json())
     assert [p["type"] for p in report["programs"]] == ["kprobe", "kprobe"]

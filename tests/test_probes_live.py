@@ -286,7 +286,7 @@ def test_uprobe_pmu_when_tracefs_cannot_be_used(workdir: Path, monkeypatch: pyte
     slot); nothing appears in tracefs."""
     from evspec.loader.attach import attacher as attach
     from evspec.loader.attach.probes import UprobeAttacher
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
     from evspec.loader.session import RecordOptions
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
@@ -314,7 +314,7 @@ def test_uprobe_pmu_events_follow_the_task_on_every_cpu(workdir: Path, monkeypat
     (cpu -1), so every hit runs the program once, not once per CPU event."""
     from evspec.loader.attach import attacher as attach
     from evspec.loader.attach.probes import UprobeAttacher
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
         kernel, options, tracefs_root=workdir / "no-tracefs"))

@@ -29,8 +29,8 @@ from evspec.loader.attach.probes import KprobeAttacher, ProbeDetail, UprobeAttac
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.object.section import parse_section
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.names import parse_section
 
 from evspec.codes import kernel as codes
 
@@ -551,7 +551,7 @@ def test_session_opens_and_attaches_kprobes_on_the_fake_kernel(
             raise RuntimeError("clang is required in CI")
         pytest.skip("clang not installed")
     from evspec.loader.attach import attacher as attach
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
     from evspec.loader.session import RecordOptions, RecordSession
 
     from evspec.parser import parse

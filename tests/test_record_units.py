@@ -212,7 +212,7 @@ class _RecordingKind:
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: object) -> object:
         from evspec.loader.attach.attacher import ProbeEvent, ProgramAttach
-        from evspec.loader.object.section import AttachKind
+        from evspec.loader.sections.names import AttachKind
 
         self.calls.append(f"plan {prog.name}")
         return ProgramAttach(prog.name, 6, (ProbeEvent("xdp:" + prog.name, {"type": 1}),), deferred=True, kind=AttachKind.XDP)
@@ -233,7 +233,7 @@ def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatc
     from evspec.loader.attach import attacher as attach
     from evspec.loader.kernel import Kernel
     from evspec.loader.kernel.fake import FakeKernel
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
 
     made: list[_RecordingKind] = []
 

@@ -1,5 +1,5 @@
 """The committed tables of the section grammar (grammar/section_tables.json) and the parser that
-runs them (``section_lalr``), which parses section names without Lark.
+runs them (``sections.lalr``), which parses section names without Lark.
 
 The tables must be exactly what the generator makes from grammar/section.lark today (regenerate
 with ``python scripts/gen_tables.py``), in any hash seed; the parser must build the trees
@@ -22,9 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evspec.loader.object import section, section_lalr
-from evspec.loader.object.section_lalr import SectionParser, SectionSyntaxError, load_parser
-from evspec.loader.object.section_tablegen import STARTS, build_tables, generate, render_tables
+from evspec.loader.sections import lalr as section_lalr
+from evspec.loader.sections import names as section
+from evspec.loader.sections.lalr import SectionParser, SectionSyntaxError, load_parser
+from evspec.loader.sections.tablegen import STARTS, build_tables, generate, render_tables
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
@@ -47,7 +48,7 @@ def test_committed_tables_match_the_grammar() -> None:
 @pytest.mark.parametrize("seed", ["1", "2"])
 def test_generation_does_not_depend_on_the_hash_seed(seed: str, tmp_path: object) -> None:
     code = ("import sys; from importlib.resources import files; "
-            "from evspec.loader.object.section_tablegen import generate; "
+            "from evspec.loader.sections.tablegen import generate; "
             "sys.stdout.write(generate((files('evspec.grammar') / 'section.lark').read_text(encoding='utf-8')))")
     env = {**os.environ, "PYTHONHASHSEED": seed}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(tmp_path), check=True,
@@ -76,7 +77,7 @@ def test_tables_are_consistent() -> None:
 
 
 def _shape(node: object) -> object:
-    """A Lark or ``section_lalr`` tree as plain data: names, tokens and every span."""
+    """A Lark or ``sections.lalr`` tree as plain data: names, tokens and every span."""
     if isinstance(node, (Token, section_lalr.Token)):
         return (node.type, str(node), node.start_pos, node.end_pos)
     assert isinstance(node, (Tree, section_lalr.Tree)), node
@@ -164,7 +165,7 @@ def test_the_parser_agrees_with_lark() -> None:
 def test_parse_section_imports_no_lark(tmp_path: Path) -> None:
     code = ("import sys\n"
             "from evspec.diagnostics import EvspecError\n"
-            "from evspec.loader.object.section import parse_section\n"
+            "from evspec.loader.sections.names import parse_section\n"
             "for name in ('tracepoint/raw_syscalls/sys_enter', 'ev=func a', 'a:b', 'kprobe/f+8', 'tp/x', 'a=f +'):\n"
             "    try:\n"
             "        parse_section(name)\n"

@@ -134,7 +134,7 @@ char _license[] SEC("license") = "GPL";
 """
 # Never on the path of `evspec verify OBJ.o`: what each would cost it.
 VERIFY_AVOIDS = {
-    "lark": "section names are parsed over the committed tables (section_lalr): 40-80 ms",
+    "lark": "section names are parsed over the committed tables (sections.lalr): 40-80 ms",
     "elftools": "objects are read by evspec's own ELF reader",
     "pyroute2": "verify attaches nothing (300 ms)",
     "importlib.resources": "package data is read through the package's loader (20 ms of imports)",
@@ -148,7 +148,7 @@ VERIFY_AVOIDS = {
 }
 # Nor, when every section name is one of libbpf's table, what only evspec's own names need.
 LIBBPF_NAMES_AVOID = {
-    "evspec.loader.object.section": "libbpf's names are looked up in its table (the section grammar: 3 ms)",
+    "evspec.loader.sections.names": "libbpf's names are looked up in its table (the section grammar: 3 ms)",
     "json": "only --format json and the section grammar's tables need it (1.5 ms)",
 }
 PERF_STYLE_SOURCE = r"""
@@ -179,7 +179,7 @@ def test_verify_of_a_core_object_stays_light(root_kernel: None, tmp_path: Path) 
     """A libbpf-style section and CO-RE relocations against the kernel: the parts of verify
     that once imported Lark (the section grammar), walked all of vmlinux's BTF, or made dataclasses."""
     modules = _verify_imports(tmp_path, CORE_SOURCE)
-    assert {"evspec.loader.btf.core_patch", "evspec.loader.object.libbpf_sections"} <= modules, (
+    assert {"evspec.loader.btf.core_patch", "evspec.loader.sections.libbpf"} <= modules, (
         "the import log did not cover CO-RE or libbpf's section table")
     for top, why in LIBBPF_NAMES_AVOID.items():
         assert not _loaded(modules, top), f"{top} imported by 'evspec verify obj.o' of a libbpf section: {why}"
@@ -188,7 +188,7 @@ def test_verify_of_a_core_object_stays_light(root_kernel: None, tmp_path: Path) 
 def test_verify_of_a_perf_style_section_stays_light(root_kernel: None, tmp_path: Path) -> None:
     """perf's ``SYS:EVENT`` is not a libbpf name: verify parses it over the committed tables."""
     modules = _verify_imports(tmp_path, PERF_STYLE_SOURCE)
-    assert "evspec.loader.object.section_lalr" in modules, "the import log did not cover the section parser"
+    assert "evspec.loader.sections.lalr" in modules, "the import log did not cover the section parser"
 
 
 def test_the_kernels_copy_of_perf_format_lost_is_the_abis() -> None:

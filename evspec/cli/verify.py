@@ -214,11 +214,11 @@ def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
     cannot read) or ``ObjectError`` (one libbpf cannot load from its name, a target the kernel
     lacks). A target only a module's BTF has is a ``ModuleTypeId`` (``attach_target_name`` says
     ``MODULE:TARGET``), its descriptor held by ``kernel_btf``."""
-    from evspec.loader.object.libbpf_sections import load_params
+    from evspec.loader.sections.libbpf import load_params
 
     params = load_params(section)
     if params is None:  # settings in front of a libbpf name (dev=eth0;xdp), or evspec's own names
-        from evspec.loader.object.section import parse_section  # 3 ms of imports, needed only here
+        from evspec.loader.sections.names import parse_section  # 3 ms of imports, needed only here
 
         parsed = parse_section(section)
         main = parsed.main_span.text(section)
@@ -292,7 +292,7 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
     from evspec.loader.btf.core_patch import relocate_object
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.libbpf_differences import libbpf_differences
-    from evspec.loader.object.libbpf_sections import ModuleTypeId, attach_target, attach_target_name
+    from evspec.loader.sections.libbpf import ModuleTypeId, attach_target, attach_target_name
 
     result = ObjectResult(spec.path, notes=libbpf_differences(spec))
     result.maps = [MapResult(spec.path, m.name, _map_type_name(m.type)) for m in spec.maps]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evspec.codes import CodeInfo
 
-# section names (loader/section.py; spans into the section string)
+# section names (loader/sections/names.py; spans into the section string)
 SECTION_NOT_TP_OR_PROBE = "EB100"
 BAD_PROBE_DEFINITION = "EB101"
 BAD_PROBE_GROUP = "EB102"

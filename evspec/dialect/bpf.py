@@ -195,7 +195,7 @@ def _version_code(release: str) -> int:
 
 def _probe(state: PerfState, spec: ObjectSpec) -> list[_Program]:
     from evspec.diagnostics import EvspecError
-    from evspec.loader.object.section import (
+    from evspec.loader.sections.names import (
         PERF_BPF_PROBE_GROUP,
         ProbeTarget,
         TracepointTarget,

@@ -30,8 +30,8 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.errors import missing_capabilities
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.section import AttachKind, SectionSpec, TracepointTarget, parse_section
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
+from evspec.loader.sections.names import AttachKind, SectionSpec, TracepointTarget, parse_section
 
 from evspec.codes import kernel as codes
 from evspec.diagnostics import EvspecError

@@ -64,7 +64,8 @@ from evspec.loader.object.elf_symbols import (
     read_elf_symbols,
     uprobe_sites,
 )
-from evspec.loader.object.section import (
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
+from evspec.loader.sections.names import (
     EVENT_NAME_TOO_LONG_MESSAGE,
     MAX_EVENT_NAME,
     PERF_BPF_PROBE_GROUP,
@@ -74,7 +75,6 @@ from evspec.loader.object.section import (
     SectionStyle,
     Setting,
 )
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
 
 from evspec.codes import kernel as codes
 

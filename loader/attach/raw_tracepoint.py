@@ -34,16 +34,16 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.libbpf_sections import (
+from evspec.loader.object.module_ksyms import ModuleBtf
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.libbpf import (
     LoadParams,
     ModuleTypeId,
     attach_btf_obj_fd,
     attach_target_name,
     load_params,
 )
-from evspec.loader.object.module_ksyms import ModuleBtf
-from evspec.loader.object.section import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.names import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
 
 from evspec.codes import kernel as codes
 

@@ -55,9 +55,9 @@ from evspec.loader.object.externs import (
     resolve_externs,
     running_system,
 )
-from evspec.loader.object.libbpf_sections import attach_btf_obj_fd, section_prog_flags
 from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
+from evspec.loader.sections.libbpf import attach_btf_obj_fd, section_prog_flags
 
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes

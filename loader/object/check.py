@@ -23,8 +23,12 @@ from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.extern_check import extern_findings
 from evspec.loader.object.libbpf_differences import libbpf_differences
-from evspec.loader.object.libbpf_sections import LoadParams, load_params
-from evspec.loader.object.section import (
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.object.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event
+from evspec.loader.object.terms.programs import check_prog_terms, perf_event_programs
+from evspec.loader.object.terms.variables import check_var_terms
+from evspec.loader.sections.libbpf import LoadParams, load_params
+from evspec.loader.sections.names import (
     ADD_V_HELP,
     RECORD_ATTACH_KINDS,
     AttachKind,
@@ -36,10 +40,6 @@ from evspec.loader.object.section import (
     TracepointTarget,
     parse_section,
 )
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event
-from evspec.loader.object.terms.programs import check_prog_terms, perf_event_programs
-from evspec.loader.object.terms.variables import check_var_terms
 
 from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from evspec.loader.object.section import AttachKind, parse_section
 from evspec.loader.object.spec import ObjectSpec
 from evspec.loader.object.terms.maps import EventFacts, EventKind
+from evspec.loader.sections.names import AttachKind, parse_section
 
 from evspec.ast import BpfEvent, Word
 from evspec.codes import bpfconfig as codes

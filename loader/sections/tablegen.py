@@ -1,5 +1,5 @@
 """Lark's parser for ``grammar/section.lark``, written out as data (``section_tables.json``) for
-``section_lalr``, which parses section names without importing Lark.
+``sections.lalr``, which parses section names without importing Lark.
 
 What is dumped is what Lark itself runs for the grammar (LALR, contextual lexer,
 ``propagate_positions``, no placeholders): the parse table; for every parser state the terminals

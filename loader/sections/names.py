@@ -9,7 +9,7 @@ Two dialects are understood:
 * libbpf's (an evspec extension): ``tracepoint/SYS/EVENT``, ``tp/...``, ``raw_tp/EVENT``,
   ``kprobe/FUNC[+OFF]``, ``uprobe/PATH:FUNC[+OFF]``, ``xdp``, ``tc``, ``fentry/FUNC``,
   ``lsm/HOOK``, ``iter/NAME``, ``cgroup/connect4``, ... (every name of libbpf 1.1's table,
-  ``libbpf_sections``) — perf 6.1 cannot use them, which ``SectionSpec.perf_compatible`` records
+  ``sections.libbpf``) — perf 6.1 cannot use them, which ``SectionSpec.perf_compatible`` records
   together with the reason. The probe and tracepoint kinds may name no target (``SEC("kprobe")``,
   ``SEC("usdt")``): libbpf loads such a program and attaches it only by hand, so evspec loads it
   and attaches nothing (``SectionSpec.note`` says so).
@@ -34,9 +34,9 @@ import re
 from enum import Enum
 from functools import lru_cache
 
-from evspec.loader.object.libbpf_sections import find_section_def
-from evspec.loader.object.section_lalr import SectionSyntaxError, Token, Tree, load_parser
 from evspec.loader.object.spec import ProgType, replace
+from evspec.loader.sections.lalr import SectionSyntaxError, Token, Tree, load_parser
+from evspec.loader.sections.libbpf import find_section_def
 
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
@@ -713,7 +713,7 @@ def _no_effect(setting: Setting, why: str) -> Diagnostic:
 
 
 # libbpf's section names (the kinds of section.lark's libbpf rule, and libbpf's exact names) -> how
-# record attaches a program of that kind; program types come from libbpf's table (libbpf_sections)
+# record attaches a program of that kind; program types come from libbpf's table (sections.libbpf)
 LIBBPF_KINDS: dict[str, AttachKind] = {
     "tracepoint": AttachKind.TRACEPOINT,
     "tp": AttachKind.TRACEPOINT,
@@ -833,8 +833,8 @@ def grammar_cache_file() -> str | None:
 
 @lru_cache(maxsize=1)
 def _parser() -> Lark:
-    """The grammar under Lark itself, configured as ``section_tablegen`` dumps it: the oracle the
-    table-driven parser (``section_lalr``) is tested against."""
+    """The grammar under Lark itself, configured as ``sections.tablegen`` dumps it: the oracle the
+    table-driven parser (``sections.lalr``) is tested against."""
     from importlib.resources import files
 
     from lark import Lark
@@ -856,7 +856,7 @@ def _parser() -> Lark:
 
 
 def _parse_tree(main: str, start_rule: str, offset: int, code: str, what: str, perf: str | None) -> Tree:
-    """The parse tree of ``main`` (over the committed tables, ``section_lalr``), or the error."""
+    """The parse tree of ``main`` (over the committed tables, ``sections.lalr``), or the error."""
     try:
         return load_parser().parse(main, start_rule)
     except SectionSyntaxError as exc:

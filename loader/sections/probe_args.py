@@ -35,7 +35,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.section import ProbeArg
+from evspec.loader.sections.names import ProbeArg
 
 from evspec.codes import kernel as codes
 

@@ -1,7 +1,7 @@
 """Section names parsed over the committed tables of ``grammar/section.lark``
-(``section_tables.json``, written by ``section_tablegen``), without importing Lark.
+(``section_tables.json``, written by ``sections.tablegen``), without importing Lark.
 
-It is Lark's LALR parser as ``section.py`` configured it — contextual lexer, parse trees with
+It is Lark's LALR parser as ``sections.names`` configured it — contextual lexer, parse trees with
 ``propagate_positions``, no placeholders — run over the data Lark computed: in each parser state
 only that state's terminals are tried, in Lark's order, as one alternation (the first alternative
 that matches wins); a token whose whole text is one of the literals folded into its terminal takes

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from evspec.loader.object.section import (
+from evspec.loader.object.spec import ObjectSpec
+from evspec.loader.sections.names import (
     PERF_BPF_PROBE_GROUP,
     AttachKind,
     BtfTarget,
@@ -22,7 +23,6 @@ from evspec.loader.object.section import (
     TracepointTarget,
     parse_section,
 )
-from evspec.loader.object.spec import ObjectSpec
 
 
 @dataclass(frozen=True, slots=True)
