@@ -32,17 +32,17 @@ from bpf_build import build_bpf, require_tools
 from corpus_files import DATA
 from evspec.loader.btf.reader import BtfKind, RawType, type_info, write_btf
 from evspec.loader.btf.target import TargetBtf
-from evspec.loader.kernel import Kernel
-from evspec.loader.load.live import _has_bpf_cookie
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, this_machine_facts
-from evspec.loader.object.externs import (
+from evspec.loader.externs import kconfig as kc
+from evspec.loader.externs.module_ksyms import NO_FD, unopened_modules
+from evspec.loader.externs.resolve import (
     has_attach_cookie,
     offline_sources,
     resolve_externs,
     running_system,
 )
-from evspec.loader.object.module_ksyms import NO_FD, unopened_modules
+from evspec.loader.kernel import Kernel
+from evspec.loader.load.live import _has_bpf_cookie
+from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, this_machine_facts
 from evspec.loader.object.reader import read_object, read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
 from test_module_btf import blobs, built  # noqa: F401  (fixtures)

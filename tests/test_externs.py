@@ -20,8 +20,9 @@ from evspec.loader.btf.fixup import fixup_btf
 from evspec.loader.btf.reader import Btf, BtfError, BtfKind, RawType, type_info, write_btf
 from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.externs import (
+from evspec.loader.externs import kconfig as kc
+from evspec.loader.externs.module_ksyms import ModuleBtf
+from evspec.loader.externs.resolve import (
     POISON_KFUNC_BASE,
     ExternSources,
     ExternValues,
@@ -32,7 +33,6 @@ from evspec.loader.object.externs import (
     type_text,
 )
 from evspec.loader.object.inspect import inspect_report, inspect_text
-from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import ExternSpec, ObjectSpec
 

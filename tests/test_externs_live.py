@@ -20,16 +20,16 @@ from evspec.loader.abi import bpf as abi
 from evspec.loader.btf.reader import Btf
 from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel, VerifierError
-from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.externs import (
+from evspec.loader.externs import kconfig as kc
+from evspec.loader.externs.resolve import (
     POISON_KFUNC_BASE,
     apply_externs,
     libbpf_order,
     resolve_externs,
     running_system,
 )
+from evspec.loader.kernel import Kernel, VerifierError
+from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.reader import read_object
 
 from evspec.codes import bpf as codes

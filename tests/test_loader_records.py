@@ -15,10 +15,12 @@ import dataclasses
 
 import pytest
 from evspec.loader.btf import fixup as btf_fixup
+from evspec.loader.externs import kconfig
+from evspec.loader.externs import resolve as externs
 from evspec.loader.kernel import maps, perf, programs, syscalls
 from evspec.loader.kernel import verifier as kernel_verifier
 from evspec.loader.load import live
-from evspec.loader.object import elf, externs, kconfig, reader, spec
+from evspec.loader.object import elf, reader, spec
 from evspec.loader.object.spec import replace
 from evspec.loader.sections import libbpf as libbpf_sections
 from evspec.loader.sections import names as section

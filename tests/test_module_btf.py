@@ -47,10 +47,7 @@ from evspec.loader.btf.core_patch import relocate_object
 from evspec.loader.btf.reader import Btf, BtfError, BtfKind, BtfType, RawType, type_info, write_btf
 from evspec.loader.btf.target import TargetBtf, essential_name, read_module_blobs
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.kernel.btf_objects import open_module_btfs
-from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.object.module_ksyms import (
+from evspec.loader.externs.module_ksyms import (
     FD_ARRAY_LIMIT,
     FdArray,
     KsymError,
@@ -60,6 +57,9 @@ from evspec.loader.object.module_ksyms import (
     kfunc_calls,
     ld_imm64_values,
 )
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.btf_objects import open_module_btfs
+from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
 from split_btf import btf_section, split_btf

@@ -30,8 +30,8 @@ if TYPE_CHECKING:
     from typing import Any, TextIO
 
     from evspec.loader.btf.target import TargetBtf
+    from evspec.loader.externs.module_ksyms import ModuleBtf
     from evspec.loader.kernel import Kernel
-    from evspec.loader.object.module_ksyms import ModuleBtf
     from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2

@@ -31,10 +31,10 @@ from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAtta
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
+from evspec.loader.externs.module_ksyms import ModuleBtf
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 from evspec.loader.sections.libbpf import (
     LoadParams,

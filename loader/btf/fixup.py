@@ -7,7 +7,7 @@ clang leaves part of the BTF to the loader, and BPF_BTF_LOAD refuses it as writt
   The sizes come from the ELF sections, the offsets from the symbols (``ObjectSpec.layouts``);
   the kernel also wants a DATASEC's variables sorted by offset and inside the section.
 * a DATASEC may only list VARs, and a VAR's linkage must be static or global (not extern): the
-  externs' BTF is rewritten first (``object/externs.py``, as libbpf does); what is still extern
+  externs' BTF is rewritten first (``externs/resolve.py``, as libbpf does); what is still extern
   here is refused with ``BtfFixupError``.
 
 Kernels that predate a BTF kind refuse every blob that holds one. Given the ``BtfFeatures`` a

@@ -2,7 +2,7 @@
 their ids (``BPF_BTF_GET_NEXT_ID``), a descriptor on one (``BPF_BTF_GET_FD_BY_ID``), what it is
 and its bytes (``BPF_OBJ_GET_INFO_BY_FD`` into a ``struct bpf_btf_info``); and the module BTFs
 among them, opened as libbpf's ``load_module_btfs`` opens them (``open_module_btfs``), for the
-kfuncs and typed ksyms that live in modules (``object.module_ksyms``).
+kfuncs and typed ksyms that live in modules (``externs.module_ksyms``).
 """
 
 from __future__ import annotations
@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from evspec.loader.abi import bpf as abi
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.btf.target import TargetBtf
+from evspec.loader.externs.module_ksyms import ModuleBtf
 from evspec.loader.kernel.core import KernelCore
 from evspec.loader.kernel.errors import KernelError
-from evspec.loader.object.module_ksyms import ModuleBtf
 
 from evspec.codes import kernel as codes
 from evspec.span import Record, set_field

@@ -44,18 +44,18 @@ from evspec.loader.btf.fixup import (
 from evspec.loader.btf.reader import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
 from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
-from evspec.loader.kernel.btf_objects import open_module_btfs
-from evspec.loader.kernel.verifier import VerifierSummary
-from evspec.loader.load.self_filter import prelude_for
-from evspec.loader.object.externs import (
+from evspec.loader.externs.module_ksyms import ModuleBtf
+from evspec.loader.externs.resolve import (
     POISON_KFUNC_BASE,
     apply_externs,
     libbpf_order,
     resolve_externs,
     running_system,
 )
-from evspec.loader.object.module_ksyms import ModuleBtf
+from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
+from evspec.loader.kernel.btf_objects import open_module_btfs
+from evspec.loader.kernel.verifier import VerifierSummary
+from evspec.loader.load.self_filter import prelude_for
 from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
 from evspec.loader.sections.libbpf import attach_btf_obj_fd, section_prog_flags
 

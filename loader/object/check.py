@@ -4,7 +4,7 @@ Order: the file (missing, not a file), the object (compile a ``.c``, read it: Ob
 program, section names evspec cannot read or record cannot attach, unknown tracepoints,
 kprobes/uprobes the system cannot create (no ``kprobe_events``/``uprobe_events``, missing uprobe
 target or function), the same probe created twice without ``force=yes``; then the object's CO-RE
-relocations and its externs (``extern_check``), resolved against the system's kernel as verify
+relocations and its externs (``externs.findings``), resolved against the system's kernel as verify
 resolves them, without a syscall; then the event's terms in order (event terms with the
 tracepoint term set, object terms with perf's map rules). Errors of the object itself are
 reported on the path's span; what lies inside a section name is shown in a note.
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING
 from evspec.loader.btf.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.extern_check import extern_findings
+from evspec.loader.externs.findings import extern_findings
 from evspec.loader.object.libbpf_differences import libbpf_differences
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 from evspec.loader.object.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event

@@ -8,7 +8,7 @@ from typing import Any
 
 from evspec.loader.btf.reader import Btf, BtfError
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.externs import type_text
+from evspec.loader.externs.resolve import type_text
 from evspec.loader.object.libbpf_differences import libbpf_differences
 from evspec.loader.object.map_dump import decode_type, value_text
 from evspec.loader.object.spec import ExternSpec, MapSpec, MapType, ObjectSpec, ProgramSpec

@@ -68,8 +68,8 @@ from evspec.loader.btf.reader import (
     LineRecord,
 )
 from evspec.loader.errors import ObjectError
+from evspec.loader.externs.resolve import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
 from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
-from evspec.loader.object.externs import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
 from evspec.loader.object.input_file import read_input
 from evspec.loader.object.spec import (
     CoreRelocation,

@@ -34,7 +34,7 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from evspec.loader.btf.target import TargetBtf
-    from evspec.loader.object.module_ksyms import ModuleBtf
+    from evspec.loader.externs.module_ksyms import ModuleBtf
 
 BPF_F_SLEEPABLE = 1 << 4
 BPF_F_XDP_HAS_FRAGS = 1 << 5

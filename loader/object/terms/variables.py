@@ -17,7 +17,7 @@ import struct
 from dataclasses import dataclass, replace
 
 from evspec.loader.btf.reader import INT_BOOL, INT_SIGNED, Btf, BtfKind, BtfType
-from evspec.loader.object.externs import type_text
+from evspec.loader.externs.resolve import type_text
 from evspec.loader.object.spec import ObjectSpec
 
 from evspec.ast import BpfEvent, Number, VarTerm, Word

@@ -51,8 +51,8 @@ from evspec.loader.btf.reader import (
 )
 from evspec.loader.btf.target import TargetBtf, essential_name
 from evspec.loader.errors import ObjectError
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.module_ksyms import (
+from evspec.loader.externs import kconfig as kc
+from evspec.loader.externs.module_ksyms import (
     KsymError,
     KsymFound,
     ModuleBtf,

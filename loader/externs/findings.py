@@ -17,8 +17,8 @@ from evspec.codes import bpf as codes_bpf
 
 if TYPE_CHECKING:
     from evspec.loader.btf.target import TargetBtf
-    from evspec.loader.object.externs import ExternValues
-    from evspec.loader.object.module_ksyms import ModuleBtf
+    from evspec.loader.externs.module_ksyms import ModuleBtf
+    from evspec.loader.externs.resolve import ExternValues
 
     from evspec.system.model import ExternFacts
 
@@ -48,7 +48,7 @@ def extern_findings(spec: ObjectSpec, extern_facts: Callable[[ObjectSpec], Exter
     not hold (``NotRecorded``) a warning that says what was not checked."""
     if not spec.externs:
         return []
-    from evspec.loader.object.externs import NotRecorded  # not for objects without externs (12 ms)
+    from evspec.loader.externs.resolve import NotRecorded  # not for objects without externs (12 ms)
 
     from evspec.system.model import ExternFactsUnavailable
 
@@ -118,7 +118,7 @@ class _OfflineExterns:
         self._vmlinux: TargetBtf | None = None
 
     def vmlinux(self) -> TargetBtf:
-        from evspec.loader.object.externs import NotRecorded
+        from evspec.loader.externs.resolve import NotRecorded
 
         if self._vmlinux is None:
             if self._core_target is None:
@@ -131,8 +131,8 @@ class _OfflineExterns:
         return self._vmlinux
 
     def modules(self) -> Sequence[ModuleBtf]:
-        from evspec.loader.object.externs import NotRecorded
-        from evspec.loader.object.module_ksyms import unopened_modules
+        from evspec.loader.externs.module_ksyms import unopened_modules
+        from evspec.loader.externs.resolve import NotRecorded
 
         vmlinux = self.vmlinux()
         if vmlinux.searches_modules:
@@ -145,8 +145,8 @@ class _OfflineExterns:
         raise NotRecorded(f"not in vmlinux's BTF; module BTF was not recorded{had}")
 
     def kconfig(self) -> tuple[Mapping[str, str], str]:
-        from evspec.loader.object import kconfig as kc
-        from evspec.loader.object.externs import NotRecorded
+        from evspec.loader.externs import kconfig as kc
+        from evspec.loader.externs.resolve import NotRecorded
 
         facts = self.facts
         if facts.kconfig is not None:
@@ -160,7 +160,7 @@ class _OfflineExterns:
         raise kc.KconfigUnreadable(facts.kconfig_unreadable)
 
     def kallsyms_names(self) -> Sequence[tuple[str, str]]:
-        from evspec.loader.object.externs import NotRecorded
+        from evspec.loader.externs.resolve import NotRecorded
 
         facts = self.facts
         if facts.kallsyms is not None:
@@ -171,7 +171,7 @@ class _OfflineExterns:
         raise OSError(facts.kallsyms_unreadable)
 
     def _resolve(self, externs: tuple[ExternSpec, ...]) -> ExternValues:
-        from evspec.loader.object.externs import offline_sources, resolve_externs
+        from evspec.loader.externs.resolve import offline_sources, resolve_externs
         from evspec.loader.object.spec import replace
 
         spec = replace(self.spec, externs=externs)
@@ -192,7 +192,7 @@ class _OfflineExterns:
         resolving without addresses cannot see."""
         if ext.kind != "ksym" or ext.type_id:
             return None
-        from evspec.loader.object.externs import kallsyms_base_name
+        from evspec.loader.externs.resolve import kallsyms_base_name
 
         if self.facts.ambiguous is not None:
             count = self.facts.ambiguous.get(ext.name)
@@ -211,7 +211,7 @@ class _OfflineExterns:
         """Why a weak extern that resolved is 0 (its calls poisoned): what the same extern, strong,
         fails with; None when it has a value."""
         from evspec.loader.btf.reader import Btf
-        from evspec.loader.object.externs import POISON_KFUNC_BASE, libbpf_order
+        from evspec.loader.externs.resolve import POISON_KFUNC_BASE, libbpf_order
         from evspec.loader.object.spec import replace
 
         try:
