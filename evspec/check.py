@@ -100,7 +100,7 @@ def _semantic(events: EventList, options: CheckOptions, defined: _DefinedEvents)
         return diags
     from pathlib import Path
 
-    from evspec.loader.object.check import check_bpf_events
+    from evspec.loader.lint.event import check_bpf_events
 
     cwd = options.cwd if options.cwd is not None else Path.cwd()
     for earlier in defined.pending:  # no BPF event in them: this only records their facts

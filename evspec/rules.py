@@ -438,7 +438,7 @@ _VAR_HINT = "a variable term is var:NAME=VALUE: var:targ_pid=42, var:verbose=tru
 
 def _var_term(term: VarTerm, seen: dict[str, VarTerm]) -> Iterator[Diagnostic]:
     """``var:NAME=VALUE``: a name without '.', a value; a variable set again (the last wins) is a
-    warning. The variable and its value are checked against the object (loader/object/terms/variables.py)."""
+    warning. The variable and its value are checked against the object (loader/lint/terms/variables.py)."""
     if not term.name:
         yield error("ES049", "empty variable name", term.key_span, help=(_VAR_HINT,))
         return

@@ -43,11 +43,11 @@ from evspec.loader.attach.attacher import (
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
+from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
-from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
-from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.printfmt import kernel_symbols
@@ -1148,7 +1148,7 @@ def _map_updates(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_inde
 def _with_var_terms(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_index: int) -> ObjectSpec:
     """The object with the values of its var: terms written in; a refused term is reported in
     its event string."""
-    from evspec.loader.object.terms.variables import apply_var_terms
+    from evspec.loader.lint.terms.variables import apply_var_terms
 
     try:
         return apply_var_terms(event, spec)

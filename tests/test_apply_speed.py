@@ -19,6 +19,7 @@ from evspec.loader.abi import bpf as abi
 from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import Call, FakeKernel
+from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, range_keys
 from evspec.loader.load import apply as ap
 from evspec.loader.load import array_fill
 from evspec.loader.load.apply import (
@@ -41,7 +42,6 @@ from evspec.loader.load.array_fill import (
 )
 from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgType
-from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, range_keys
 
 from evspec.parser import parse
 

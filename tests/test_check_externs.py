@@ -41,8 +41,8 @@ from evspec.loader.externs.resolve import (
     running_system,
 )
 from evspec.loader.kernel import Kernel
+from evspec.loader.lint.event import ObjectEnvironment, check_bpf_event, this_machine_facts
 from evspec.loader.load.live import _has_bpf_cookie
-from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, this_machine_facts
 from evspec.loader.object.reader import read_object, read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
 from test_module_btf import blobs, built  # noqa: F401  (fixtures)
@@ -299,7 +299,7 @@ def _findings(env: ObjectEnvironment, obj: str) -> list[tuple[str, bool, str, tu
 
 
 def _snapshot_env(objects: Path, data: dict[str, Any]) -> ObjectEnvironment:
-    from evspec.loader.object.check import environment_from_system
+    from evspec.loader.lint.event import environment_from_system
 
     return environment_from_system(SnapshotSystem({**corpus_data(str(objects)), **data}, cwd=str(objects)), objects)
 

@@ -65,7 +65,7 @@ def _check(built: Path, name: str = "./core.o", *, this_kernel: bool = True) -> 
     from dataclasses import replace
 
     from evspec.loader.btf.core_patch import load_target
-    from evspec.loader.object.check import check_bpf_event, environment_from_system
+    from evspec.loader.lint.event import check_bpf_event, environment_from_system
 
     from evspec.ast import BpfEvent
     from evspec.span import Span

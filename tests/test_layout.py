@@ -18,7 +18,8 @@ EVSPEC = Path(evspec.__file__).parent
 LOADER = Path(loader.__file__).parent
 KERNEL_SIDE = tuple(f"evspec.loader.{p}" for p in ("kernel", "load", "attach", "output", "session"))
 NO_SYSCALL_SIDE = ("evspec.loader.object", "evspec.loader.abi", "evspec.loader.asm", "evspec.loader.btf",
-                   "evspec.loader.sections", "evspec.loader.externs")
+                   "evspec.loader.sections", "evspec.loader.externs",
+                   "evspec.loader.lint")
 
 
 def _module_name(path: Path) -> str:

@@ -31,8 +31,8 @@ from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.lint.event import ObjectEnvironment, check_bpf_event, core_target_of, extern_facts_of
 from evspec.loader.load.live import load_object
-from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, core_target_of, extern_facts_of
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, replace
 from evspec.loader.sections.libbpf import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params

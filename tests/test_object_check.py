@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.check import (
+from evspec.loader.lint.event import (
     SYNTAX_STAGE_CODES,
     ObjectEnvironment,
     TracefsTracepoints,
@@ -24,8 +24,8 @@ from evspec.loader.object.check import (
     elf_function_symbols,
     environment_from_system,
 )
+from evspec.loader.lint.terms.maps import EventFacts, EventKind, facts_for_event
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.maps import EventFacts, EventKind, facts_for_event
 
 from evspec.ast import BpfEvent, Event, EventList, Group, SymbolEvent, SymbolKind, Term, TermKind, Terms
 from evspec.diagnostics import Diagnostic, Severity
@@ -579,7 +579,7 @@ def test_full_same_object_twice(bpf_fixtures: Path, tracefs: Path) -> None:
 
 
 def test_check_bpf_events_with_the_corpus_system(bpf_fixtures: Path) -> None:
-    from evspec.loader.object.check import check_bpf_events
+    from evspec.loader.lint.event import check_bpf_events
 
     from evspec import parser
     from evspec.system import fixtures
@@ -618,7 +618,7 @@ def test_uprobe_targets_include_ifunc_resolvers() -> None:
     """libc's strlen is an STT_GNU_IFUNC symbol: a uprobe may name it (check and attach agree)."""
     import ctypes.util
 
-    from evspec.loader.object.check import elf_function_symbols
+    from evspec.loader.lint.event import elf_function_symbols
 
     libc = next((p for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"), Path("/lib/aarch64-linux-gnu/libc.so.6"))
                  if p.exists()), None)

@@ -7,6 +7,8 @@ import json
 import pytest
 from evspec.loader.attach.attacher import plan_attachments, program_types
 from evspec.loader.errors import ObjectError
+from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
+from evspec.loader.lint.terms.maps import MapUpdate
 from evspec.loader.load.apply import (
     MSG_EVTDIM,
     MSG_EVTINH,
@@ -16,9 +18,7 @@ from evspec.loader.load.apply import (
     EventInstances,
     check_event_update,
 )
-from evspec.loader.object.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.maps import MapUpdate
 from evspec.loader.output.script import (
     LostLine,
     SampleLine,

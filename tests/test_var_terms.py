@@ -11,8 +11,8 @@ import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import CORPUS, DATA
 from evspec.loader.btf.reader import Btf
+from evspec.loader.lint.terms.variables import apply_var_terms, global_variables
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.terms.variables import apply_var_terms, global_variables
 from golden_files import check_golden
 from record_cli import run_record as _record
 

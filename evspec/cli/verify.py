@@ -291,7 +291,7 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
     from evspec.diagnostics import EvspecError
     from evspec.loader.btf.core_patch import relocate_object
     from evspec.loader.errors import ObjectError
-    from evspec.loader.object.libbpf_differences import libbpf_differences
+    from evspec.loader.lint.libbpf_differences import libbpf_differences
     from evspec.loader.sections.libbpf import ModuleTypeId, attach_target, attach_target_name
 
     result = ObjectResult(spec.path, notes=libbpf_differences(spec))

@@ -255,7 +255,7 @@ def _uprobe_points(state: PerfState, target, uprobe_events: bool) -> int:  # tar
     import fnmatch
 
     from evspec.loader.errors import ObjectError
-    from evspec.loader.object.check import elf_function_symbols
+    from evspec.loader.lint.event import elf_function_symbols
 
     if not uprobe_events:
         state.errors.printed.append(NO_PROBE_EVENTS.format(kind="uprobe", KIND="UPROBE"))

@@ -9,10 +9,10 @@ from typing import Any
 from evspec.loader.btf.reader import Btf, BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.externs.resolve import type_text
-from evspec.loader.object.libbpf_differences import libbpf_differences
+from evspec.loader.lint.libbpf_differences import libbpf_differences
+from evspec.loader.lint.terms.variables import global_variables
 from evspec.loader.object.map_dump import decode_type, value_text
 from evspec.loader.object.spec import ExternSpec, MapSpec, MapType, ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.variables import global_variables
 
 from evspec.codes import bpf as codes
 

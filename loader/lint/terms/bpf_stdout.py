@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from evspec.loader.lint.terms.maps import MapUpdate
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.terms.maps import MapUpdate
 
 STDOUT_MAP = "__bpf_stdout__"
 STDOUT_EVENT = "__bpf_stdout__"

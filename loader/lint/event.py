@@ -22,11 +22,11 @@ from evspec.loader.btf.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.externs.findings import extern_findings
-from evspec.loader.object.libbpf_differences import libbpf_differences
+from evspec.loader.lint.libbpf_differences import libbpf_differences
+from evspec.loader.lint.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event
+from evspec.loader.lint.terms.programs import check_prog_terms, perf_event_programs
+from evspec.loader.lint.terms.variables import check_var_terms
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event
-from evspec.loader.object.terms.programs import check_prog_terms, perf_event_programs
-from evspec.loader.object.terms.variables import check_var_terms
 from evspec.loader.sections.libbpf import LoadParams, load_params
 from evspec.loader.sections.names import (
     ADD_V_HELP,

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
+from evspec.loader.lint.terms.maps import EventFacts, EventKind
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.terms.maps import EventFacts, EventKind
 from evspec.loader.sections.names import AttachKind, parse_section
 
 from evspec.ast import BpfEvent, Word
