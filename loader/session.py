@@ -248,7 +248,7 @@ def read_bpf_object(path: str, is_source: bool, cwd: Path, clang_opts: Sequence[
     ``path`` as the user wrote it, not the compile cache's object."""
     from dataclasses import replace
 
-    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.clang import compile_source
     from evspec.loader.object.reader import read_object
 
     full = cwd / path

@@ -203,7 +203,7 @@ def test_a_clsact_qdisc_that_was_there_stays(sources: Path, veth: Veth) -> None:
 def _foreign_xdp(source: Path, index: int) -> object:
     """Attach xdp_count as somebody else would; returns the loaded object (keep it open)."""
     from evspec.loader.load.live import load_object
-    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.clang import compile_source
     from evspec.loader.object.reader import read_object
     from pyroute2 import IPRoute
 
@@ -234,7 +234,7 @@ def test_somebody_elses_xdp_program_is_refused_then_forced_away(sources: Path, v
 KILLED_RUN = """
 import sys, time
 from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
-from evspec.loader.object.compile import compile_source
+from evspec.loader.object.clang import compile_source
 from evspec.loader.kernel import Kernel
 from evspec.loader.load.live import load_object
 from evspec.loader.object.reader import read_object

@@ -22,7 +22,7 @@ from evspec.loader.btf.reader import (
     BtfKind,
     BtfType,
 )
-from evspec.loader.object.compile import arch_include_dir
+from evspec.loader.object.clang import arch_include_dir
 
 K = BtfKind
 

@@ -23,7 +23,7 @@ from evspec.loader.btf.reader import Btf, BtfKind, RawType, type_info, write_btf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.compile import compile_source
+from evspec.loader.object.clang import compile_source
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import ObjectSpec, ProgType
 from evspec.loader.sections.names import parse_section

@@ -19,7 +19,7 @@ LOADER = Path(loader.__file__).parent
 KERNEL_SIDE = tuple(f"evspec.loader.{p}" for p in ("kernel", "load", "attach", "output", "session"))
 NO_SYSCALL_SIDE = ("evspec.loader.object", "evspec.loader.abi", "evspec.loader.asm", "evspec.loader.btf",
                    "evspec.loader.sections", "evspec.loader.externs",
-                   "evspec.loader.lint")
+                   "evspec.loader.lint", "evspec.loader.user_cache")
 
 
 def _module_name(path: Path) -> str:

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from corpus_files import SEED_COMMITS
-from evspec.loader.object.compile import compile_source, linux_version_code, possible_cpus
+from evspec.loader.object.clang import compile_source, linux_version_code, possible_cpus
 from evspec.loader.object.inspect import inspect_report, inspect_text, map_type_name
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapType, ObjectSpec

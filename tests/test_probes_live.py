@@ -496,7 +496,7 @@ def _perf_payloads(script: str) -> Counter[str]:
 
 def test_differential_against_perf(workdir: Path, perf_binary: str) -> None:
     """perf 6.1 records the same payloads from the same object (a glob over two functions)."""
-    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.clang import compile_source
 
     shutil.copy(compile_source(workdir / "glob.c"), workdir / "glob.o")
     rec = subprocess.run([perf_binary, "record", "-q", "-o", "perf.data", "-e", "./glob.o", "--", "./target", str(N)],

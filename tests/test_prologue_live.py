@@ -18,7 +18,7 @@ from evspec.loader.abi.perf import PerfEventAttr
 from evspec.loader.attach.prologue import PrologueCache, build_prologue
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.compile import compile_source
+from evspec.loader.object.clang import compile_source
 from evspec.loader.object.elf_symbols import read_elf_symbols, uprobe_sites
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import ProgType

@@ -26,7 +26,7 @@ from bisect import bisect_left
 from itertools import compress, repeat
 from operator import getitem, lshift, or_
 
-from evspec.loader.object import user_cache
+from evspec.loader import user_cache
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:

@@ -15,7 +15,7 @@ from evspec.loader.abi import bpf as abi
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.btf.target import TargetBtf
 from evspec.loader.externs.module_ksyms import ModuleBtf
-from evspec.loader.kernel.core import KernelCore
+from evspec.loader.kernel.base import KernelBase
 from evspec.loader.kernel.errors import KernelError
 
 from evspec.codes import kernel as codes
@@ -54,7 +54,7 @@ class BtfDescription(Record):
         set_field(self, "size", size)
 
 
-class BtfObjectOperations(KernelCore):
+class BtfObjectOperations(KernelBase):
     def btf_ids(self) -> Iterator[int]:
         """The ids of the kernel's BTF objects, in order."""
         return self._next_ids(abi.Cmd.BTF_GET_NEXT_ID)

@@ -7,7 +7,7 @@ import errno as E
 from collections.abc import Iterator
 
 from evspec.loader.abi import bpf as abi
-from evspec.loader.kernel.core import KernelCore, address, bytes_address, in_buffer
+from evspec.loader.kernel.base import KernelBase, address, bytes_address, in_buffer
 from evspec.loader.kernel.errors import ENOTSUPP, KernelError
 
 from evspec.codes import kernel as codes
@@ -56,7 +56,7 @@ class MapDescription(Record):
         set_field(self, "btf_value_type_id", btf_value_type_id)
 
 
-class MapOperations(KernelCore):
+class MapOperations(KernelBase):
     def create_map(
         self,
         map_type: int,

@@ -9,7 +9,7 @@ import mmap as mmap_mod
 import struct
 from collections.abc import Callable
 
-from evspec.loader.kernel.core import KernelCore
+from evspec.loader.kernel.base import KernelBase
 from evspec.loader.kernel.errors import KernelError, permission_error
 from evspec.loader.kernel.syscalls import SyscallError
 
@@ -70,7 +70,7 @@ class BpfRingMapping(Record):
         return self.producer + self.page_size
 
 
-class PerfOperations(KernelCore):
+class PerfOperations(KernelBase):
     PERF_FORMAT_LOST = 1 << 4  # abi.perf.PERF_FORMAT_LOST, for callers that hold only the Kernel
 
     def perf_event_open(

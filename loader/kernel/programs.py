@@ -9,7 +9,7 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 
 from evspec.loader.abi import bpf as abi
-from evspec.loader.kernel.core import KernelCore, address, in_buffer
+from evspec.loader.kernel.base import KernelBase, address, in_buffer
 from evspec.loader.kernel.errors import KernelError, VerifierError
 from evspec.loader.kernel.verifier import summarize
 from evspec.loader.object.spec import LineInfo
@@ -116,7 +116,7 @@ def _trampoline_refusal(error: KernelError, what: str, prog_type: int, attach_ty
     )
 
 
-class ProgramOperations(KernelCore):
+class ProgramOperations(KernelBase):
     def load_program(
         self,
         prog_type: int,

@@ -114,7 +114,7 @@ class ObjectEnvironment:
 
     ``tracepoint_exists(system, event)`` answers None when it cannot tell (no readable tracefs).
     ``read_object``/``compile_source``/``read_symbols`` default (None) to the real implementations
-    (``evspec.loader.object.reader.read_object``, ``evspec.loader.object.compile.compile_source``,
+    (``evspec.loader.object.reader.read_object``, ``evspec.loader.object.clang.compile_source``,
     :func:`elf_function_symbols`), imported on first use. ``truncate_values`` selects perf 6.1's
     handling of map values wider than the map's values (a warning) instead of evspec's (an error).
     """

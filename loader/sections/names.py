@@ -822,7 +822,7 @@ def grammar_cache_file() -> str | None:
     (``~/.cache/evspec/grammar``, 0700, checked like the compile cache, since Lark unpickles it);
     None when no safe place exists. Lark itself rebuilds a cache whose grammar, options or Lark
     version differ."""
-    from evspec.loader.object import user_cache
+    from evspec.loader import user_cache
 
     directory = user_cache.private_dir("grammar")
     if directory is None:

@@ -1,6 +1,6 @@
 """The base of ``Kernel``: issuing bpf(2) commands through the funnel, closing descriptors.
 
-``KernelCore`` holds the funnel and what every group of operations (``maps``,
+``KernelBase`` holds the funnel and what every group of operations (``maps``,
 ``programs``, ``perf``) needs: ``_bpf`` (one bpf command, RLIMIT_MEMLOCK lifted
 once when that explains an EPERM, failures made ``KernelError``), ``_bpf_load`` (the same for the
 load commands, with the E2BIG fallback of ``attr``) and the buffers that carry arguments.
@@ -45,7 +45,7 @@ def bytes_address(data: bytes) -> int:
     return found
 
 
-class KernelCore:
+class KernelBase:
     """The funnel and the calls every kernel operation is made of."""
 
     def __init__(self, funnel: Funnel | None = None, *, page_size: int = mmap_mod.PAGESIZE) -> None:

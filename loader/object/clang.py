@@ -29,8 +29,8 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
+from evspec.loader import user_cache
 from evspec.loader.errors import ObjectError
-from evspec.loader.object import user_cache
 from evspec.loader.object.input_file import read_input
 
 from evspec.codes import bpf as codes
