@@ -23,7 +23,8 @@ from evspec.loader.btf.core_patch import POISON_HELPER, core_findings, relocate_
 from evspec.loader.btf.fixup import program_btf_info
 from evspec.loader.btf.target import KERNEL_BTF, TargetBtf, essential_name
 from evspec.loader.kernel import Kernel, VerifierError
-from evspec.loader.load.live import LiveObject, link_program, load_object
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.link import link_program
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
 

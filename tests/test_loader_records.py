@@ -20,7 +20,7 @@ from evspec.loader.externs import resolve as externs
 from evspec.loader.kernel import maps, perf, programs, syscalls
 from evspec.loader.kernel import verifier as kernel_verifier
 from evspec.loader.load import live
-from evspec.loader.object import elf, reader, spec
+from evspec.loader.object import elf, link, map_attrs, reader, spec
 from evspec.loader.object.spec import replace
 from evspec.loader.sections import libbpf as libbpf_sections
 from evspec.loader.sections import names as section
@@ -89,10 +89,10 @@ FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
     (programs._Attempt, True, ["fd", "error", "log_true_size"]),
     (syscalls.SyscallNumbers, True, ["bpf", "perf_event_open", "ioctl", "mmap", "munmap", "close"]),
     (kernel_verifier.VerifierSummary, True, ["message", "insn_index=None", "insn_text=None", "source=None"]),
-    (live.LinkedProgram, True, ["insns", "line_info", "layout"]),
+    (link.LinkedProgram, True, ["insns", "line_info", "layout"]),
     (live.LiveMap, True, ["spec", "fd", "with_btf", "pinned=None", "reused=False"]),
     (live.LiveProgram, True, ["spec", "fd", "prog_type", "insns"]),
-    (live.MapAttributes, True, ["max_entries", "flags"]),
+    (map_attrs.MapAttributes, True, ["max_entries", "flags"]),
     (verify.ProgramResult, False, ["object", "name", "section", "loaded=False", "insns=0", "xlated=None",
                                    "verifier=None", "error=None", "errno=None", "relocations=0", "poisoned=[]",
                                    "attach_target=None"]),
@@ -102,7 +102,7 @@ FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
     (codes.CodeInfo, True, ["code", "title", "explanation", "example=''", "fix=''"]),
 ]
 MODULES = (spec, section, libbpf_sections, elf, externs, kconfig, btf_fixup, reader, maps, perf, programs, syscalls,
-           kernel_verifier, live, verify, codes)
+           kernel_verifier, live, link, map_attrs, verify, codes)
 MISSING = dataclasses.MISSING
 
 

@@ -61,7 +61,7 @@ def test_load_object_puts_it_in_front_of_tracing_programs_only() -> None:
 
 
 def test_a_prefixed_program_keeps_its_line_records_on_its_instructions() -> None:
-    from evspec.loader.load.live import LinkedProgram
+    from evspec.loader.object.link import LinkedProgram
 
     line = LineInfo(1, "t.c", 3, 1, "return 0;")
     linked = LinkedProgram(MOV0 + EXIT, (line,), (("p", 0),))

@@ -363,7 +363,8 @@ def _load_programs(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Kern
     """Maps and BTF once (every program deferred), then each program on its own; where the object
     cannot be loaded that way (libbpf's rules about deferred programs), one load per program."""
     from evspec.loader.errors import ObjectError
-    from evspec.loader.load.live import LiveProgram, link_program, load_linked, load_object
+    from evspec.loader.load.live import LiveProgram, load_linked, load_object
+    from evspec.loader.object.link import link_program
 
     names = [p.name for p in spec.programs]
     types = {name: load.prog_type for name, load in loads.items()}

@@ -26,7 +26,8 @@ from evspec.loader import asm
 from evspec.loader.abi.bpf import INSN_SIZE
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
-from evspec.loader.load.live import LiveObject, link_program, load_linked
+from evspec.loader.load.live import LiveObject, load_linked
+from evspec.loader.object.link import link_program
 from evspec.loader.sections.names import ProbeArg
 from evspec.loader.sections.probe_args import MAX_ARGS, POINTER_SIZE, FetchPlace, ValueType, resolve_args
 

@@ -67,6 +67,10 @@ class MapType(IntEnum):
     ARENA = 33
 
 
+MAP_IN_MAP_TYPES = frozenset({MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS})
+RING_BUFFER_TYPES = frozenset({MapType.RINGBUF, MapType.USER_RINGBUF})
+
+
 class ProgType(IntEnum):
     """``enum bpf_prog_type``, all of it."""
 
@@ -383,6 +387,13 @@ class ObjectSpec(Record, hidden=("btf", "btf_ext", "layouts")):
             relocate_object(self, target)
         except ObjectError as exc:
             return exc.message
+        return None
+
+    def function(self, name: str) -> ProgramSpec | None:
+        """The function ``name``: a subprogram, else a program (what a call by that name reaches)."""
+        for fn in self.subprograms + self.programs:
+            if fn.name == name:
+                return fn
         return None
 
     def map(self, name: str) -> MapSpec | None:
