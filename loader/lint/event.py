@@ -3,7 +3,8 @@
 Order: the file (missing, not a file), the object (compile a ``.c``, read it: ObjectError), no
 program, section names evspec cannot read or record cannot attach, unknown tracepoints,
 kprobes/uprobes the system cannot create (no ``kprobe_events``/``uprobe_events``, missing uprobe
-target or function), the same probe created twice without ``force=yes``; then the object's CO-RE
+target or function), the same probe created twice without ``force=yes``; what record refuses of
+the object before its first system call (``libbpf_rules``, linking every program); then the object's CO-RE
 relocations and its externs (``externs.findings``), resolved against the system's kernel as verify
 resolves them, without a syscall; then the event's terms in order (event terms with the
 tracepoint term set, object terms with perf's map rules). Errors of the object itself are
@@ -23,9 +24,11 @@ from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.externs.findings import extern_findings
 from evspec.loader.lint.libbpf_differences import libbpf_differences
+from evspec.loader.lint.libbpf_rules import check_libbpf_rules
 from evspec.loader.lint.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event
 from evspec.loader.lint.terms.programs import check_prog_terms, perf_event_programs
 from evspec.loader.lint.terms.variables import check_var_terms
+from evspec.loader.object.link import link_every_program
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 from evspec.loader.sections.libbpf import LoadParams, load_params
 from evspec.loader.sections.names import (
@@ -358,7 +361,9 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
             perf_message="WARNING: event parser found nothing",
         )
     else:
-        _check_programs(check, spec)
+        programs = _check_programs(check, spec)
+        if not check.failed:
+            _check_libbpf_rules(check, spec, programs)
     core = _core_check(spec, env.core_target)
     if core is not None and not check.failed:  # (code, message, is_error, notes)
         check.diagnostics.append((error if core[2] else warning)(*core[:2], event.path_span, help=CORE_HELP,
@@ -399,18 +404,37 @@ def _load(check: _ObjectCheck) -> ObjectSpec | None:
     try:
         return check.env.load(event.path, event.is_source)
     except ObjectError as exc:
-        message = exc.message
-        if message.startswith(f"{event.path}:"):
-            message = f"'{event.path}':{message[len(event.path) + 1:]}"
-        check.fail(
-            exc.code,
-            message,
-            help=exc.help,
-            notes=(exc.detail,) if exc.detail else (),
-            perf_message=exc.perf_message,
-            perf_help=ADD_V_HELP if exc.perf_message else None,
-        )
+        _object_failed(check, exc)
         return None
+
+
+def _object_failed(check: _ObjectCheck, exc: ObjectError) -> None:
+    """An error of the object itself, on the path's span (its path quoted as the string writes it)."""
+    path = check.event.path
+    message = exc.message
+    if message.startswith(f"{path}:"):
+        message = f"'{path}':{message[len(path) + 1:]}"
+    check.fail(
+        exc.code,
+        message,
+        help=exc.help,
+        notes=(exc.detail,) if exc.detail else (),
+        perf_message=exc.perf_message,
+        perf_help=ADD_V_HELP if exc.perf_message else None,
+    )
+
+
+def _check_libbpf_rules(check: _ObjectCheck, spec: ObjectSpec, programs: list[_Program]) -> None:
+    """What ``record`` refuses of the object before its first system call: libbpf's rules (with
+    the probe programs that fetch arguments loaded after the object, as record loads them), then
+    the linking of every program."""
+    deferred = {p.program.name for p in programs
+                if isinstance(p.section.target, ProbeTarget) and p.section.target.args}
+    try:
+        check_libbpf_rules(spec, deferred)
+        link_every_program(spec)
+    except ObjectError as exc:
+        _object_failed(check, exc)
 
 
 def _core_check(spec: ObjectSpec, target: Callable[[], TargetBtf] | None,
@@ -451,8 +475,9 @@ def _section_note(program: ProgramSpec, span: Span | None = None) -> tuple[str, 
     return (note, " " * (len(head) + span.start) + "^" * max(len(span), 1))
 
 
-def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
-    """Section names, then tracepoints, kprobes, uprobes and duplicate probes (Decision 10)."""
+def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> list[_Program]:
+    """Section names, then tracepoints, kprobes, uprobes and duplicate probes (Decision 10); the
+    programs whose section names could be read."""
     programs: list[_Program] = []
     for program in spec.programs:
         section = _parse_program_section(check, program)
@@ -474,10 +499,10 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> None:
     for p in programs:
         if p.section.attach is AttachKind.UPROBE:
             _check_uprobe(check, p)
-    if check.failed:
-        return
-    _check_duplicate_probes(check, programs)
-    _record_created_events(check, programs)
+    if not check.failed:
+        _check_duplicate_probes(check, programs)
+        _record_created_events(check, programs)
+    return programs
 
 
 def _perf_probe_words(section: SectionSpec) -> dict[str, str | None]:

@@ -17,6 +17,7 @@ from evspec.codes import kernel as codes
 from evspec.span import Record, set_field
 
 _MAP_SECTIONS = (".maps", "maps")
+_EXTERN_KINDS = ("ksym", "kfunc")  # patched by externs.resolve.apply_externs, not by linking
 
 
 class LinkedProgram(Record):
@@ -153,3 +154,19 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
     )
     layout = tuple((part.name, base) for base, part in parts)
     return LinkedProgram(bytes(buf), line_info, layout)
+
+
+def link_every_program(spec: ObjectSpec) -> None:
+    """Link each program of ``spec`` as ``record`` would, with stand-in descriptors: ObjectError
+    where that fails. The relocations of ``__ksym`` externs and kfuncs, which ``externs.resolve``
+    patches (with the running kernel's ids) before anything is linked, are left out until then."""
+    if not spec.externs_applied:
+        spec = replace(spec, programs=tuple(map(_without_externs, spec.programs)),
+                       subprograms=tuple(map(_without_externs, spec.subprograms)))
+    stand_in = {m.name: 0 for m in spec.maps}
+    for prog in spec.programs:
+        link_program(prog, spec, stand_in)
+
+
+def _without_externs(fn: ProgramSpec) -> ProgramSpec:
+    return replace(fn, relocations=tuple(r for r in fn.relocations if r.kind not in _EXTERN_KINDS))
