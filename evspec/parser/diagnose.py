@@ -12,8 +12,8 @@ import re
 from evspec import lexicon
 from evspec.ast import Terms
 from evspec.diagnostics import Diagnostic, error
+from evspec.grammar.lalr import BLANKS, SyntaxStop, Tok
 from evspec.parser.builder import PARSER_ERROR, end_of, is_tok, trimmed
-from evspec.parser.driver import BLANKS, SyntaxStop, Tok
 from evspec.span import Record, Span, set_field
 
 _OPENERS = {"LBRACE", "NAMED_LBRACE", "LSQB"}

@@ -11,9 +11,9 @@ from functools import lru_cache
 
 from evspec.ast import Item
 from evspec.diagnostics import Diagnostic, error
+from evspec.grammar.lalr import BLANKS, LalrMachine, SyntaxStop
 from evspec.parser.builder import Fault
 from evspec.parser.diagnose import diagnose, trailing_comma
-from evspec.parser.driver import BLANKS, LalrMachine, SyntaxStop
 
 MAX_SYNTAX_ERRORS = 50
 

@@ -1,46 +1,23 @@
 """Section names parsed over the committed tables of ``grammar/section.lark``
-(``section_tables.json``, written by ``sections.tablegen``), without importing Lark.
+(``section_tables.json``, written by ``sections.tablegen``) by the grammars' one LALR runtime
+(``evspec.grammar.lalr``), without importing Lark.
 
-It is Lark's LALR parser as ``sections.names`` configured it — contextual lexer, parse trees with
-``propagate_positions``, no placeholders — run over the data Lark computed: in each parser state
-only that state's terminals are tried, in Lark's order, as one alternation (the first alternative
-that matches wins); a token whose whole text is one of the literals folded into its terminal takes
-the literal's type; rules build ``Tree`` nodes shaped as Lark shapes them (filtered children,
-inlined rules, ``?rule`` handing over a single child) and carrying the span of everything they
-were reduced from. Where a state's lexer fails, the root lexer names the token that stands there,
-as Lark's contextual lexer does. Errors are ``SectionSyntaxError``: an unexpected token, an
-unexpected character, or the unexpected end.
+It is Lark's LALR parser as ``sections.names`` configures it — contextual lexer, parse trees with
+``propagate_positions``, no placeholders — run over the data Lark computed: each state's own
+lexer, with Lark's folding of literals, and rules that build ``Tree`` nodes shaped as Lark shapes
+them (filtered children, inlined rules, ``?rule`` handing over a single child) and carrying the
+span of everything they were reduced from. Errors are ``SectionSyntaxError``: an unexpected token,
+an unexpected character, or the unexpected end.
 """
 
 from __future__ import annotations
 
-import os
-import re
 from functools import lru_cache
 
+from evspec.grammar.lalr import LalrMachine, SyntaxStop, Tok
+from evspec.grammar.tables import LalrTables, decode_json, read_tables_text
+
 TABLES_FILE = "section_tables.json"
-END = "$END"
-
-
-class Token(str):
-    """A token: its text (the ``str`` itself and ``value``), its terminal (``type``) and its span
-    ``[start_pos, end_pos)``, like Lark's ``Token``."""
-
-    type: str
-    value: str
-    start_pos: int
-    end_pos: int
-
-    def __new__(cls, type: str, value: str, start_pos: int, end_pos: int) -> Token:
-        token = str.__new__(cls, value)
-        token.type = type
-        token.value = value
-        token.start_pos = start_pos
-        token.end_pos = end_pos
-        return token
-
-    def __repr__(self) -> str:
-        return f"Token({self.type!r}, {self.value!r}, {self.start_pos})"
 
 
 class Meta:
@@ -61,11 +38,12 @@ class Meta:
 
 
 class Tree:
-    """A parse tree node: the rule (or alias) name, the kept children, the span."""
+    """A parse tree node: the rule (or alias) name, the kept children (trees and the runtime's
+    tokens), the span."""
 
     __slots__ = ("data", "children", "meta")
 
-    def __init__(self, data: str, children: list[Tree | Token]) -> None:
+    def __init__(self, data: str, children: list[Tree | Tok]) -> None:
         self.data = data
         self.children = children
         self.meta = Meta()
@@ -78,116 +56,53 @@ class SectionSyntaxError(Exception):
     """The text does not fit the grammar: ``token`` (an unexpected token), else an unexpected
     character at ``pos``, or (``at_end``) the text ended too early."""
 
-    def __init__(self, pos: int, token: Token | None = None, at_end: bool = False) -> None:
+    def __init__(self, pos: int, token: Tok | None = None, at_end: bool = False) -> None:
         super().__init__(f"syntax error at {pos}")
         self.pos = pos
         self.token = token
         self.at_end = at_end
 
 
-class _Lexer:
-    """One state's lexer: an alternation of its terminals and the literal folds."""
-
-    __slots__ = ("pattern", "folds")
-
-    def __init__(self, terminals: dict[str, str], names: list[str], folds: dict[str, list[str]]) -> None:
-        self.pattern = re.compile("|".join(f"(?P<{n}>{terminals[n]})" for n in names) or "(?!)")
-        self.folds = {kind: re.compile("|".join(f"(?P<{n}>{terminals[n]})" for n in literals))
-                      for kind, literals in folds.items()}
-
-    def token(self, text: str, pos: int) -> tuple[Token, str] | None:
-        """The token at ``pos`` and the terminal that matched it (before any folding)."""
-        m = self.pattern.match(text, pos)
-        if m is None:
-            return None
-        matched = kind = m.lastgroup
-        assert matched is not None and kind is not None
-        value = m.group()
-        fold = self.folds.get(kind)
-        if fold is not None:
-            whole = fold.fullmatch(value)
-            if whole is not None:
-                kind = whole.lastgroup or kind
-        return Token(kind, value, pos, m.end()), matched
-
-
-# (length, tree name, kept children as (index, inline), hand over a single child)
-_Rule = tuple[int, str, tuple[tuple[int, bool], ...], bool]
+# (tree name, kept children as (index, inline), hand over a single child)
+_Shape = tuple[str, tuple[tuple[int, bool], ...], bool]
 
 
 class SectionParser:
     """The parser over one set of tables (``load_parser`` for the committed ones)."""
 
     def __init__(self, data: dict[str, object]) -> None:
-        terminals = dict(data["terminals"])  # type: ignore[call-overload]
-        self._lexer_data: list[list[object]] = data["lexers"]  # type: ignore[assignment]
-        self._terminals: dict[str, str] = terminals
-        self._lexers: dict[int, _Lexer] = {}
-        self._ignore = frozenset(data["ignore"])  # type: ignore[call-overload]
-        self._rules: list[tuple[str, _Rule]] = [
-            (origin, (size, name, tuple((i, inline) for i, inline in kept), expand))
-            for origin, size, name, kept, expand in data["rules"]]  # type: ignore[attr-defined]
-        self._states: list[tuple[int, dict[str, int]]] = [(lexer, actions) for lexer, actions in data["states"]]  # type: ignore[attr-defined]
-        self._start: dict[str, int] = data["start"]  # type: ignore[assignment]
-        self._end: dict[str, int] = data["end"]  # type: ignore[assignment]
-
-    def _lexer(self, number: int) -> _Lexer:
-        lexer = self._lexers.get(number)
-        if lexer is None:
-            names, folds = self._lexer_data[number]
-            lexer = self._lexers[number] = _Lexer(self._terminals, names, folds)  # type: ignore[arg-type]
-        return lexer
-
-    def _next(self, text: str, pos: int, state: int) -> Token | None:
-        """The next token (None at the end) the lexer of ``state`` sees at ``pos``."""
-        lexer = self._lexer(self._states[state][0])
-        while pos < len(text):
-            found = lexer.token(text, pos)
-            if found is None:
-                there = self._lexer(0).token(text, pos)  # the root lexer: which token is there
-                raise SectionSyntaxError(pos, None if there is None else there[0])
-            token, matched = found
-            if matched not in self._ignore:  # Lark skips by the terminal that matched
-                return token
-            pos = token.end_pos
-        return None
+        if data["ignore"]:
+            raise ValueError(f"section tables: ignored terminals are not supported: {data['ignore']}")
+        states: list[tuple[int, dict[str, int]]] = data["states"]  # type: ignore[assignment]
+        tables = LalrTables({
+            "terminals": data["terminals"], "rules": [], "states": [actions for _, actions in states],
+            "start": data["start"], "end": data["end"],
+            "lexers": data["lexers"], "state_lexers": [lexer for lexer, _ in states],
+        })
+        rules = [(size, origin, _reducer((name, tuple((i, inline) for i, inline in kept), expand)))
+                 for origin, size, name, kept, expand in data["rules"]]  # type: ignore[attr-defined]
+        self._machine = LalrMachine(tables, rules=rules)
 
     def parse(self, text: str, start: str) -> Tree:
         """The tree of ``text`` read as ``start``; ``SectionSyntaxError`` where it does not fit."""
-        states, rules = self._states, self._rules
-        end_state = self._end[start]
-        stack = [self._start[start]]
-        values: list[Tree | Token] = []
-        pos = 0
-        while True:
-            token = self._next(text, pos, stack[-1])
-            kind = END if token is None else token.type
-            while True:
-                code = states[stack[-1]][1].get(kind)
-                if code is None:
-                    raise SectionSyntaxError(len(text) if token is None else token.start_pos, token, token is None)
-                if code >= 0:
-                    assert token is not None
-                    stack.append(code)
-                    values.append(token)
-                    pos = token.end_pos
-                    break
-                origin, rule = rules[~code]
-                size = rule[0]
-                children = values[len(values) - size:]
-                del values[len(values) - size:]
-                del stack[len(stack) - size:]
-                values.append(_reduce(rule, children))
-                stack.append(states[stack[-1]][1][origin])
-                if token is None and stack[-1] == end_state:
-                    node = values[-1]
-                    assert isinstance(node, Tree)
-                    return node
+        try:
+            tree = self._machine.parse(text, start)
+        except SyntaxStop as stop:
+            raise SectionSyntaxError(stop.pos, stop.token, stop.at_end) from None
+        assert isinstance(tree, Tree)
+        return tree
 
 
-def _reduce(rule: _Rule, children: list[Tree | Token]) -> Tree | Token:
-    _, name, kept, expand = rule
-    filtered: list[Tree | Token] = []
+def _reducer(shape: _Shape):  # type: ignore[no-untyped-def]
+    def reduce(children: list[Tree | Tok]) -> Tree | Tok:
+        return _reduce(shape, children)
+
+    return reduce
+
+
+def _reduce(shape: _Shape, children: list[Tree | Tok]) -> Tree | Tok:
+    name, kept, expand = shape
+    filtered: list[Tree | Tok] = []
     for i, inline in kept:
         child = children[i]
         if inline:
@@ -201,32 +116,20 @@ def _reduce(rule: _Rule, children: list[Tree | Token]) -> Tree | Token:
     return node
 
 
-def _place(meta: Meta, children: list[Tree | Token]) -> None:
+def _place(meta: Meta, children: list[Tree | Tok]) -> None:
     """Lark's ``propagate_positions`` over all the children a rule was reduced from."""
-    first = next((c for c in children if isinstance(c, Token) or not c.meta.empty), None)
+    first = next((c for c in children if isinstance(c, Tok) or not c.meta.empty), None)
     if first is None:
         return
-    last = next(c for c in reversed(children) if isinstance(c, Token) or not c.meta.empty)
-    start = first.start_pos if isinstance(first, Token) else first.meta.container_start_pos
-    end = last.end_pos if isinstance(last, Token) else last.meta.container_end_pos
+    last = next(c for c in reversed(children) if isinstance(c, Tok) or not c.meta.empty)
+    start = first.start_pos if isinstance(first, Tok) else first.meta.container_start_pos
+    end = last.end_pos if isinstance(last, Tok) else last.meta.container_end_pos
     if meta.start_pos is None:  # not a tree a ``?rule`` handed over, placed already
         meta.start_pos, meta.end_pos = start, end
     meta.container_start_pos, meta.container_end_pos = start, end
 
 
-def read_tables_text(name: str = TABLES_FILE) -> str:
-    """A data file of the ``evspec.grammar`` package, read through the package's loader
-    (``importlib.resources`` would cost some 20 ms of imports)."""
-    import evspec.grammar as package
-
-    loader = package.__spec__.loader
-    path = os.path.join(os.path.dirname(package.__file__), name)
-    return loader.get_data(path).decode("utf-8")  # type: ignore[no-any-return, union-attr]
-
-
 @lru_cache(maxsize=1)
 def load_parser() -> SectionParser:
     """The parser over the committed tables (read once)."""
-    import json
-
-    return SectionParser(json.loads(read_tables_text()))
+    return SectionParser(decode_json(read_tables_text(TABLES_FILE)))  # type: ignore[arg-type]

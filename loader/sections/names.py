@@ -34,8 +34,9 @@ import re
 from enum import Enum
 from functools import lru_cache
 
+from evspec.grammar.lalr import Tok
 from evspec.loader.object.spec import ProgType, replace
-from evspec.loader.sections.lalr import SectionSyntaxError, Token, Tree, load_parser
+from evspec.loader.sections.lalr import SectionSyntaxError, Tree, load_parser
 from evspec.loader.sections.libbpf import find_section_def
 
 from evspec.codes import bpfconfig as codes
@@ -881,7 +882,7 @@ def _parse_tree(main: str, start_rule: str, offset: int, code: str, what: str, p
         ) from None
 
 
-def _tok_span(tok: Token, offset: int) -> Span:
+def _tok_span(tok: Tok, offset: int) -> Span:
     assert tok.start_pos is not None and tok.end_pos is not None
     return Span(tok.start_pos + offset, tok.end_pos + offset)
 

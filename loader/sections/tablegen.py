@@ -1,5 +1,5 @@
 """Lark's parser for ``grammar/section.lark``, written out as data (``section_tables.json``) for
-``sections.lalr``, which parses section names without importing Lark.
+``sections.lalr``, which parses section names without importing Lark (over ``evspec.grammar.lalr``).
 
 What is dumped is what Lark itself runs for the grammar (LALR, contextual lexer,
 ``propagate_positions``, no placeholders): the parse table; for every parser state the terminals
@@ -19,7 +19,8 @@ rules and lexers numbered by first use), so the same grammar and Lark version gi
 Format (JSON object):
   ``grammar_sha256``  hash of the grammar text;
   ``start``/``end``   per start symbol, its first state and the state that accepts it;
-  ``ignore``          terminals the lexer skips;
+  ``ignore``          terminals the lexer skips: none (the runtime skips nothing; a grammar with
+                      ``%ignore`` is refused);
   ``terminals``       ``[name, regex]`` of every terminal;
   ``lexers``          ``[[terminal, ...], {terminal: [literal terminal, ...]}]``: the terminals tried
                       in order, and the literals a token of a terminal becomes when it matches one
@@ -36,7 +37,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-from evspec.parser.tablegen import canonical_automaton
+from evspec.grammar.tablegen import canonical_automaton
 
 STARTS = ("probe", "tracepoint", "libbpf")
 TABLES_FILE = "section_tables.json"
@@ -87,6 +88,9 @@ def build_tables(grammar: str, starts: Sequence[str] = STARTS) -> dict[str, Any]
     contextual = frontend.lexer
     if lark.options.lexer_callbacks or lark.options.keep_all_tokens:
         raise ValueError("section tables: lexer callbacks and keep_all_tokens are not supported")
+    if lark.lexer_conf.ignore:
+        raise ValueError(f"section tables: %ignore ({', '.join(sorted(lark.lexer_conf.ignore))}) is not "
+                         "supported: the LALR runtime skips nothing; write the blanks into the rules")
 
     lexers: list[Any] = [_lexer(contextual.root_lexer)]
     lexer_number: dict[str, int] = {}

@@ -1,4 +1,6 @@
-"""Lark's LALR(1) analysis of ``grammar/events.lark``, written out as data (``events_tables.json``).
+"""Lark's LALR(1) analysis of ``grammar/events.lark``, written out as data (``events_tables.json``),
+and the canonical numbering of a Lark parse table both grammars' generators use
+(``canonical_automaton``; the section grammar's is ``evspec.loader.sections.tablegen``).
 
 The grammar file stays the source of truth: Lark analyses it (LALR(1) tables for the contextual
 lexer) and this module serialises what the production parser needs, so that parsing an event

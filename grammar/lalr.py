@@ -1,24 +1,29 @@
-"""The LALR(1) driver: a contextual scanner and a shift/reduce loop over the committed tables.
+"""The LALR(1) runtime of the grammars: a contextual scanner and a shift/reduce loop over the
+committed tables, for event strings (``evspec.parser``) and section names
+(``evspec.loader.sections``) alike.
 
-This is Lark's LALR algorithm with its contextual lexer, run over the tables Lark computed for
-``events.lark`` (``evspec.parser.tables``) without Lark's per-token bookkeeping (line counting,
+This is Lark's LALR algorithm with its contextual lexer, run over the tables Lark computed for a
+grammar (``evspec.grammar.tables``) without Lark's per-token bookkeeping (line counting,
 parse-tree callbacks), which would cost more than the parsing itself. In each parser state only
 the terminals that state accepts are tried, in Lark's order of preference, as one precompiled
-alternation; the first alternative that matches wins, as in Lark. Rules are reduced by calling
-the builder's method of the same name with the rule's children, the way a Lark ``Transformer``
-sees a parse tree: rules named ``_x`` are inlined into their parent (a single child passes through
-unchanged) and tokens of terminals named ``_X`` are dropped.
+alternation; the first alternative that matches wins, as in Lark. Where the tables carry Lark's
+own per-state lexers, those are tried instead, and a match whose whole text is a literal Lark
+folded into its terminal takes the literal's type. Rules are reduced by calling the builder's
+method of the same name with the rule's children, the way a Lark ``Transformer`` sees a parse
+tree: rules named ``_x`` are inlined into their parent (a single child passes through unchanged)
+and tokens of terminals named ``_X`` are dropped; or by the reduce functions given per rule.
 """
 
 from __future__ import annotations
 
 import re
+import sys
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Sequence
 
-    from evspec.parser.tables import LalrTables
+    from evspec.grammar.tables import LalrTables
 
     Reduce = Callable[[list[object]], object]
 
@@ -63,9 +68,12 @@ class SyntaxStop(Exception):
 
 
 class LalrMachine:
-    """Parses with the grammar's LALR(1) tables, building values with ``builder``'s rule methods."""
+    """Parses with the grammar's LALR(1) tables, building values with ``builder``'s rule methods,
+    or with ``rules``: per rule of the tables, ``(number of symbols, origin, reduce)``, where
+    ``reduce`` takes every child the rule was reduced from."""
 
-    def __init__(self, tables: LalrTables, builder: object) -> None:
+    def __init__(self, tables: LalrTables, builder: object = None,
+                 rules: Sequence[tuple[int, str, Reduce]] | None = None) -> None:
         terminal_names = frozenset(name for name, _ in tables.terminals)
         compiled: dict[frozenset[str], re.Pattern[str]] = {}
 
@@ -77,22 +85,21 @@ class LalrMachine:
                 )
             return compiled[names]
 
-        # (number of symbols, origin, builder method or None to splice, children need flattening)
-        self._rules: list[tuple[int, str, Reduce | None, bool]] = []
-        for origin, symbols in tables.rules:
-            flatten = any(s.startswith("_") for s in symbols)
-            method: Reduce | None
-            if origin.startswith("_"):
-                unit = len(symbols) == 1 and not symbols[0].startswith("_")
-                method = _first if unit else None
-            else:
-                method = getattr(builder, origin)
-            self._rules.append((len(symbols), origin, method, flatten))
+        # (number of symbols, origin, reduce or None to splice, children need flattening)
+        self._rules: list[tuple[int, str, Reduce | None, bool]] = (
+            _builder_rules(tables, builder) if rules is None else [(n, o, r, False) for n, o, r in rules])
         self._actions = tables.states
-        self._scanners = _LazyScanners(
-            lambda state: scanner(frozenset(k for k in tables.states[state] if k in terminal_names))
-        )
-        self._any_terminal = lambda: scanner(terminal_names)
+
+        if tables.lexers is None:
+            self._scanners = _LazyScanners(
+                lambda state: scanner(frozenset(k for k in tables.states[state] if k in terminal_names))
+            )
+            self._any_terminal = lambda: scanner(terminal_names)
+        else:
+            lexers, state_lexers = _Lexers(tables), tables.state_lexers
+            assert state_lexers is not None
+            self._scanners = _LazyScanners(lambda state: lexers[state_lexers[state]])
+            self._any_terminal = lambda: lexers[0]  # the root lexer
         self._start = tables.start
         self._end = tables.end
 
@@ -153,6 +160,75 @@ class LalrMachine:
         m = self._any_terminal().match(text, pos)
         tok = None if m is None else Tok(m.lastgroup, m.group(), pos, m.end())  # type: ignore[arg-type]
         return SyntaxStop(pos, tok, values, _expected(self._actions[stack[-1]]))
+
+
+def _builder_rules(tables: LalrTables, builder: object) -> list[tuple[int, str, Reduce | None, bool]]:
+    """The rules reduced by ``builder``'s methods (see the module docstring)."""
+    rules: list[tuple[int, str, Reduce | None, bool]] = []
+    for origin, symbols in tables.rules:
+        flatten = any(s.startswith("_") for s in symbols)
+        method: Reduce | None
+        if origin.startswith("_"):
+            unit = len(symbols) == 1 and not symbols[0].startswith("_")
+            method = _first if unit else None
+        else:
+            method = getattr(builder, origin)
+        rules.append((len(symbols), origin, method, flatten))
+    return rules
+
+
+class _Folded:
+    """A match of a terminal whose whole text is a literal folded into it: the literal's type."""
+
+    __slots__ = ("_match", "lastgroup")
+
+    def __init__(self, match: re.Match[str], literal: str) -> None:
+        self._match = match
+        self.lastgroup = literal
+
+    def end(self) -> int:
+        return self._match.end()
+
+    def group(self) -> str:
+        return self._match.group()
+
+
+class _FoldingScanner:
+    """One of Lark's per-state lexers: its terminals tried in order, and the literals a match of
+    a terminal becomes when its whole text is one of them (Lark's ``_create_unless``)."""
+
+    __slots__ = ("_pattern", "_folds")
+
+    def __init__(self, pattern: re.Pattern[str], folds: dict[str, re.Pattern[str]]) -> None:
+        self._pattern = pattern
+        self._folds = folds
+
+    def match(self, text: str, pos: int = 0, endpos: int = sys.maxsize) -> re.Match[str] | _Folded | None:
+        m = self._pattern.match(text, pos, endpos)
+        if m is None:
+            return None
+        fold = self._folds.get(m.lastgroup)  # type: ignore[arg-type]
+        whole = None if fold is None else fold.fullmatch(m.group())
+        return m if whole is None else _Folded(m, whole.lastgroup)  # type: ignore[arg-type]
+
+
+class _Lexers(dict):  # type: ignore[type-arg]
+    """Lexer number -> its scanner, compiled on first use."""
+
+    def __init__(self, tables: LalrTables) -> None:
+        super().__init__()
+        self._regex = dict(tables.terminals)
+        self._lexers = tables.lexers or ()
+
+    def _alternation(self, names: Sequence[str]) -> re.Pattern[str]:
+        return re.compile("|".join(f"(?P<{n}>{self._regex[n]})" for n in names) or "(?!)")
+
+    def __missing__(self, number: int) -> re.Pattern[str] | _FoldingScanner:
+        names, folds = self._lexers[number]
+        pattern = self._alternation(names)
+        lexer = self[number] = (pattern if not folds else _FoldingScanner(
+            pattern, {kind: self._alternation(literals) for kind, literals in folds.items()}))
+        return lexer
 
 
 def _expected(actions: dict[str, int]) -> frozenset[str]:

@@ -1,7 +1,8 @@
-"""The committed LALR(1) tables of the event grammar, read from ``evspec.grammar/events_tables.json``.
+"""The committed LALR(1) tables of the grammars, read from the ``evspec.grammar`` package
+(``events_tables.json``; ``section_tables.json`` through ``evspec.loader.sections.lalr``).
 
-``evspec.parser.tablegen`` writes the file from Lark's analysis of ``events.lark`` (see there for
-the format); this module only reads it, so that parsing imports neither Lark nor the grammar
+``evspec.grammar.tablegen`` writes the events file from Lark's analysis of ``events.lark`` (see there
+for the format); this module only reads it, so that parsing imports neither Lark nor the grammar
 analysis. The file is read through the package's own loader (``get_data``, the resource call
 ``pkgutil.get_data`` makes), which works wherever ``evspec.grammar`` is imported from;
 ``importlib.resources`` would add some 20 ms of imports to every cold start. The JSON is decoded
@@ -15,13 +16,20 @@ import os
 
 TABLES_FILE = "events_tables.json"
 
+TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
+if TYPE_CHECKING:
+    Lexer = tuple[tuple[str, ...], dict[str, tuple[str, ...]]]  # terminals in order, literal folds
+
 
 class LalrTables:
     """The parser's view of the tables: terminals in the scanner's order of preference, rules as
     ``(origin, symbols)``, one action map per state, and the first and accepting state of each
-    start symbol."""
+    start symbol. ``lexers`` (optional, with ``state_lexers``: each state's lexer) are Lark's own
+    per-state lexers, for a grammar whose literals Lark folds into the patterns that also match
+    them: ``(terminals tried in order, {terminal: literal terminals a whole match may become})``,
+    lexer 0 the root lexer; without them a state's scanner tries the terminals its actions take."""
 
-    __slots__ = ("terminals", "rules", "states", "start", "end")
+    __slots__ = ("terminals", "rules", "states", "start", "end", "lexers", "state_lexers")
 
     def __init__(self, data: dict[str, object]) -> None:
         self.terminals: tuple[tuple[str, str], ...] = tuple(
@@ -33,6 +41,12 @@ class LalrTables:
         self.states: tuple[dict[str, int], ...] = tuple(data["states"])  # type: ignore[call-overload]
         self.start: dict[str, int] = dict(data["start"])  # type: ignore[call-overload]
         self.end: dict[str, int] = dict(data["end"])  # type: ignore[call-overload]
+        self.lexers: tuple[Lexer, ...] | None = None
+        self.state_lexers: tuple[int, ...] | None = None
+        if "lexers" in data:
+            self.lexers = tuple((tuple(names), {kind: tuple(literals) for kind, literals in folds.items()})
+                                for names, folds in data["lexers"])  # type: ignore[attr-defined]
+            self.state_lexers = tuple(data["state_lexers"])  # type: ignore[call-overload]
 
 
 def read_tables_text(name: str = TABLES_FILE) -> str:
