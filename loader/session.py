@@ -23,15 +23,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from evspec.loader.abi.perf import (
-    PERF_ATTR_SIZE_VER7,
-    AttrFlag,
-    PerfEventAttr,
-    PerfType,
-    RecordType,
-    SampleType,
-    SwConfig,
-)
+from evspec.loader.abi.perf import PerfEventAttr, RecordType
+from evspec.loader.abi.perf_bits import PERF_ATTR_SIZE_VER7, AttrFlag, PerfType, SampleType, SwConfig
 from evspec.loader.attach.attacher import (
     Attacher,
     AttachOptions,

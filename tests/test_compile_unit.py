@@ -380,6 +380,8 @@ def test_listing() -> None:
 
 
 def test_checking_imports_nothing_heavy() -> None:
+    """Semantic checks import no BPF side, no ctypes: of the loader, only the perf ABI's names
+    (``abi.perf_bits``, plain enums), which the compiler shares with the kernel layer."""
     import subprocess
     import sys
 
@@ -389,9 +391,21 @@ def test_checking_imports_nothing_heavy() -> None:
         "from evspec.compiler.resolve import check_semantics\n"
         "from evspec.system import load_system\n"
         "check_semantics(analyze('cycles,msr/tsc/').events, load_system('live'))\n"
-        "heavy = [m for m in sys.modules if m.split('.')[0] in ('elftools', 'pyroute2')\n"
-        "         or m.startswith(('evspec.loader', 'evspec.compiler.compile', 'evspec.compiler.listing'))]\n"
+        "data = ('evspec.loader', 'evspec.loader.abi', 'evspec.loader.abi.perf_bits')  # the ABI's names\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('elftools', 'pyroute2', 'ctypes')\n"
+        "         or (m.startswith('evspec.loader') and m not in data)\n"
+        "         or m.startswith(('evspec.compiler.compile', 'evspec.compiler.listing'))]\n"
         "print(heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/").stdout
     assert out.strip() == "[]"
+
+
+def test_branch_sample_bits_are_named_as_perf_prints_them() -> None:
+    """perf -vv names branch_sample_type bits by their UAPI names (PERF_SAMPLE_BRANCH_ANY_RETURN
+    prints ANY_RETURN); the term value any_ret sets that bit."""
+    from evspec.compiler import attr as A
+
+    assert A.flag_names(A.BRANCH_SAMPLE_TYPES["any_ret"] | A.BRANCH_SAMPLE_TYPES["u"], A.BRANCH_SAMPLE_BITS) == (
+        "USER|ANY_RETURN")
+    assert A.parse_flag_names("ANY_CALL|ANY_RETURN", A.BRANCH_SAMPLE_BITS) == 0x30

@@ -16,6 +16,7 @@ import pytest
 from evspec.loader import asm
 from evspec.loader.abi import bpf as b
 from evspec.loader.abi import perf as p
+from evspec.loader.abi import perf_bits as pb
 from evspec.loader.kernel import syscalls
 
 # struct -> (size, {field: offset}); from include/uapi/linux/bpf.h and perf_event.h (Linux 6.4).
@@ -272,11 +273,13 @@ CONSTANTS: dict[str, int] = {
     **{f"BPF_F_{f.name}": f.value for f in b.MapFlag},
     **{f"BPF_{f.name}": f.value for f in b.UpdateFlag},
     **{f"PERF_EVENT_IOC_{i.name}": i.value for i in p.Ioctl},
-    **{f"PERF_SAMPLE_{s.name}": s.value for s in p.SampleType},
+    **{f"PERF_SAMPLE_{s.name}": s.value for s in pb.SampleType},
     **{f"PERF_RECORD_{r.name}": r.value for r in p.RecordType},
-    **{f"PERF_TYPE_{t.name}": t.value for t in p.PerfType},
-    **{f"PERF_COUNT_SW_{c.name}": c.value for c in p.SwConfig},
-    **{f"PERF_ATTR_SIZE_VER{n}": getattr(p, f"PERF_ATTR_SIZE_VER{n}") for n in range(8)},
+    **{f"PERF_TYPE_{t.name}": t.value for t in pb.PerfType},
+    **{f"PERF_COUNT_SW_{c.name}": c.value for c in pb.SwConfig},
+    **{f"PERF_FORMAT_{f.name}": f.value for f in pb.ReadFormat if f is not pb.ReadFormat.LOST},
+    **{f"PERF_SAMPLE_BRANCH_{b.name}": b.value for b in pb.BranchSampleType},
+    **{f"PERF_ATTR_SIZE_VER{n}": getattr(pb, f"PERF_ATTR_SIZE_VER{n}") for n in range(8)},
     "BPF_PERF_EVENT": b.BPF_PERF_EVENT,
     "BPF_PSEUDO_MAP_FD": b.BPF_PSEUDO_MAP_FD,
     "BPF_PSEUDO_MAP_VALUE": b.BPF_PSEUDO_MAP_VALUE,
@@ -309,10 +312,10 @@ CONSTANTS: dict[str, int] = {
     "PERF_FLAG_PID_CGROUP": p.PERF_FLAG_PID_CGROUP,
     "PERF_FLAG_FD_CLOEXEC": p.PERF_FLAG_FD_CLOEXEC,
 }
-GATED_CONSTANTS = {"PERF_ATTR_SIZE_VER8": p.PERF_ATTR_SIZE_VER8}  # #ifdef'd: newer headers only
+GATED_CONSTANTS = {"PERF_ATTR_SIZE_VER8": pb.PERF_ATTR_SIZE_VER8}  # #ifdef'd: newer headers only
 # Enumerators of newer headers than some (no #ifdef for them): name -> (first Linux version, value).
 VERSIONED_CONSTANTS = {
-    "PERF_FORMAT_LOST": ((6, 0), p.PERF_FORMAT_LOST),
+    "PERF_FORMAT_LOST": ((6, 0), pb.ReadFormat.LOST),
     "BPF_FUNC_loop": ((5, 17), b.FUNC_LOOP),
 }
 
@@ -363,9 +366,9 @@ def test_bitfields_and_flag_helpers() -> None:
     assert bytes(insn) == bytes([0x18, 0x21, 0xFF, 0xFF, 0xFE, 0xFF, 0xFF, 0xFF])
     info = bytes(b.ProgInfo(gpl_compatible=1))
     assert info.index(1) == 84 and info.count(0) == len(info) - 1
-    assert p.precise_ip(3) == p.AttrFlag.PRECISE_IP_LOW | p.AttrFlag.PRECISE_IP_HIGH
+    assert pb.precise_ip(3) == pb.AttrFlag.PRECISE_IP_LOW | pb.AttrFlag.PRECISE_IP_HIGH
     with pytest.raises(ValueError):
-        p.precise_ip(4)
+        pb.precise_ip(4)
     assert p.Ioctl.ENABLE == 0x2400 and p.Ioctl.SET_BPF == 0x40042408 and p.Ioctl.ID == 0x80082407
 
 
@@ -422,7 +425,7 @@ def _c_program() -> str:
         out.append(f'#ifdef {name}\nV("{name}", {name});\n#endif')
     for name, ((major, minor), _) in VERSIONED_CONSTANTS.items():
         out.append(f'#if LINUX_VERSION_CODE >= KERNEL_VERSION({major}, {minor}, 0)\nV("{name}", {name});\n#endif')
-    for flag in p.AttrFlag:
+    for flag in pb.AttrFlag:
         assert flag.name is not None
         if flag.name.startswith("PRECISE_IP"):
             member, value = "precise_ip", 1 if flag.name.endswith("LOW") else 2
@@ -500,7 +503,7 @@ def test_constants_match_the_installed_header(uapi: dict[str, tuple[int, int]]) 
 
 
 def test_bitfields_match_the_installed_header(uapi: dict[str, tuple[int, int]]) -> None:
-    for flag in p.AttrFlag:
+    for flag in pb.AttrFlag:
         assert uapi[f"flag.{flag.name}"][0] == flag.value, flag.name
     assert uapi["insn.regs"][0] == bytes(b.BpfInsn(dst_reg=1, src_reg=2))[1]
     assert uapi["gpl_compatible"][0] == bytes(b.ProgInfo(gpl_compatible=1)).index(1)

@@ -11,7 +11,8 @@ import struct
 from pathlib import Path
 
 import pytest
-from evspec.loader.abi.perf import PERF_ATTR_SIZE_VER7, MmapPage, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.abi.perf import MmapPage, RecordType
+from evspec.loader.abi.perf_bits import PERF_ATTR_SIZE_VER7, PerfType, SampleType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
 from evspec.loader.output import perfdata as pd

@@ -193,10 +193,10 @@ def test_verify_of_a_perf_style_section_stays_light(root_kernel: None, tmp_path:
 
 def test_the_kernels_copy_of_perf_format_lost_is_the_abis() -> None:
     """``Kernel.PERF_FORMAT_LOST`` is written out so that verify does not import the perf ABI."""
-    from evspec.loader.abi.perf import PERF_FORMAT_LOST
+    from evspec.loader.abi.perf_bits import ReadFormat
     from evspec.loader.kernel import Kernel
 
-    assert Kernel.PERF_FORMAT_LOST == PERF_FORMAT_LOST
+    assert Kernel.PERF_FORMAT_LOST == ReadFormat.LOST
 
 
 @pytest.mark.parametrize("order", ["<", ">"])

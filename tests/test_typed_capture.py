@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
-from evspec.loader.abi.perf import PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.abi.perf import PerfEventAttr, RecordType
+from evspec.loader.abi.perf_bits import PerfType, SampleType, SwConfig
 from evspec.loader.btf.reader import Btf, BtfKind, find_record_type
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel

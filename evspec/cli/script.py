@@ -91,7 +91,7 @@ def _event_of(data: PerfData) -> tuple[int | None, dict[int, FileAttr]]:
 
 
 def _is_tracking(attr: FileAttr) -> bool:
-    from evspec.loader.abi.perf import PerfType, SwConfig
+    from evspec.loader.abi.perf_bits import PerfType, SwConfig
 
     parsed = attr.parsed()
     return parsed.type == PerfType.SOFTWARE and parsed.config == SwConfig.DUMMY
@@ -106,7 +106,7 @@ def tracepoint_formats(data: PerfData) -> dict[int, TracepointPrinter]:
     """The format of each tracepoint event of the file (by ``id()`` of its attr), parsed from
     the file's HEADER_TRACING_DATA, with its printer (kernel addresses named with this machine's
     symbols, as perf script names them); events whose format the file lacks print undecoded."""
-    from evspec.loader.abi.perf import PerfType
+    from evspec.loader.abi.perf_bits import PerfType
     from evspec.loader.output.printfmt import kernel_symbols
     from evspec.loader.output.tracefs_format import TracepointPrinter, parse_format
 
@@ -128,7 +128,7 @@ def typed_decoder(data: PerfData, attr: FileAttr) -> RecordDecoder | None:
     struct, union or typedef); a sample shorter than the type is decoded as far as it goes and
     says so (``TypedFields.short``), as live."""
     from evspec.codes import kernel as codes
-    from evspec.loader.abi.perf import SampleType
+    from evspec.loader.abi.perf_bits import SampleType
     from evspec.loader.btf.reader import RECORD_TYPE_KINDS, Btf, BtfError
     from evspec.loader.errors import ObjectError
     from evspec.loader.output.ringbuf_capture import is_ring_event, ring_event_type
@@ -176,7 +176,8 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
     ``totals`` (when given) counts them and collects the PERF_RECORD_LOST_SAMPLES records. The
     samples of a ring buffer map's event (``ringbuf_capture``) are its records, and those of an
     event that names their type are decoded (``typed_decoder``), as live."""
-    from evspec.loader.abi.perf import AttrFlag, RecordType
+    from evspec.loader.abi.perf import RecordType
+    from evspec.loader.abi.perf_bits import AttrFlag
     from evspec.loader.output.perfdata import SampleIdTrailer
     from evspec.loader.output.ringbuf import SampleLayout
     from evspec.loader.output.ringbuf_capture import is_ring_event

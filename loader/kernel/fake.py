@@ -18,7 +18,8 @@ from typing import Any
 
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.abi.perf import AttrFlag, Ioctl, PerfEventAttr
+from evspec.loader.abi.perf import Ioctl, PerfEventAttr
+from evspec.loader.abi.perf_bits import AttrFlag
 from evspec.loader.kernel.btf_objects import BtfInfo
 from evspec.loader.kernel.syscalls import (
     CAP_BPF,

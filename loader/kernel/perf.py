@@ -71,7 +71,7 @@ class BpfRingMapping(Record):
 
 
 class PerfOperations(KernelBase):
-    PERF_FORMAT_LOST = 1 << 4  # abi.perf.PERF_FORMAT_LOST, for callers that hold only the Kernel
+    PERF_FORMAT_LOST = 1 << 4  # abi.perf_bits.ReadFormat.LOST, for callers that hold only the Kernel
 
     def perf_event_open(
         self, attr: PerfEventAttr, *, pid: int = -1, cpu: int = -1, group_fd: int = -1, flags: int = 0
@@ -155,9 +155,10 @@ class PerfOperations(KernelBase):
         Linux 6.0; asks it once per call: a disabled dummy event is opened, read and closed)."""
         if self._reader() is None:
             return False
-        from evspec.loader.abi.perf import PERF_FORMAT_LOST, AttrFlag, PerfEventAttr, PerfType, SwConfig
+        from evspec.loader.abi.perf import PerfEventAttr
+        from evspec.loader.abi.perf_bits import AttrFlag, PerfType, ReadFormat, SwConfig
 
-        attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=PERF_FORMAT_LOST)
+        attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=ReadFormat.LOST)
         attr.size = ctypes.sizeof(PerfEventAttr)
         attr.flags = AttrFlag.DISABLED
         try:

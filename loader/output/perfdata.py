@@ -27,7 +27,8 @@ from enum import IntEnum
 from pathlib import Path
 from types import TracebackType
 
-from evspec.loader.abi.perf import PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.abi.perf import PerfEventAttr, RecordType
+from evspec.loader.abi.perf_bits import PerfType, SampleType, SwConfig
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import kernel as codes

@@ -34,15 +34,8 @@ import struct
 from collections.abc import Sequence
 from itertools import chain, groupby
 
-from evspec.loader.abi.perf import (
-    PERF_ATTR_SIZE_VER7,
-    AttrFlag,
-    PerfEventAttr,
-    PerfType,
-    RecordType,
-    SampleType,
-    SwConfig,
-)
+from evspec.loader.abi.perf import PerfEventAttr, RecordType
+from evspec.loader.abi.perf_bits import PERF_ATTR_SIZE_VER7, AttrFlag, PerfType, SampleType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.bpf_ringbuf import HEADER_SIZE, RecordRun, run_payloads
 from evspec.loader.output.typed_capture import RINGBUF_MAP_TYPE, config_type, type_config

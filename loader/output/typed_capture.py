@@ -32,7 +32,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from evspec.loader.abi.perf import PerfEventAttr, PerfType, SwConfig
+from evspec.loader.abi.perf import PerfEventAttr
+from evspec.loader.abi.perf_bits import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 
 from evspec.codes.kernel import PERF_DATA_WRITE
