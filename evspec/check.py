@@ -56,7 +56,7 @@ class CheckOptions(Record, frozen=False):
 
 def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None) -> list[CheckedSpec]:
     """Check each event string; strings of one command see the events defined before them."""
-    from evspec import parser, rules
+    from evspec import parser, references
     options = options or CheckOptions()
     results: list[CheckedSpec] = []
     defined: dict[int, list[str]] = {}
@@ -68,7 +68,7 @@ def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None
         if options.system is not None:
             diags.extend(_semantic(result.events, options, facts.setdefault(spec.command, _DefinedEvents())))
         for event in result.events.events():
-            earlier.extend(rules.event_reference_names(event, spec.text))
+            earlier.extend(references.event_reference_names(event, spec.text))
         diags.sort(key=lambda d: d.span.start)
         located = tuple(d.located(spec.text, spec.source) for d in diags)
         results.append(CheckedSpec(spec, result.events, located))

@@ -36,7 +36,7 @@ from evspec.loader.attach.attacher import (
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
-from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+from evspec.loader.lint.terms.bpf_stdout import plan_stdout
 from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
@@ -56,11 +56,34 @@ from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
 from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, RING_BUFFER, UNSAMPLED_EVENT, WORKLOAD
 from evspec.cpus import parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
-from evspec.rules import program_event_name
+from evspec.references import program_event_name
 from evspec.system.model import System
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from evspec.loader.object.map_dump import MapDump
+
+    class CompiledRecording(Protocol):
+        """What ``prepare`` reads of the front end's compiled recording
+        (``evspec.compiler.recording.RecordingPlan``; the loader imports no compiler)."""
+
+        @property
+        def plan(self) -> _CompiledPlan: ...
+        @property
+        def stdout_events(self) -> Sequence[object]: ...
+
+    class _CompiledPlan(Protocol):
+        @property
+        def events(self) -> Sequence[object]: ...
+        @property
+        def bpf(self) -> Sequence[_BpfReference]: ...
+
+    class _BpfReference(Protocol):
+        @property
+        def spec_index(self) -> int: ...
+        @property
+        def event(self) -> BpfEvent: ...
 
 CODE_WORKLOAD = WORKLOAD
 CODE_OBJECT = OBJECT
@@ -402,15 +425,14 @@ class RecordSession:
     # ------------------------------------------------------------------ setup
 
     def prepare(
-        self, lists: Sequence[EventList], system: System | None, cwd: Path, workload: Workload | None
+        self, lists: Sequence[EventList], compiled: CompiledRecording, system: System | None, cwd: Path,
+        workload: Workload | None,
     ) -> None:
-        """Compile, load, open, attach and apply; on failure everything made so far is closed."""
-        from evspec.compiler import compile_events
-        from evspec.parser import parse
-
+        """Load, open, attach and apply what ``compiled`` (the events of ``lists``, compiled by
+        ``evspec.compiler.recording``) plans; on failure everything made so far is closed."""
         try:
             self._sweep_dead_runs()
-            plan = compile_events(lists, system, "record")
+            plan = compiled.plan
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
             self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=os.getpid()))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
@@ -436,7 +458,7 @@ class RecordSession:
                 self._record_types.append(record_types(ref.event, spec))
             if system is not None and hasattr(system, "notes"):
                 self.notes.extend(system.notes)
-            auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
+            auto = compiled.stdout_events if stdout.create_event else ()
             target = Target.of(self.options, workload.pid if workload else None)
             self._lost_readable = self.kernel.lost_count_readable()
             _refuse_unsampled(plan.events, self._fed_to_programs())

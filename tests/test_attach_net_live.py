@@ -29,6 +29,8 @@ from evspec.loader.attach.net import STATE_ROOT
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.script import SampleLine
 
+from evspec.compiler.recording import recording_plan
+
 DATA = Path(__file__).parent / "data" / "net"
 PORT = 31337
 HEADERS = 14 + 20 + 8  # Ethernet, IPv4, UDP
@@ -145,7 +147,8 @@ def record(source: Path, *, dev: str | None, traffic: object, expect: int) -> tu
     samples: list[SampleLine] = []
     session = RecordSession(options=RecordOptions(system_wide=True, dev=dev))
     try:
-        session.prepare([parse(str(source))], load_system("live"), source.parent, None)
+        lists, system = [parse(str(source))], load_system("live")
+        session.prepare(lists, recording_plan(lists, system), system, source.parent, None)
         session.start()
         traffic()  # type: ignore[operator]
         for _ in range(100):

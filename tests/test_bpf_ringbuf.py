@@ -20,6 +20,8 @@ from evspec.loader.kernel import BpfRingMapping, KernelError
 from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader
 from record_cli import run_record as _record
 
+from evspec.compiler.recording import recording_plan
+
 PAGE = 4096
 
 
@@ -370,7 +372,8 @@ def test_every_record_written_is_read_and_the_overflow_is_counted(
     session = RecordSession()
     read = 0
     try:
-        session.prepare([parse(f"./{obj}")], load_system("live"), built, workload)
+        lists, system = [parse(f"./{obj}")], load_system("live")
+        session.prepare(lists, recording_plan(lists, system), system, built, workload)
         session.start()
         workload.start()
 

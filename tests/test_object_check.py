@@ -503,7 +503,7 @@ def _event_kinds_ok(events: tuple[Event, ...]) -> bool:
     )
 
 
-def _run_full(analyze: Callable, rules: object, text: str, env: ObjectEnvironment) -> tuple[list, list[Diagnostic]]:
+def _run_full(analyze: Callable, references: object, text: str, env: ObjectEnvironment) -> tuple[list, list[Diagnostic]]:
     result = analyze(text)
     events = result.events.events()
     defined: dict[str, EventFacts] = {}
@@ -515,7 +515,7 @@ def _run_full(analyze: Callable, rules: object, text: str, env: ObjectEnvironmen
             for name, facts in created.items():
                 defined.setdefault(name, facts)
             continue
-        for name in rules.event_reference_names(ev, text):  # type: ignore[attr-defined]
+        for name in references.event_reference_names(ev, text):  # type: ignore[attr-defined]
             defined.setdefault(name, facts_for_event(ev))
     return list(events), found
 
@@ -526,14 +526,14 @@ def test_full_corpus_rows_with_bpf_objects(corpus: list, bpf_fixtures: Path, tra
     a syntax error that leaves no BPF event, say — are out of scope), or the row is FULL-ok and
     holds only BPF events and software (bpf-output) events. For these, the first error of the BPF
     checks (object, sections, probes, terms) must have the FULL span and perf's message."""
-    from evspec import parser, rules
+    from evspec import parser, references
     env = ObjectEnvironment.from_tracefs(bpf_fixtures, tracefs)
     covered: list[int] = []
     failures: list[str] = []
     for row in corpus:
         if not any(s in row.string for s in (".o", ".c", ".obj")):
             continue
-        events, found = _run_full(parser.analyze, rules, row.string, env)
+        events, found = _run_full(parser.analyze, references, row.string, env)
         bpf = [e for e in events if isinstance(e, BpfEvent)]
         if not bpf:
             continue  # the object never became an event (syntax error, no BPF suffix)

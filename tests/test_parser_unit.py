@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from evspec import rules
+from evspec import references, rules
 from evspec.ast import (
     AliasEvent,
     AllIndices,
@@ -400,11 +400,11 @@ def test_event_reference_names() -> None:
     text = "bpf-output/no-inherit,name=evt,name=x/,cycles:u,./a.o,cpu-clock/period=1/"
     events = parse(text).events()
     # the name map: terms use first; then the bare name only prog: terms fall back to
-    assert [rules.event_reference_names(e, text) for e in events] == [
+    assert [references.event_reference_names(e, text) for e in events] == [
         ("evt", "\0bpf-output"), ("cycles:u", "\0cycles"), (), ("cpu-clock/period=1/", "\0cpu-clock")
     ]
-    assert rules.event_reference_names(events[1], "") == ("cycles:u", "\0cycles")
-    assert rules.event_reference_names(parse("cycles").events()[0], "cycles") == ("cycles",)
+    assert references.event_reference_names(events[1], "") == ("cycles:u", "\0cycles")
+    assert references.event_reference_names(parse("cycles").events()[0], "cycles") == ("cycles",)
 
 
 def test_check_accepts_names_of_earlier_strings() -> None:

@@ -26,6 +26,7 @@ from evspec.loader.attach.probe_events import Owner
 from evspec.loader.object.elf_symbols import read_elf_symbols, uprobe_sites
 
 from evspec.cli.record import add_record_parser, record_main
+from evspec.compiler.recording import recording_plan
 
 DATA = Path(__file__).parent / "data" / "probes"
 UPROBE_EVENTS = Path("/sys/kernel/tracing/uprobe_events")
@@ -219,7 +220,8 @@ def _session(workdir: Path, source: str, argv: list[str], options: object = None
     workload = Workload(argv)
     session = RecordSession(options=options)  # type: ignore[arg-type]
     try:
-        session.prepare([parse(source)], load_system("live"), workdir, workload)
+        lists, system = [parse(source)], load_system("live")
+        session.prepare(lists, recording_plan(lists, system), system, workdir, workload)
     except BaseException:
         session.close()
         workload.close()

@@ -50,6 +50,7 @@ from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, OpenedEvent
 from record_cli import run_record, run_script
 
 from evspec.cli.script import name_width, script_lines
+from evspec.compiler.recording import recording_plan
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))
 TRACKING_ID, OUTPUT_ID, PLAIN_ID = 1, 7, 8
@@ -363,7 +364,7 @@ def test_the_kernel_opens_the_events_as_their_strings_say_and_the_file_names_the
     workload = Workload([str(built / WORKLOAD), "1"])
     try:
         with RecordSession() as session:
-            session.prepare(lists, system, built, workload)  # type: ignore[arg-type]
+            session.prepare(lists, recording_plan(lists, system), system, built, workload)  # type: ignore[arg-type]
             opened = {ev.name: bytes(ev.attr) for ev in session.events}
             files = {a.name: a for a in session.file_attrs()}
             btfs = session.file_btfs()

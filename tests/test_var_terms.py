@@ -17,6 +17,7 @@ from golden_files import check_golden
 from record_cli import run_record as _record
 
 from evspec.check import CheckOptions, check_specs
+from evspec.compiler.recording import recording_plan
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.parser import parse
@@ -163,7 +164,7 @@ def test_rodata_stays_frozen_after_the_write(built: Path, root_kernel: None) -> 
     workload = Workload([str(built / "varswork"), "1"])
     try:
         with RecordSession() as session:
-            session.prepare(lists, system, built, workload)  # type: ignore[arg-type]
+            session.prepare(lists, recording_plan(lists, system), system, built, workload)  # type: ignore[arg-type]
             live = session.objects[0].live
             rodata = live.map("vars.rodata")
             value = session.kernel.lookup(rodata.fd, bytes(4), rodata.spec.value_size)

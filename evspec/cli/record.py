@@ -127,6 +127,7 @@ def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bo
 
 
 def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    from evspec.compiler.recording import recording_plan
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
@@ -186,7 +187,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 workload = Workload(command)
                 forward.append(workload.pid)
             try:
-                session.prepare(lists, system, Path.cwd(), workload)  # type: ignore[arg-type]
+                session.prepare(lists, recording_plan(lists, system), system, Path.cwd(), workload)  # type: ignore[arg-type]
             finally:
                 for warning in session.warnings:
                     err.write(f"evspec record: warning: {warning}\n")

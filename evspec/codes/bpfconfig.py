@@ -48,6 +48,18 @@ NO_BTF_FOR_TYPE = "EB153"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
+BPF_MAP_HINT = (
+    "Hint:\tValid config terms:\n"
+    "     \tmap:[<arraymap>].value<indices>=[value]\n"
+    "     \tmap:[<eventmap>].event<indices>=[event]\n"
+    "\n"
+    "     \twhere <indices> is something like [0,3...5] or [all]\n"
+    "     \t(add -v to see detail)"
+)
+"""The help perf 6.1 prints under every BPF map-configuration error (attach it as ``perf_help``;
+the loader's map-term checks do, and ``render.perf`` prints it)."""
+
+
 # the object check (loader/lint/event.py; spans: the object's path)
 OBJECT_NOT_FOUND = "EB140"
 OBJECT_NOT_A_FILE = "EB141"

@@ -63,7 +63,7 @@ def analyze(text: str, earlier_names: Sequence[str] = ()) -> ParseResult:
     """Syntax and system-independent rules; every bad item gets its own diagnostic.
 
     ``earlier_names`` are the names of events defined by earlier event strings of the same command
-    (see ``rules.event_reference_names``), for ``map:NAME.event=`` references.
+    (see ``references.event_reference_names``), for ``map:NAME.event=`` references.
     """
     try:
         items: tuple[Item, ...] = machine().parse(text, "events")  # type: ignore[assignment]

@@ -48,6 +48,7 @@ from evspec.ast import BpfEvent, EventList, Term, TermKind
 from evspec.codes import bpf as codes_bpf
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, note, warning
+from evspec.references import event_reference_names
 from evspec.span import Span
 
 if TYPE_CHECKING:
@@ -332,7 +333,6 @@ def check_bpf_events(
     is extended with every event of ``events`` under the names a later ``map:…event=`` may use.
     ``clang_opts`` go to clang when a BPF source is compiled.
     """
-    from evspec import rules
     env = environment_from_system(system, cwd, clang_opts)
     out: list[Diagnostic] = []
     for event in events.events():
@@ -343,7 +343,7 @@ def check_bpf_events(
                 defined_facts.setdefault(name, facts)
             continue
         facts = facts_for_event(event)
-        for name in rules.event_reference_names(event, events.source):
+        for name in event_reference_names(event, events.source):
             defined_facts.setdefault(name, facts)
     return out
 

@@ -37,8 +37,8 @@ from evspec.ast import (
     Word,
 )
 from evspec.codes import bpfconfig as codes
+from evspec.codes.bpfconfig import BPF_MAP_HINT  # perf's hint block for every map-configuration error
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
-from evspec.render.perf import BPF_MAP_HINT  # perf's hint block for every map-configuration error
 from evspec.span import Span
 
 # perf's words for a map:NAME.event= it will not apply (checked offline here, again in apply)

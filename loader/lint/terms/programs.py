@@ -16,7 +16,7 @@ from evspec.loader.sections.names import AttachKind, parse_section
 from evspec.ast import BpfEvent, Word
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error
-from evspec.rules import program_event_reference
+from evspec.references import program_event_reference
 
 _NOT_SAMPLING = (EventKind.TRACEPOINT, EventKind.BREAKPOINT, EventKind.BPF, EventKind.TOOL)
 
