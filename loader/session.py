@@ -25,14 +25,8 @@ from typing import TYPE_CHECKING
 
 from evspec.loader.abi.perf import PerfEventAttr, RecordType
 from evspec.loader.abi.perf_bits import PERF_ATTR_SIZE_VER7, AttrFlag, PerfType, SampleType, SwConfig
-from evspec.loader.attach.attacher import (
-    Attacher,
-    AttachOptions,
-    ProbeEvent,
-    ProgramAttach,
-    attach_program,
-    program_types,
-)
+from evspec.loader.attach.attacher import Attacher, attach_program, program_types
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping

@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from evspec.loader.attach.attacher import KIND_ATTACHERS, Attacher, AttachOptions, ProgramAttach
+from evspec.loader.attach.attacher import KIND_ATTACHERS, Attacher
+from evspec.loader.attach.attachment import AttachOptions, ProgramAttach
 from evspec.loader.attach.net import (
     TC_H_EGRESS_HOOK,
     TC_H_INGRESS_HOOK,

@@ -236,7 +236,8 @@ def test_somebody_elses_xdp_program_is_refused_then_forced_away(sources: Path, v
 
 KILLED_RUN = """
 import sys, time
-from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
+from evspec.loader.attach.attacher import Attacher, program_types
+from evspec.loader.attach.attachment import AttachOptions
 from evspec.loader.object.clang import compile_source
 from evspec.loader.kernel import Kernel
 from evspec.loader.load.live import load_object

@@ -24,7 +24,8 @@ import pytest
 from bpf_build import build_bpf, require_tools
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
+from evspec.loader.attach.attacher import Attacher, program_types
+from evspec.loader.attach.attachment import AttachOptions
 from evspec.loader.btf import target as target_btf
 from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.btf.target import TargetBtf

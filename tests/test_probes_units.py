@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.abi.perf_bits import PerfType
-from evspec.loader.attach.attacher import AttachOptions, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProgramAttach
 from evspec.loader.attach.probe_events import (
     Owner,
     ProbeKind,

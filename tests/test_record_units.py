@@ -211,7 +211,7 @@ class _RecordingKind:
         self.notes = ["1 program served 2 probe points"]
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: object) -> object:
-        from evspec.loader.attach.attacher import ProbeEvent, ProgramAttach
+        from evspec.loader.attach.attachment import ProbeEvent, ProgramAttach
         from evspec.loader.sections.names import AttachKind
 
         self.calls.append(f"plan {prog.name}")
@@ -231,6 +231,7 @@ class _RecordingKind:
 
 def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatch) -> None:
     from evspec.loader.attach import attacher as attach
+    from evspec.loader.attach.attachment import AttachOptions
     from evspec.loader.kernel import Kernel
     from evspec.loader.kernel.fake import FakeKernel
     from evspec.loader.sections.names import AttachKind
@@ -243,7 +244,7 @@ def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.XDP, factory)
     spec = _obj("n.o", programs=(_prog("a", "xdp"), _prog("b", "xdp"), _prog("t", "raw_syscalls:sys_enter")))
-    attacher = attach.Attacher(Kernel(FakeKernel()), attach.AttachOptions(lambda s, e: 5, dev="veth0"))
+    attacher = attach.Attacher(Kernel(FakeKernel()), AttachOptions(lambda s, e: 5, dev="veth0"))
     plan = attacher.plan(spec)
     assert len(made) == 1 and made[0].options.dev == "veth0"  # type: ignore[attr-defined]
     assert [p.deferred for p in plan] == [True, True, False]

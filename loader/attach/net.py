@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.attach.probe_events import process_start
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError

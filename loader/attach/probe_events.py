@@ -37,7 +37,7 @@ from pathlib import Path
 from typing import Protocol
 
 from evspec.loader.abi.perf_bits import PerfType
-from evspec.loader.attach.attacher import ProbeEvent
+from evspec.loader.attach.attachment import ProbeEvent
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import KernelError
 

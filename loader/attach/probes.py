@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.attach.probe_events import (
     DEFAULT_SYSFS_PMUS,
     DEFAULT_TRACEFS,

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError

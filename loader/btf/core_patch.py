@@ -162,6 +162,25 @@ def _relocated(fn: ProgramSpec, resolver: CoreResolver) -> tuple[ProgramSpec, li
     return replace(fn, insns=insns, core_relocations=applied), findings
 
 
+def unloadable_reason(spec: ObjectSpec, target: TargetBtf | None = None) -> str | None:
+    """Why evspec cannot load ``spec`` correctly against the ``target`` BTF (None: it can). CO-RE
+    relocations that are not applied yet need a target to resolve against; one that cannot be
+    resolved at all (ambiguous, malformed, an unknown kind) makes the object unloadable. Poisoned
+    relocations do not: the verifier refuses them only if reached."""
+    pending = [(p, r) for p, r in spec.core_relocations() if not r.applied]
+    if not pending:
+        return None
+    if target is None:
+        prog, first = pending[0]
+        return (f"{spec.path}: {len(pending)} CO-RE relocation(s) and no target BTF to resolve them "
+                f"against (the first: program '{prog.name}', {first.describe()})")
+    try:
+        relocate_object(spec, target)
+    except ObjectError as exc:
+        return exc.message
+    return None
+
+
 def relocate_object(spec: ObjectSpec, target: TargetBtf) -> tuple[ObjectSpec, list[CoreFinding]]:
     """``spec`` with the CO-RE relocations of every function (programs and subprograms) applied
     against ``target``, and the poisoned ones; ``ObjectError`` (EB015) if one cannot be applied."""

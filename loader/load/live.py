@@ -30,7 +30,13 @@ from types import TracebackType
 
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.btf.core_patch import CORE_HELP, POISON_HELPER, load_target, relocate_object
+from evspec.loader.btf.core_patch import (
+    CORE_HELP,
+    POISON_HELPER,
+    load_target,
+    relocate_object,
+    unloadable_reason,
+)
 from evspec.loader.btf.fixup import (
     BtfFeatures,
     BtfFixupError,
@@ -714,7 +720,7 @@ def load_object(
         )
     if any(not r.applied for _, r in spec.core_relocations()):  # against target_btf, else this kernel's
         spec, _ = relocate_object(spec, load_target(target_btf))  # poisoned ones stay listed in the spec
-    reason = spec.unloadable_reason()
+    reason = unloadable_reason(spec)
     if reason is not None:
         raise ObjectError(bpf_codes.UNSUPPORTED, reason, help=CORE_HELP)
     check_libbpf_rules(spec, deferred)

@@ -14,8 +14,6 @@ TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    from evspec.loader.btf.target import TargetBtf
-
     R = TypeVar("R", bound=Record)
 
 
@@ -367,27 +365,6 @@ class ObjectSpec(Record, hidden=("btf", "btf_ext", "layouts")):
     def core_relocations(self) -> tuple[tuple[ProgramSpec, CoreRelocation], ...]:
         """Every CO-RE relocation of the object's functions (programs and subprograms)."""
         return tuple((p, r) for p in (*self.programs, *self.subprograms) for r in p.core_relocations)
-
-    def unloadable_reason(self, target: TargetBtf | None = None) -> str | None:
-        """Why evspec cannot load this object correctly against the ``target`` BTF (None: it
-        can). CO-RE relocations that are not applied yet need a target to resolve against; one
-        that cannot be resolved at all (ambiguous, malformed, an unknown kind) makes the object
-        unloadable. Poisoned relocations do not: the verifier refuses them only if reached."""
-        pending = [(p, r) for p, r in self.core_relocations() if not r.applied]
-        if not pending:
-            return None
-        if target is None:
-            prog, first = pending[0]
-            return (f"{self.path}: {len(pending)} CO-RE relocation(s) and no target BTF to resolve them "
-                    f"against (the first: program '{prog.name}', {first.describe()})")
-        from evspec.loader.btf.core_patch import relocate_object
-        from evspec.loader.errors import ObjectError
-
-        try:
-            relocate_object(self, target)
-        except ObjectError as exc:
-            return exc.message
-        return None
 
     def function(self, name: str) -> ProgramSpec | None:
         """The function ``name``: a subprogram, else a program (what a call by that name reaches)."""
