@@ -18,7 +18,7 @@ import ast
 import re
 from collections import Counter
 from collections.abc import Iterator
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 import evspec.grammar
@@ -30,7 +30,7 @@ EVSPEC = Path(evspec.__file__).parent
 LOADER = Path(loader.__file__).parent
 GRAMMAR = Path(evspec.grammar.__file__).parent
 ROOTS = ((LOADER, "evspec.loader"), (GRAMMAR, "evspec.grammar"), (EVSPEC, "evspec"))
-KERNEL_SIDE = tuple(f"evspec.loader.{p}" for p in ("kernel", "load", "attach", "output", "session"))
+KERNEL_SIDE = tuple(f"evspec.loader.{p}" for p in ("kernel", "load", "attach", "output", "session", "verify"))
 NO_SYSCALL_SIDE = tuple(f"evspec.loader.{p}" for p in ("abi", "asm", "object", "btf", "sections", "externs",
                                                         "lint", "user_cache"))
 # what the loader may not call up into: the stages above it and the command line
@@ -58,7 +58,7 @@ def _modules() -> dict[str, Path]:
     return {_module_name(p): p for p in sorted(files)}
 
 
-@lru_cache(maxsize=None)
+@cache
 def _tree(path: Path) -> ast.Module:
     return ast.parse(path.read_text(encoding="utf-8"))
 

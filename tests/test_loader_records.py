@@ -24,10 +24,11 @@ from evspec.loader.object import elf, link, map_attrs, reader, spec
 from evspec.loader.object.spec import replace
 from evspec.loader.sections import libbpf as libbpf_sections
 from evspec.loader.sections import names as section
+from evspec.loader.verify import objects as verify_objects
+from evspec.loader.verify import results as verify_results
 from record_twins import assert_like_twin, body
 
 from evspec import codes
-from evspec.cli import verify
 from evspec.span import Record
 
 NO_MODULE = "<no-module>"  # ExternSources.modules's default: a function that gives none
@@ -93,16 +94,16 @@ FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
     (live.LiveMap, True, ["spec", "fd", "with_btf", "pinned=None", "reused=False"]),
     (live.LiveProgram, True, ["spec", "fd", "prog_type", "insns"]),
     (map_attrs.MapAttributes, True, ["max_entries", "flags"]),
-    (verify.ProgramResult, False, ["object", "name", "section", "loaded=False", "insns=0", "xlated=None",
+    (verify_results.ProgramResult, False, ["object", "name", "section", "loaded=False", "insns=0", "xlated=None",
                                    "verifier=None", "error=None", "errno=None", "relocations=0", "poisoned=[]",
                                    "attach_target=None"]),
-    (verify.MapResult, False, ["object", "name", "type", "created=False", "error=None"]),
-    (verify.ObjectResult, False, ["path", "error=None", "programs=[]", "maps=[]", "notes=[]"]),
-    (verify.ProgramLoad, True, ["prog_type", "expected_attach_type=0", "attach_btf_id=0", "prog_flags=0"]),
+    (verify_results.MapResult, False, ["object", "name", "type", "created=False", "error=None"]),
+    (verify_results.ObjectResult, False, ["path", "error=None", "programs=[]", "maps=[]", "notes=[]"]),
+    (verify_objects.ProgramLoad, True, ["prog_type", "expected_attach_type=0", "attach_btf_id=0", "prog_flags=0"]),
     (codes.CodeInfo, True, ["code", "title", "explanation", "example=''", "fix=''"]),
 ]
 MODULES = (spec, section, libbpf_sections, elf, externs, kconfig, btf_fixup, reader, maps, perf, programs, syscalls,
-           kernel_verifier, live, link, map_attrs, verify, codes)
+           kernel_verifier, live, link, map_attrs, verify_objects, verify_results, codes)
 MISSING = dataclasses.MISSING
 
 

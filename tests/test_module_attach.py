@@ -37,10 +37,11 @@ from evspec.loader.load.live import load_object
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, replace
 from evspec.loader.sections.libbpf import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params
+from evspec.loader.verify.objects import KernelBtf, verify_object
 from split_btf import btf_section, split_btf
 
 from evspec.ast import BpfEvent
-from evspec.cli.verify import KernelBtf, _render_text, verify_object
+from evspec.cli.verify import _render_text
 from evspec.span import Span
 from evspec.system.model import ExternFacts
 from evspec.system.snapshot import SNAPSHOT_VERSION, SnapshotSystem, encode_btf, encode_extern_facts
