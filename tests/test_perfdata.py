@@ -17,10 +17,11 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
 from evspec.loader.output import perfdata as pd
 from evspec.loader.output.capture import Capture, comm_record, count_records, count_span
+from evspec.loader.output.replay import script_lines
 from evspec.loader.output.ringbuf import LostCount, PerfRing
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
-from evspec.cli.script import add_script_parser, script_lines, script_main
+from evspec.cli.script import add_script_parser, script_main
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 4, 2, ("evspec", "record", "-o", "x"))
 PAGE = 4096

@@ -35,6 +35,7 @@ from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.object.reader import read_object
 from evspec.loader.output import perfdata as pd
 from evspec.loader.output.capture import Capture, comm_record
+from evspec.loader.output.replay import name_width, script_lines
 from evspec.loader.output.ringbuf_capture import is_ring_event, ring_event_attr
 from evspec.loader.output.script import JsonRenderer, SampleLine, TextRenderer, hexdump_text
 from evspec.loader.output.typed import RecordDecoder
@@ -49,7 +50,6 @@ from evspec.loader.output.typed_capture import (
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, OpenedEvent, RecordSession, perf_attr
 from record_cli import run_record, run_script
 
-from evspec.cli.script import name_width, script_lines
 from evspec.compiler.recording import recording_plan
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))

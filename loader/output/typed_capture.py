@@ -15,7 +15,7 @@ The ids of HEADER_BPF_BTF are the file's own: a BPF object's is its place in loa
 the section holds the BTF of every object with a typed map, once, whatever kinds of maps it types
 (perf writes the kernel's BTF ids there, keeps the objects by id and prints samples without them).
 The type id is TYPE's own, a typedef staying one, as ``RecordDecoder.type_id`` says.
-``evspec script`` (``cli.script.typed_decoder``) decodes the samples with a ``RecordDecoder`` of
+``evspec script`` (``replay.typed_decoder``) decodes the samples with a ``RecordDecoder`` of
 that type, as live ``record`` does; a BTF object or type id the file lacks, a type that is no
 struct, union or typedef, or a marked event whose samples have no raw data is an error.
 
