@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from evspec.diagnostics import Diagnostic
 from evspec.inputs import SpecInput
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from evspec.system.model import System
 
 
-class CheckedSpec(Record):
+class CheckedSpec(Slotted):
     """One checked event string: its input, the items that parsed, and its findings in order."""
 
     __slots__ = ("input", "events", "diagnostics")
@@ -34,7 +34,7 @@ class CheckedSpec(Record):
         set_field(self, "diagnostics", diagnostics)
 
 
-class CheckOptions(Record, frozen=False):
+class CheckOptions(Slotted, frozen=False):
     """What to check against: a ``system`` (None: syntax and system-independent rules only), perf
     record's or perf stat's term rules (``mode``), the directory BPF object paths are relative
     to (``cwd``; None: the current directory), and the options clang gets for a BPF source
@@ -75,7 +75,7 @@ def check_specs(inputs: Sequence[SpecInput], options: CheckOptions | None = None
     return results
 
 
-class _DefinedEvents(Record, frozen=False):
+class _DefinedEvents(Slotted, frozen=False):
     """The events earlier strings of one command defined, for ``map:NAME.event=`` checks: their
     facts by name, and the strings without BPF events whose facts are not taken yet (that takes
     the loader, which a command without BPF objects never imports)."""

@@ -1,7 +1,7 @@
 """The records of the ``evspec verify`` path behave like the dataclasses they were.
 
 Specs, section names, ELF pieces, kernel descriptions, live objects and verify's results are
-``evspec.span.Record`` classes (the ``dataclass`` decorator brings ``inspect`` and compiles every
+``evspec.span.Slotted`` classes (the ``dataclass`` decorator brings ``inspect`` and compiles every
 class's methods when the module is imported: 20 ms of a cold ``evspec verify``). Each is held here
 to a dataclass twin made from its former definition: fields in order with their defaults and
 ``field(repr=False)`` / ``field(compare=False)``, frozen or not. ``[]`` and ``{}`` stand for
@@ -29,7 +29,7 @@ from evspec.loader.verify import results as verify_results
 from record_twins import assert_like_twin, body
 
 from evspec import codes
-from evspec.span import Record
+from evspec.span import Slotted
 
 NO_MODULE = "<no-module>"  # ExternSources.modules's default: a function that gives none
 
@@ -147,7 +147,7 @@ def _arguments(cls: type, salt: str) -> tuple[object, ...]:
 
 def test_every_record_of_the_verify_path_has_its_former_dataclass_here() -> None:
     records = {cls for module in MODULES for cls in vars(module).values()
-               if isinstance(cls, type) and issubclass(cls, Record) and cls.__module__ == module.__name__}
+               if isinstance(cls, type) and issubclass(cls, Slotted) and cls.__module__ == module.__name__}
     assert records == {cls for cls, _, _ in FORMER_DATACLASSES}
 
 

@@ -3,7 +3,7 @@
 Cold start is a stated target (bench/parse_bench.py (b): at most 5x `python3 -c pass`); these
 tests keep the modules that would break it off the path, without timing anything. Each run is a
 fresh interpreter outside the source tree, so the installed package is what is measured.
-The records on that path (``evspec.span.Record``) are written out instead of made by the
+The records on that path (``evspec.span.Slotted``) are written out instead of made by the
 ``dataclass`` decorator; the last tests hold them to the dataclasses they stand for.
 """
 
@@ -25,7 +25,7 @@ from evspec.diagnostics import Diagnostic, Label, Severity, Source
 from evspec.inputs import SpecInput
 from evspec.lexicon import CacheWord, KeywordTerm, ValueType
 from evspec.parser import parse
-from evspec.span import Record, Span
+from evspec.span import Slotted, Span
 
 # Never on the syntax-only path: what they would cost a cold start, roughly, on the dev machine.
 HEAVY = {
@@ -44,7 +44,7 @@ AVOIDABLE = {
     "typing": "annotations need no typing at run time (2-3 ms)",
     "hashlib": "nothing is hashed",
     "shutil": "the CLI sizes argparse's help itself; shutil brings bz2, lzma and zlib",
-    "dataclasses": "records are evspec.span.Record classes; dataclasses brings inspect (8 ms with it)",
+    "dataclasses": "records are evspec.span.Slotted classes; dataclasses brings inspect (8 ms with it)",
     "inspect": "it brings ast, dis, tokenize and linecache (6 ms)",
     "pathlib": "inputs are read with open(); pathlib costs 1-2 ms",
     "copy": "nothing is copied (dataclasses used to bring it)",
@@ -138,7 +138,7 @@ VERIFY_AVOIDS = {
     "elftools": "objects are read by evspec's own ELF reader",
     "pyroute2": "verify attaches nothing (300 ms)",
     "importlib.resources": "package data is read through the package's loader (20 ms of imports)",
-    "dataclasses": "the loader's records are evspec.span.Record classes; the decorator, with inspect, cost "
+    "dataclasses": "the loader's records are evspec.span.Slotted classes; the decorator, with inspect, cost "
                    "verify 20 ms",
     "inspect": "it brings ast, dis, tokenize and linecache (6 ms)",
     "typing": "annotations need no typing at run time (2-3 ms)",
@@ -390,7 +390,7 @@ def test_spans_order_validate_and_measure_like_before() -> None:
 
 def test_a_record_must_annotate_its_slots_in_order_and_is_final() -> None:
     with pytest.raises(TypeError, match="annotate exactly"):
-        class Broken(Record):
+        class Broken(Slotted):
             __slots__ = ("a", "b")
             b: int
             a: int

@@ -14,7 +14,7 @@ from evspec.ast import Terms
 from evspec.diagnostics import Diagnostic, error
 from evspec.grammar.lalr import BLANKS, SyntaxStop, Tok
 from evspec.parser.builder import PARSER_ERROR, end_of, is_tok, trimmed
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 _OPENERS = {"LBRACE", "NAMED_LBRACE", "LSQB"}
 _EVENT_START = {None, "_LEAD", "COMMA", "LBRACE", "NAMED_LBRACE"}
@@ -30,7 +30,7 @@ _EXPECTED = {
 }
 
 
-class _Stack(Record):
+class _Stack(Slotted):
     """The parser's stack at an error, flattened to its leaves (tokens and finished AST nodes);
     the unclosed '{', '/', '[' in order; whether the last token closed a term list."""
 

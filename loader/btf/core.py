@@ -19,7 +19,7 @@ from enum import IntEnum
 from evspec.loader.btf.reader import INT_SIGNED, Btf, BtfError, BtfKind, BtfType
 from evspec.loader.btf.target import TargetBtf, essential_name
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 MAX_ACCESS_LEN = 64  # BPF_CORE_SPEC_MAX_LEN
 _MAX_DEPTH = 32  # nesting libbpf follows when comparing types
@@ -55,7 +55,7 @@ class CoreError(ValueError):
     """A relocation that cannot be applied at all (libbpf fails the load on it)."""
 
 
-class Accessor(Record):
+class Accessor(Slotted):
     """One meaningful step of an access: a named member of ``type_id`` (a struct or union) or,
     with no name, index ``index`` of an array whose element type is ``type_id``."""
 
@@ -70,7 +70,7 @@ class Accessor(Record):
         set_field(self, "name", name)
 
 
-class AccessSpec(Record):
+class AccessSpec(Slotted):
     """An access resolved in one BTF: root type, accessors, the raw indices, the bit offset."""
 
     __slots__ = ("btf", "root", "accessors", "raw", "bit_offset")
@@ -101,7 +101,7 @@ class AccessSpec(Record):
         return "".join(out)
 
 
-class CoreResult(Record):
+class CoreResult(Slotted):
     """What the instruction held (``orig``, from the local BTF) and must hold (``new``).
 
     ``validate``: the instruction must hold ``orig`` now; ``orig_size``/``new_size``: the field's
@@ -419,7 +419,7 @@ def match(local: AccessSpec, kind: int, target: Btf, cand: int) -> AccessSpec | 
 # -- values --------------------------------------------------------------------------------------
 
 
-class _Value(Record):
+class _Value(Slotted):
     __slots__ = ("value", "size", "type_id", "validate")
     value: int
     size: int  # the field's size under a load (byte offsets of non-bitfields)

@@ -20,13 +20,13 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, replace
 
 from evspec.codes import bpf as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 POISON_HELPER = 0xBAD2310  # 195896080, "bad relo"
 _POISON = asm.Insn(asm.OP_CALL, 0, 0, 0, POISON_HELPER)
 
 
-class CorePatch(Record):
+class CorePatch(Slotted):
     """One relocation to apply: instruction index, what it is, and its result."""
 
     __slots__ = ("insn", "relocation", "result")
@@ -40,7 +40,7 @@ class CorePatch(Record):
         set_field(self, "result", result)
 
 
-class CoreFinding(Record):
+class CoreFinding(Slotted):
     """A relocation that could not be satisfied: its instruction was poisoned."""
 
     __slots__ = ("function", "insn", "message")

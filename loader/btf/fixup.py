@@ -49,7 +49,7 @@ from evspec.loader.btf.reader import (
 )
 from evspec.loader.object.spec import ProgramSpec, SectionLayout
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 K = BtfKind
 
@@ -58,7 +58,7 @@ class BtfFixupError(BtfError):
     """The object's BTF cannot be made acceptable to the kernel."""
 
 
-class BtfFeatures(Record):
+class BtfFeatures(Slotted):
     """Which BTF kinds (and FUNC linkages) the running kernel accepts."""
 
     __slots__ = ("func", "datasec", "global_func", "float", "decl_tag", "type_tag", "enum64")
@@ -90,7 +90,7 @@ class BtfFeatures(Record):
 ALL_FEATURES = BtfFeatures()
 
 
-class FixedBtf(Record):
+class FixedBtf(Slotted):
     __slots__ = ("data", "used", "replaced")
     data: bytes  # the blob to pass to BPF_BTF_LOAD
     used: frozenset[str]  # the BtfFeatures fields whose kinds the blob holds
@@ -305,7 +305,7 @@ def features_from(accepted: Iterable[str], probed: Iterable[str]) -> BtfFeatures
 # ----------------------------------------------------------- .BTF.ext for PROG_LOAD
 
 
-class ProgramBtfInfo(Record):
+class ProgramBtfInfo(Slotted):
     """The func_info and line_info records of one linked program, as BPF_PROG_LOAD takes them."""
 
     __slots__ = ("func_info", "line_info")

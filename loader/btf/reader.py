@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 BTF_MAGIC = 0xEB9F
 _HEADER_LEN = 24  # magic, version, flags, hdr_len, type_off, type_len, str_off, str_len
@@ -100,7 +100,7 @@ POINTER_SIZE = 8  # BPF is a 64-bit target
 MAX_NESTING = 32
 
 
-class BtfMember(Record):
+class BtfMember(Slotted):
     """A member of a STRUCT or UNION."""
 
     __slots__ = ("name", "type", "bit_offset", "bitfield_size")
@@ -116,7 +116,7 @@ class BtfMember(Record):
         set_field(self, "bitfield_size", bitfield_size)
 
 
-class BtfParam(Record):
+class BtfParam(Slotted):
     __slots__ = ("name", "type")
     name: str
     type: int
@@ -126,7 +126,7 @@ class BtfParam(Record):
         set_field(self, "type", type)
 
 
-class BtfEnumerator(Record):
+class BtfEnumerator(Slotted):
     __slots__ = ("name", "value")
     name: str
     value: int
@@ -136,7 +136,7 @@ class BtfEnumerator(Record):
         set_field(self, "value", value)
 
 
-class BtfArray(Record):
+class BtfArray(Slotted):
     __slots__ = ("type", "index_type", "nelems")
     type: int  # element type
     index_type: int
@@ -148,7 +148,7 @@ class BtfArray(Record):
         set_field(self, "nelems", nelems)
 
 
-class BtfVarSecinfo(Record):
+class BtfVarSecinfo(Slotted):
     """One variable of a DATASEC: its VAR type id, offset and size inside the section."""
 
     __slots__ = ("type", "offset", "size")
@@ -162,7 +162,7 @@ class BtfVarSecinfo(Record):
         set_field(self, "size", size)
 
 
-class BtfType(Record):
+class BtfType(Slotted):
     __slots__ = ("id", "kind", "name", "vlen", "kind_flag", "size", "type", "int_encoding", "int_offset",
                  "int_bits", "array", "members", "params", "enumerators", "secinfos", "linkage", "component_idx")
     id: int
@@ -663,7 +663,7 @@ def type_info(kind: int, vlen: int = 0, kind_flag: bool = False) -> int:
     return (int(kind_flag) << 31) | ((kind & 0x1F) << 24) | (vlen & 0xFFFF)
 
 
-class RawType(Record):
+class RawType(Slotted):
     """One type record as stored: the common 12 bytes and the kind-specific bytes after them."""
 
     __slots__ = ("name_off", "info", "word", "extra")
@@ -725,7 +725,7 @@ def _enum64(lo: int, hi: int, signed: bool) -> int:
 # -- .BTF.ext ------------------------------------------------------------------------------------
 
 
-class FuncInfo(Record):
+class FuncInfo(Slotted):
     __slots__ = ("insn_off", "type_id")
     insn_off: int  # byte offset of the function inside its ELF section
     type_id: int  # its BTF FUNC type
@@ -735,7 +735,7 @@ class FuncInfo(Record):
         set_field(self, "type_id", type_id)
 
 
-class LineRecord(Record):
+class LineRecord(Slotted):
     __slots__ = ("insn_off", "file", "source_line", "line", "column", "file_name_off", "line_off")
     insn_off: int  # byte offset inside the ELF section
     file: str
@@ -766,7 +766,7 @@ CORE_RELO_KINDS: dict[int, str] = {
 }
 
 
-class CoreRelo(Record):
+class CoreRelo(Slotted):
     """One ``struct bpf_core_relo``: the instruction (byte offset in its ELF section), the local
     type, the access string (``0:1:2``) and the kind (CORE_RELO_KINDS; unknown numbers kept)."""
 

@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from evspec.loader.btf.reader import INT_BOOL, INT_SIGNED, Btf, BtfKind
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TRI_NO, TRI_YES, TRI_MODULE = 0, 1, 2  # enum libbpf_tristate
 _NATIVE = "<" if sys.byteorder == "little" else ">"
@@ -47,7 +47,7 @@ class KconfigUnreadable(OSError):
         super().__init__("; ".join(f"{path}: {why}" for path, why in self.tried))
 
 
-class KconfigType(Record):
+class KconfigType(Slotted):
     """How a kconfig extern's BTF type holds a value."""
 
     __slots__ = ("kind", "size", "signed")

@@ -25,7 +25,7 @@ from evspec.loader.abi import bpf as abi
 from evspec.loader.btf.reader import BtfKind
 from evspec.loader.btf.target import TargetBtf, essential_name
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 FD_ARRAY_LIMIT = 0x7FFF  # a kfunc call's off is signed 16-bit: indexes 1 .. 32767
 NO_FD = -1  # the fd of a ModuleBtf read from its file (``unopened_modules``): never loaded with
@@ -35,7 +35,7 @@ class KsymError(ValueError):
     """A module kfunc that cannot be given an fd_array index."""
 
 
-class ModuleBtf(Record):
+class ModuleBtf(Slotted):
     """A kernel module's BTF object: the module's name, the kernel's id of the object, a
     descriptor open on it (held until the programs that use it are loaded) and its types, split
     on vmlinux's."""
@@ -64,7 +64,7 @@ def unopened_modules(vmlinux: TargetBtf) -> tuple[ModuleBtf, ...]:
                  for at, target in enumerate(vmlinux.modules(), 1))
 
 
-class KsymFound(Record):
+class KsymFound(Slotted):
     """Where a ksym or kfunc is: the id of its VAR or FUNC in ``target``, and the module whose
     BTF that is (None: vmlinux)."""
 

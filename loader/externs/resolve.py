@@ -63,7 +63,7 @@ from evspec.loader.externs.module_ksyms import (
 from evspec.loader.object.spec import ExternSpec, ObjectSpec, ProgramSpec, SectionLayout, replace
 
 from evspec.codes import bpf as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 KCONFIG_SEC = ".kconfig"
 KSYMS_SEC = ".ksyms"
@@ -74,7 +74,7 @@ VIRTUAL = ("LINUX_KERNEL_VERSION", "LINUX_HAS_BPF_COOKIE", "LINUX_HAS_SYSCALL_WR
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 
 
-class UndefinedSymbol(Record):
+class UndefinedSymbol(Slotted):
     """An undefined GLOBAL or WEAK NOTYPE symbol of the ELF symbol table."""
 
     __slots__ = ("name", "weak")
@@ -196,7 +196,7 @@ def kconfig_size(externs: Iterable[ExternSpec]) -> int:
 # -------------------------------------------------------------------------------- resolve
 
 
-class ExternSources(Record):
+class ExternSources(Slotted):
     """What externs are resolved against. Kconfig, kallsyms and BTF are read only when needed."""
 
     __slots__ = ("release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux", "modules",
@@ -229,7 +229,7 @@ class ExternSources(Record):
         set_field(self, "version_signature", version_signature)
 
 
-class ExternValues(Record):
+class ExternValues(Slotted):
     """Resolved externs: the ``.kconfig`` map value; per ksym the ld_imm64's (src_reg, imm,
     second imm); per kfunc its calls' (imm: the FUNC's BTF id, off: its module's fd_array index),
     None for an unresolved weak one; the fd_array to load the programs with (module BTF fds)."""

@@ -19,7 +19,7 @@ from evspec.loader.kernel.base import KernelBase
 from evspec.loader.kernel.errors import KernelError
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 NAME_LEN = 64  # the name buffer libbpf gives; a module's name is at most 56 bytes (MODULE_NAME_LEN)
 VMLINUX = "vmlinux"
@@ -38,7 +38,7 @@ class BtfInfo(ctypes.Structure):
     ]
 
 
-class BtfDescription(Record):
+class BtfDescription(Slotted):
     """A BTF object as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
     __slots__ = ("id", "name", "kernel_btf", "size")

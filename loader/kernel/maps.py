@@ -11,7 +11,7 @@ from evspec.loader.kernel.base import KernelBase, address, bytes_address, in_buf
 from evspec.loader.kernel.errors import ENOTSUPP, KernelError
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 _NO_BATCH_ERRNOS = (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP)  # batch commands the map does not support
 _MAX_BATCH = 0xFFFFFFFF  # attr.batch.count is a u32
@@ -22,7 +22,7 @@ def _map_fd(fd: int) -> str:
     return f"map fd {fd}"
 
 
-class MapDescription(Record):
+class MapDescription(Slotted):
     """A map as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
     __slots__ = ("id", "type", "name", "key_size", "value_size", "max_entries", "flags", "btf_id",

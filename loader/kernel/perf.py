@@ -14,7 +14,7 @@ from evspec.loader.kernel.errors import KernelError, permission_error
 from evspec.loader.kernel.syscalls import SyscallError
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 # The perf ABI (loader.abi.perf: its enums and structures cost a cold start 3 ms) is imported by the
 # operations that use it: ``evspec verify`` uses none.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 _VALUE_AND_LOST = struct.Struct("=QQ")
 
 
-class RingMapping(Record):
+class RingMapping(Slotted):
     """A perf ring buffer mapped into this process: one control page, then ``data_size`` bytes."""
 
     __slots__ = ("fd", "address", "length", "page_size")
@@ -46,7 +46,7 @@ class RingMapping(Record):
         return self.length - self.page_size
 
 
-class BpfRingMapping(Record):
+class BpfRingMapping(Slotted):
     """A ``BPF_MAP_TYPE_RINGBUF`` map mapped as the kernel lays it out: the consumer page
     (writable: ``consumer_pos``), then the producer page (``producer_pos``) followed by the
     ``data_size`` data bytes mapped twice in a row, so that a record never wraps in the mapping."""

@@ -80,7 +80,7 @@ from evspec.loader.sections.libbpf import attach_btf_obj_fd, section_prog_flags
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes
 from evspec.cpus import possible_cpus
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 _MAP_SECTIONS = (".maps", "maps")
 DEFAULT_PIN_ROOT = "/sys/fs/bpf"  # libbpf's pin_root_path: maps pinned by name go to DIR/NAME
@@ -91,7 +91,7 @@ _UNKNOWN_KIND_LOG = ("Invalid kind", "Invalid btf_info", "kind_flag", "Invalid f
 _NOT_ABOUT_BTF = (codes.PERMISSION, codes.MEMLOCK)
 
 
-class LiveMap(Record):
+class LiveMap(Slotted):
     __slots__ = ("spec", "fd", "with_btf", "pinned", "reused")
     spec: MapSpec
     fd: int
@@ -113,7 +113,7 @@ class LiveMap(Record):
         return self.spec.name
 
 
-class LiveProgram(Record):
+class LiveProgram(Slotted):
     __slots__ = ("spec", "fd", "prog_type", "insns")
     spec: ProgramSpec
     fd: int

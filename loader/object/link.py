@@ -14,13 +14,13 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import LineInfo, MapSpec, ObjectSpec, ProgramSpec, replace
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 _MAP_SECTIONS = (".maps", "maps")
 _EXTERN_KINDS = ("ksym", "kfunc")  # patched by externs.resolve.apply_externs, not by linking
 
 
-class LinkedProgram(Record):
+class LinkedProgram(Slotted):
     """A program ready for BPF_PROG_LOAD: the patched instructions with its subprograms appended."""
 
     __slots__ = ("insns", "line_info", "layout")

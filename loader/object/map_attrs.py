@@ -7,7 +7,7 @@ from __future__ import annotations
 from evspec.loader.abi import bpf as abi
 from evspec.loader.object.spec import RING_BUFFER_TYPES, MapSpec, MapType
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 _U32_MAX = 0xFFFFFFFF
 
@@ -28,7 +28,7 @@ def ringbuf_size(size: int, page_size: int) -> int:
     return size
 
 
-class MapAttributes(Record):
+class MapAttributes(Slotted):
     """What BPF_MAP_CREATE is given for a map spec (and what a pinned map must match)."""
 
     __slots__ = ("max_entries", "flags")

@@ -85,7 +85,7 @@ from evspec.loader.object.spec import (
 )
 
 from evspec.codes import bpf as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 BTF_HEADER_LEN = 24  # struct btf_header
 R_BPF_64_64 = 1
@@ -186,7 +186,7 @@ def _is_data_section(s: Section) -> bool:
     return any(s.name == p or s.name.startswith(p + ".") for p in (".data", ".rodata", ".bss"))
 
 
-class _Function(Record):
+class _Function(Slotted):
     """A function found in an executable section, before it becomes a ProgramSpec."""
 
     __slots__ = ("name", "section", "offset", "size", "is_program", "is_global", "hidden")
@@ -215,7 +215,7 @@ class _Function(Record):
         return self.offset + self.size
 
 
-class _Targets(Record):
+class _Targets(Slotted):
     """What relocations may point at."""
 
     __slots__ = ("maps", "data", "functions", "externs", "kconfig")

@@ -27,7 +27,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import ProgType
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -91,7 +91,7 @@ class BpfAttachType(IntEnum):
     LSM_CGROUP = 43
 
 
-class BtfLookup(Record):
+class BtfLookup(Slotted):
     """How libbpf finds the kernel BTF type a section's target names: ``prefix`` + target, of
     ``kind`` (``btf_trace_NAME`` typedefs for tp_btf, ``bpf_lsm_NAME`` functions for lsm,
     ``bpf_iter_NAME`` functions for iter, the function itself for fentry/fexit/fmod_ret)."""
@@ -115,7 +115,7 @@ _BTF_LOOKUPS: dict[int, BtfLookup] = {
 }
 
 
-class SectionDef(Record):
+class SectionDef(Slotted):
     """One entry of libbpf's table."""
 
     __slots__ = ("name", "prog_type", "attach_type", "plus", "sleepable", "xdp_frags", "attach_btf")
@@ -279,7 +279,7 @@ def section_prog_flags(section: str) -> int:
     return found.prog_flags if found is not None else 0
 
 
-class LoadParams(Record):
+class LoadParams(Slotted):
     """What BPF_PROG_LOAD gets for a program of a section, besides its instructions."""
 
     __slots__ = ("prog_type", "expected_attach_type", "prog_flags", "target", "lookup")

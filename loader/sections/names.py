@@ -41,7 +41,7 @@ from evspec.loader.sections.libbpf import find_section_def
 
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -133,7 +133,7 @@ class TcDirection(str, Enum):
     EGRESS = "egress"
 
 
-class Setting(Record):
+class Setting(Slotted):
     """One ``KEY=VALUE`` piece before the main part; ``span`` covers the whole piece."""
 
     __slots__ = ("key", "value", "span", "key_span", "value_span")
@@ -151,7 +151,7 @@ class Setting(Record):
         set_field(self, "value_span", value_span)
 
 
-class TracepointTarget(Record):
+class TracepointTarget(Slotted):
     __slots__ = ("system", "event", "load_only", "span", "system_span", "event_span")
     system: str
     event: str
@@ -175,7 +175,7 @@ class TracepointTarget(Record):
         return f"{self.system}:{self.event}"
 
 
-class RawTracepointTarget(Record):
+class RawTracepointTarget(Slotted):
     __slots__ = ("event", "span")
     event: str
     span: Span
@@ -185,7 +185,7 @@ class RawTracepointTarget(Record):
         set_field(self, "span", span)
 
 
-class ProbePoint(Record):
+class ProbePoint(Slotted):
     """Where a kprobe/uprobe goes: ``FUNC[@SRC][+OFF|%return|:LINE]``, ``SRC:LINE`` or ``0xADDR``."""
 
     __slots__ = ("function", "file", "line", "offset", "retprobe", "address", "span")
@@ -214,7 +214,7 @@ class ProbePoint(Record):
         return self.function is not None and any(c in _GLOB_CHARS for c in self.function)
 
 
-class ProbeArg(Record):
+class ProbeArg(Slotted):
     """A perf-probe fetch argument ``[NAME=]FETCH[:TYPE]``; ``fetch`` is kept as written."""
 
     __slots__ = ("name", "fetch", "type", "span")
@@ -234,7 +234,7 @@ class ProbeArg(Record):
         return _C_IDENT.match(self.fetch.split("->")[0].split(".")[0].split("[")[0]) is not None
 
 
-class ProbeTarget(Record):
+class ProbeTarget(Slotted):
     """A kprobe or uprobe. For perf-style sections ``group``/``event`` name the tracefs event perf
     creates; libbpf-style probes have none (libbpf attaches through the kprobe/uprobe PMU)."""
 
@@ -283,7 +283,7 @@ class ProbeTarget(Record):
         return f"{self.group or PERF_BPF_PROBE_GROUP}:{self.event_name}"
 
 
-class NetHookTarget(Record):
+class NetHookTarget(Slotted):
     """Where an xdp or tc program goes: the interface (None: the command line's ``--dev``), the
     XDP mode (None: the kernel's choice) or the tc direction."""
 
@@ -310,7 +310,7 @@ class NetHookTarget(Record):
         return "xdp" if self.direction is None else f"tc {self.direction.value}"
 
 
-class BtfTarget(Record):
+class BtfTarget(Slotted):
     """What a BTF-typed section names (``fentry/FUNC``, ``lsm/HOOK``, ``iter/NAME``): a kernel
     function, LSM hook or iterator, looked up in the kernel's BTF when the program is loaded."""
 
@@ -328,7 +328,7 @@ class BtfTarget(Record):
 Target = TracepointTarget | RawTracepointTarget | ProbeTarget | NetHookTarget | BtfTarget
 
 
-class SectionSpec(Record):
+class SectionSpec(Slotted):
     __slots__ = ("name", "style", "program_type", "attach", "target", "main_span", "settings", "inlines",
                  "force", "perf_compatible", "perf_reason", "perf_message", "warnings", "autoload", "note")
     name: str  # the whole section string

@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 from evspec.loader.verify.results import MapResult, ObjectResult, ProgramResult
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -42,7 +42,7 @@ def _map_type_name(t: int) -> str:
         return str(t)
 
 
-class ProgramLoad(Record):
+class ProgramLoad(Slotted):
     """What BPF_PROG_LOAD gets for a program besides its instructions."""
 
     __slots__ = ("prog_type", "expected_attach_type", "attach_btf_id", "prog_flags")

@@ -4,10 +4,10 @@ what evspec loads differently from libbpf; as records with their JSON form."""
 
 from __future__ import annotations
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 
-class ProgramResult(Record, frozen=False):
+class ProgramResult(Slotted, frozen=False):
     __slots__ = ("object", "name", "section", "loaded", "insns", "xlated", "verifier", "error", "errno",
                  "relocations", "poisoned", "attach_target")
     object: str
@@ -49,7 +49,7 @@ class ProgramResult(Record, frozen=False):
                 "attach_target": self.attach_target}
 
 
-class MapResult(Record, frozen=False):
+class MapResult(Slotted, frozen=False):
     __slots__ = ("object", "name", "type", "created", "error")
     object: str
     name: str
@@ -71,7 +71,7 @@ class MapResult(Record, frozen=False):
                 "error": self.error}
 
 
-class ObjectResult(Record, frozen=False):
+class ObjectResult(Slotted, frozen=False):
     __slots__ = ("path", "error", "programs", "maps", "notes")
     path: str
     error: str | None  # the object could not be read or relocated at all
