@@ -24,7 +24,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING
 
 from evspec.loader.abi.perf import PerfEventAttr, RecordType
-from evspec.loader.abi.perf_bits import PERF_ATTR_SIZE_VER7, AttrFlag, PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
 from evspec.loader.attach.attacher import Attacher, attach_program, program_types
 from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.btf.reader import BtfError

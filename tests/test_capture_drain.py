@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.abi.perf import MmapPage, RecordType
-from evspec.loader.abi.perf_bits import PerfType, SwConfig
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
 from evspec.loader.output import capture as capture_module

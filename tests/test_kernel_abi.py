@@ -17,6 +17,7 @@ from evspec.loader import asm
 from evspec.loader.abi import bpf as b
 from evspec.loader.abi import perf as p
 from evspec.loader.abi import perf_bits as pb
+from evspec.loader.abi import perf_ids as pi
 from evspec.loader.kernel import syscalls
 
 # struct -> (size, {field: offset}); from include/uapi/linux/bpf.h and perf_event.h (Linux 6.4).
@@ -275,11 +276,11 @@ CONSTANTS: dict[str, int] = {
     **{f"PERF_EVENT_IOC_{i.name}": i.value for i in p.Ioctl},
     **{f"PERF_SAMPLE_{s.name}": s.value for s in pb.SampleType},
     **{f"PERF_RECORD_{r.name}": r.value for r in p.RecordType},
-    **{f"PERF_TYPE_{t.name}": t.value for t in pb.PerfType},
-    **{f"PERF_COUNT_SW_{c.name}": c.value for c in pb.SwConfig},
+    **{f"PERF_TYPE_{t.name}": t.value for t in pi.PerfType},
+    **{f"PERF_COUNT_SW_{c.name}": c.value for c in pi.SwConfig},
     **{f"PERF_FORMAT_{f.name}": f.value for f in pb.ReadFormat if f is not pb.ReadFormat.LOST},
     **{f"PERF_SAMPLE_BRANCH_{b.name}": b.value for b in pb.BranchSampleType},
-    **{f"PERF_ATTR_SIZE_VER{n}": getattr(pb, f"PERF_ATTR_SIZE_VER{n}") for n in range(8)},
+    **{f"PERF_ATTR_SIZE_VER{n}": getattr(pi, f"PERF_ATTR_SIZE_VER{n}") for n in range(8)},
     "BPF_PERF_EVENT": b.BPF_PERF_EVENT,
     "BPF_PSEUDO_MAP_FD": b.BPF_PSEUDO_MAP_FD,
     "BPF_PSEUDO_MAP_VALUE": b.BPF_PSEUDO_MAP_VALUE,
@@ -312,7 +313,7 @@ CONSTANTS: dict[str, int] = {
     "PERF_FLAG_PID_CGROUP": p.PERF_FLAG_PID_CGROUP,
     "PERF_FLAG_FD_CLOEXEC": p.PERF_FLAG_FD_CLOEXEC,
 }
-GATED_CONSTANTS = {"PERF_ATTR_SIZE_VER8": pb.PERF_ATTR_SIZE_VER8}  # #ifdef'd: newer headers only
+GATED_CONSTANTS = {"PERF_ATTR_SIZE_VER8": pi.PERF_ATTR_SIZE_VER8}  # #ifdef'd: newer headers only
 # Enumerators of newer headers than some (no #ifdef for them): name -> (first Linux version, value).
 VERSIONED_CONSTANTS = {
     "PERF_FORMAT_LOST": ((6, 0), pb.ReadFormat.LOST),

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.abi.perf import PerfEventAttr
-from evspec.loader.abi.perf_bits import PerfType
+from evspec.loader.abi.perf_ids import PerfType
 from evspec.loader.btf.fixup import BtfFeatures, fixup_btf
 from evspec.loader.btf.reader import Btf, BtfKind, RawType, type_info, write_btf
 from evspec.loader.errors import ObjectError

@@ -10,7 +10,8 @@ import pytest
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.abi.perf import PerfEventAttr
-from evspec.loader.abi.perf_bits import AttrFlag, PerfType, SwConfig
+from evspec.loader.abi.perf_bits import AttrFlag
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import ENOTSUPP, FIRST_LOG_SIZE, Kernel, KernelError, VerifierError
 from evspec.loader.kernel.fake import ALL_CAPABILITIES, FakeKernel

@@ -15,7 +15,8 @@ import pytest
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.abi.perf import PerfEventAttr
-from evspec.loader.abi.perf_bits import AttrFlag, PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.kernel import Kernel, KernelError, RingMapping, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.reader import read_object

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.abi.perf import MmapPage, RecordType
-from evspec.loader.abi.perf_bits import PERF_ATTR_SIZE_VER7, PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf_bits import SampleType
+from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
 from evspec.loader.output import perfdata as pd

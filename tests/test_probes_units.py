@@ -11,7 +11,7 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from evspec.loader.abi.perf_bits import PerfType
+from evspec.loader.abi.perf_ids import PerfType
 from evspec.loader.attach.attachment import AttachOptions, ProgramAttach
 from evspec.loader.attach.probe_events import (
     Owner,

@@ -22,7 +22,8 @@ import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.abi.perf import PerfEventAttr, RecordType
-from evspec.loader.abi.perf_bits import PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf_bits import SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.output import perfdata as pd
 from evspec.loader.output.bpf_ringbuf import DISCARD_BIT, BpfRingReader, RecordRun

@@ -2,10 +2,12 @@
 event tables, and the attr value a plan carries.
 
 The ABI's names and numbers (types, software ids, the bits of each word) are the loader's
-``evspec.loader.abi.perf_bits``, written once for both sides; here they are plain ints and
-``(name, bit)`` tables in the order perf prints them. Field names are the ones ``perf stat -vv``
-prints, with perf's unions split: ``sample_period`` / ``sample_freq`` (by the ``freq`` bit),
-``bp_addr`` / ``config1`` and ``bp_len`` / ``config2`` (by the breakpoint type).
+``evspec.loader.abi.perf_ids`` and ``perf_bits``, written once for both sides; here they are plain
+ints and ``(name, bit)`` tables in the order perf prints them. The tables of bits are made on first
+use (module ``__getattr__``): the enums they are made of cost a semantic check, which needs none of
+them, 2.5 ms. Field names are the ones ``perf stat -vv`` prints, with perf's unions split:
+``sample_period`` / ``sample_freq`` (by the ``freq`` bit), ``bp_addr`` / ``config1`` and
+``bp_len`` / ``config2`` (by the breakpoint type).
 """
 
 from __future__ import annotations
@@ -13,15 +15,18 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
-from evspec.loader.abi.perf_bits import (
-    PERF_ATTR_SIZE_VER7,
-    AttrFlag,
-    BranchSampleType,
-    PerfType,
-    ReadFormat,
-    SampleType,
-    SwConfig,
-)
+from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # made on first use by __getattr__ (below)
+    SAMPLE_TYPE_BITS: tuple[tuple[str, int], ...]
+    SAMPLE: dict[str, int]
+    READ_FORMAT_BITS: tuple[tuple[str, int], ...]
+    READ_FORMAT: dict[str, int]
+    BRANCH_SAMPLE_TYPES: dict[str, int]
+    BRANCH_SAMPLE_BITS: tuple[tuple[str, int], ...]
+    BRANCH_PLM_ALL: int
+    ATTR_FIELDS: tuple[str, ...]
 
 # ---- perf_type_id
 PERF_TYPE_HARDWARE = int(PerfType.HARDWARE)
@@ -165,52 +170,11 @@ HW_BREAKPOINT_X = 4
 HW_BREAKPOINT_LEN_4 = 4
 SIZEOF_LONG = 8
 
-# ---- sample_type and read_format bits, in the order perf prints them
-SAMPLE_TYPE_BITS: tuple[tuple[str, int], ...] = tuple((bit.name or "", int(bit)) for bit in SampleType)
-SAMPLE = dict(SAMPLE_TYPE_BITS)
-
-READ_FORMAT_BITS: tuple[tuple[str, int], ...] = tuple((bit.name or "", int(bit)) for bit in ReadFormat)
-READ_FORMAT = dict(READ_FORMAT_BITS)
-
-# ---- branch_sample_type (branch_type= term values, perf's parse_branch_str names)
-BRANCH_SAMPLE_TYPES: dict[str, int] = {
-    name: int(bit)
-    for name, bit in (
-        ("u", BranchSampleType.USER),
-        ("k", BranchSampleType.KERNEL),
-        ("hv", BranchSampleType.HV),
-        ("any", BranchSampleType.ANY),
-        ("any_call", BranchSampleType.ANY_CALL),
-        ("any_ret", BranchSampleType.ANY_RETURN),
-        ("ind_call", BranchSampleType.IND_CALL),
-        ("abort_tx", BranchSampleType.ABORT_TX),
-        ("in_tx", BranchSampleType.IN_TX),
-        ("no_tx", BranchSampleType.NO_TX),
-        ("cond", BranchSampleType.COND),
-        ("ind_jmp", BranchSampleType.IND_JUMP),
-        ("call", BranchSampleType.CALL),
-        ("save_type", BranchSampleType.TYPE_SAVE),
-        ("stack", BranchSampleType.CALL_STACK),
-        ("priv", BranchSampleType.PRIV_SAVE),
-    )
-}
-#: branch_sample_type bits as perf -vv prints them
-BRANCH_SAMPLE_BITS: tuple[tuple[str, int], ...] = tuple((bit.name or "", int(bit)) for bit in BranchSampleType)
-#: perf_branch_sample_type bits that select privilege levels
-BRANCH_PLM_ALL = int(BranchSampleType.USER | BranchSampleType.KERNEL | BranchSampleType.HV)
-
-# ---- the attr fields a plan may set, in the order perf prints them
-ATTR_FIELDS: tuple[str, ...] = (
-    "type",
-    "size",
-    "config",
-    "sample_period",
-    "sample_freq",
-    "sample_type",
-    "read_format",
-    # the flags word, bit by bit (precise_ip: two bits)
-    *dict.fromkeys("precise_ip" if flag.name.startswith("PRECISE_IP") else flag.name.lower()
-                   for flag in AttrFlag if flag.name),
+_BIT_TABLES = frozenset({"SAMPLE_TYPE_BITS", "SAMPLE", "READ_FORMAT_BITS", "READ_FORMAT", "BRANCH_SAMPLE_TYPES",
+                         "BRANCH_SAMPLE_BITS", "BRANCH_PLM_ALL", "ATTR_FIELDS", "_FIELD_ORDER"})
+# the attr fields a plan may set, in the order perf prints them, around the flags word's
+_FIELDS_BEFORE_FLAGS = ("type", "size", "config", "sample_period", "sample_freq", "sample_type", "read_format")
+_FIELDS_AFTER_FLAGS = (
     "wakeup_events",
     "bp_type",
     "bp_addr",
@@ -228,7 +192,63 @@ ATTR_FIELDS: tuple[str, ...] = (
     "sig_data",
     "config3",
 )
-_FIELD_ORDER = {name: i for i, name in enumerate(ATTR_FIELDS)}
+
+
+def _bit_tables() -> dict[str, object]:
+    """The tables of bits: sample_type and read_format bits (in the order perf prints them), the
+    branch_type= term values (perf's parse_branch_str names) and branch_sample_type bits, and the
+    attr fields (the flags word bit by bit, ``precise_ip`` two bits)."""
+    from evspec.loader.abi.perf_bits import AttrFlag, BranchSampleType, ReadFormat, SampleType
+
+    sample = tuple((bit.name or "", int(bit)) for bit in SampleType)
+    read_format = tuple((bit.name or "", int(bit)) for bit in ReadFormat)
+    flags = dict.fromkeys("precise_ip" if name.startswith("PRECISE_IP") else name.lower()
+                          for name in (flag.name or "" for flag in AttrFlag))
+    fields = (*_FIELDS_BEFORE_FLAGS, *flags, *_FIELDS_AFTER_FLAGS)
+    branch_terms = (
+        ("u", BranchSampleType.USER),
+        ("k", BranchSampleType.KERNEL),
+        ("hv", BranchSampleType.HV),
+        ("any", BranchSampleType.ANY),
+        ("any_call", BranchSampleType.ANY_CALL),
+        ("any_ret", BranchSampleType.ANY_RETURN),
+        ("ind_call", BranchSampleType.IND_CALL),
+        ("abort_tx", BranchSampleType.ABORT_TX),
+        ("in_tx", BranchSampleType.IN_TX),
+        ("no_tx", BranchSampleType.NO_TX),
+        ("cond", BranchSampleType.COND),
+        ("ind_jmp", BranchSampleType.IND_JUMP),
+        ("call", BranchSampleType.CALL),
+        ("save_type", BranchSampleType.TYPE_SAVE),
+        ("stack", BranchSampleType.CALL_STACK),
+        ("priv", BranchSampleType.PRIV_SAVE),
+    )
+    return {
+        "SAMPLE_TYPE_BITS": sample,
+        "SAMPLE": dict(sample),
+        "READ_FORMAT_BITS": read_format,
+        "READ_FORMAT": dict(read_format),
+        "BRANCH_SAMPLE_TYPES": {name: int(bit) for name, bit in branch_terms},
+        "BRANCH_SAMPLE_BITS": tuple((bit.name or "", int(bit)) for bit in BranchSampleType),
+        # the bits that select privilege levels
+        "BRANCH_PLM_ALL": int(BranchSampleType.USER | BranchSampleType.KERNEL | BranchSampleType.HV),
+        "ATTR_FIELDS": fields,
+        "_FIELD_ORDER": {name: i for i, name in enumerate(fields)},
+    }
+
+
+def __getattr__(name: str) -> object:
+    """A table of bits (``_BIT_TABLES``), made the first time one is asked for."""
+    if name not in _BIT_TABLES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals().update(_bit_tables())
+    return globals()[name]
+
+
+def _field_order() -> dict[str, int]:
+    """Each attr field's place in perf's order (a table of bits: the flags word is in it)."""
+    order = globals().get("_FIELD_ORDER")
+    return order if order is not None else __getattr__("_FIELD_ORDER")  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -241,11 +261,12 @@ class Attr(Mapping[str, int]):
 
     @staticmethod
     def build(values: Mapping[str, int]) -> Attr:
+        order = _field_order()
         for name in values:
-            if name not in _FIELD_ORDER:
+            if name not in order:
                 raise KeyError(f"not a perf_event_attr field: {name!r}")
         kept = {k: v for k, v in values.items() if v or k in ("type", "size", "config")}
-        return Attr(tuple(sorted(kept.items(), key=lambda kv: _FIELD_ORDER[kv[0]])))
+        return Attr(tuple(sorted(kept.items(), key=lambda kv: order[kv[0]])))
 
     def __getitem__(self, key: str) -> int:
         for name, value in self.items_:
@@ -260,7 +281,7 @@ class Attr(Mapping[str, int]):
         return len(self.items_)
 
     def value(self, key: str) -> int:
-        if key not in _FIELD_ORDER:
+        if key not in _field_order():
             raise KeyError(f"not a perf_event_attr field: {key!r}")
         return self.get(key, 0)
 

@@ -1,7 +1,7 @@
-"""The names and numbers of ``perf_event_attr``'s words, once for both sides: its published sizes,
-``type`` (``perf_type_id``), the software event ids, the bits of ``sample_type``, ``read_format``,
-``branch_sample_type`` and of the flags word. The front end's compiler and the kernel layer both
-import them; this module needs no ctypes.
+"""The bits of ``perf_event_attr``'s words, by name, once for both sides: ``sample_type``,
+``read_format``, ``branch_sample_type`` and the flags word (its numbers that are no bits are in
+``perf_ids``). The front end's compiler and the kernel layer both import them; this module needs
+no ctypes.
 
 Values follow include/uapi/linux/perf_event.h; ``tests/test_kernel_abi.py`` checks them against
 the installed header.
@@ -9,45 +9,7 @@ the installed header.
 
 from __future__ import annotations
 
-from enum import IntEnum, IntFlag
-
-# Published sizes of perf_event_attr (the kernel accepts any of them, and tells the size it wants
-# by writing it into ``attr.size`` when it fails with E2BIG).
-PERF_ATTR_SIZE_VER0 = 64
-PERF_ATTR_SIZE_VER1 = 72
-PERF_ATTR_SIZE_VER2 = 80
-PERF_ATTR_SIZE_VER3 = 96
-PERF_ATTR_SIZE_VER4 = 104
-PERF_ATTR_SIZE_VER5 = 112
-PERF_ATTR_SIZE_VER6 = 120
-PERF_ATTR_SIZE_VER7 = 128
-PERF_ATTR_SIZE_VER8 = 136
-
-
-class PerfType(IntEnum):
-    HARDWARE = 0
-    SOFTWARE = 1
-    TRACEPOINT = 2
-    HW_CACHE = 3
-    RAW = 4
-    BREAKPOINT = 5
-
-
-class SwConfig(IntEnum):
-    """``enum perf_sw_ids``."""
-
-    CPU_CLOCK = 0
-    TASK_CLOCK = 1
-    PAGE_FAULTS = 2
-    CONTEXT_SWITCHES = 3
-    CPU_MIGRATIONS = 4
-    PAGE_FAULTS_MIN = 5
-    PAGE_FAULTS_MAJ = 6
-    ALIGNMENT_FAULTS = 7
-    EMULATION_FAULTS = 8
-    DUMMY = 9
-    BPF_OUTPUT = 10
-    CGROUP_SWITCHES = 11
+from enum import IntFlag
 
 
 class SampleType(IntFlag):

@@ -24,7 +24,7 @@ import stat
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from evspec.loader.abi.perf_bits import PerfType
+from evspec.loader.abi.perf_ids import PerfType
 from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach, TracepointIds
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError

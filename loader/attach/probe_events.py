@@ -36,7 +36,7 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
-from evspec.loader.abi.perf_bits import PerfType
+from evspec.loader.abi.perf_ids import PerfType
 from evspec.loader.attach.attachment import ProbeEvent
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import KernelError

@@ -156,7 +156,8 @@ class PerfOperations(KernelBase):
         if self._reader() is None:
             return False
         from evspec.loader.abi.perf import PerfEventAttr
-        from evspec.loader.abi.perf_bits import AttrFlag, PerfType, ReadFormat, SwConfig
+        from evspec.loader.abi.perf_bits import AttrFlag, ReadFormat
+        from evspec.loader.abi.perf_ids import PerfType, SwConfig
 
         attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=ReadFormat.LOST)
         attr.size = ctypes.sizeof(PerfEventAttr)

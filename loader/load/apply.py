@@ -19,7 +19,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from evspec.loader.abi.perf_bits import PerfType, SwConfig
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.lint.terms.maps import (

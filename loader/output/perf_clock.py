@@ -20,7 +20,8 @@ import time
 from dataclasses import dataclass
 
 from evspec.loader.abi.perf import PerfEventAttr, RecordType
-from evspec.loader.abi.perf_bits import AttrFlag, PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.output.ringbuf import PerfRing, walk_records
 

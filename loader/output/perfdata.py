@@ -28,7 +28,8 @@ from pathlib import Path
 from types import TracebackType
 
 from evspec.loader.abi.perf import PerfEventAttr, RecordType
-from evspec.loader.abi.perf_bits import PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf_bits import SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import kernel as codes

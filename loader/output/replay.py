@@ -66,7 +66,7 @@ def _event_of(data: PerfData) -> tuple[int | None, dict[int, FileAttr]]:
 
 
 def _is_tracking(attr: FileAttr) -> bool:
-    from evspec.loader.abi.perf_bits import PerfType, SwConfig
+    from evspec.loader.abi.perf_ids import PerfType, SwConfig
 
     parsed = attr.parsed()
     return parsed.type == PerfType.SOFTWARE and parsed.config == SwConfig.DUMMY
@@ -81,7 +81,7 @@ def tracepoint_formats(data: PerfData) -> dict[int, TracepointPrinter]:
     """The format of each tracepoint event of the file (by ``id()`` of its attr), parsed from
     the file's HEADER_TRACING_DATA, with its printer (kernel addresses named with this machine's
     symbols, as perf script names them); events whose format the file lacks print undecoded."""
-    from evspec.loader.abi.perf_bits import PerfType
+    from evspec.loader.abi.perf_ids import PerfType
     from evspec.loader.output.printfmt import kernel_symbols
     from evspec.loader.output.tracefs_format import TracepointPrinter, parse_format
 

@@ -35,7 +35,8 @@ from collections.abc import Sequence
 from itertools import chain, groupby
 
 from evspec.loader.abi.perf import PerfEventAttr, RecordType
-from evspec.loader.abi.perf_bits import PERF_ATTR_SIZE_VER7, AttrFlag, PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.bpf_ringbuf import HEADER_SIZE, RecordRun, run_payloads
 from evspec.loader.output.typed_capture import RINGBUF_MAP_TYPE, config_type, type_config

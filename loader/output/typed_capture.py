@@ -33,7 +33,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evspec.loader.abi.perf import PerfEventAttr
-from evspec.loader.abi.perf_bits import PerfType, SwConfig
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 
 from evspec.codes.kernel import PERF_DATA_WRITE
