@@ -6,7 +6,10 @@
 (b) cold start of `evspec check -e cycles:u` as a ratio to `python3 -c pass` (same interpreter),
     medians of interleaved runs. Target: <= 5x. The command is the `evspec` script installed next
     to the interpreter (what users run); `python -m evspec` is shown too (it also pays for runpy).
-Usage: python bench/parse_bench.py [--runs N]
+With --baseline PYTHON (the interpreter of another install, e.g. of main's wheel) both are
+measured side by side in one run: (a) in subprocesses taking turns, (b) interleaved, and the
+ratios of this install to the baseline are printed.
+Usage: python bench/parse_bench.py [--runs N] [--baseline PYTHON]
 Run it with the interpreter of an installed wheel and PYTHONDONTWRITEBYTECODE unset, or every
 start compiles the package.
 """
@@ -15,6 +18,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -62,6 +67,31 @@ def throughput() -> None:
           f"ratio {lalr_rate / earley_rate:.1f}x (target >= 20x)")
 
 
+def _rate_of(python: str) -> float:
+    """analyze() strings/s over the corpus, measured by ``python`` running this script's (a)."""
+    out = subprocess.run([python, __file__, "--throughput-only"], capture_output=True, text=True, check=True).stdout
+    m = re.search(r"corpus strings: ([0-9,]+) strings/s", out)
+    assert m is not None, out
+    return float(m.group(1).replace(",", ""))
+
+
+def side_by_side(baseline: str, runs: int) -> None:
+    """This install against ``baseline``'s: throughput (best of turns) and cold start (interleaved)."""
+    ours: list[float] = []
+    theirs: list[float] = []
+    for _ in range(7):  # turns, best of each: a shared machine's load comes and goes
+        ours.append(_rate_of(sys.executable))
+        theirs.append(_rate_of(baseline))
+    print(f"(a) analyze() strings/s: this {max(ours):,.0f}, baseline {max(theirs):,.0f}, "
+          f"ratio {max(ours) / max(theirs):.3f} (target >= 0.90)")
+    args = ["check", "-e", "cycles:u"]
+    commands = [[sys.executable, "-c", "pass"], [str(Path(sys.executable).with_name("evspec")), *args],
+                [str(Path(baseline).with_name("evspec")), *args]]
+    base, mine, other = interleaved_wall(commands, runs=runs)
+    print(f"(b) cold 'evspec check -e cycles:u': this {mine * 1000:.1f} ms, baseline {other * 1000:.1f} ms, "
+          f"ratio {mine / other:.3f} (target <= 1.10); 'python3 -c pass' {base * 1000:.1f} ms")
+
+
 def cold_start(runs: int) -> None:
     py = sys.executable
     args = ["check", "-e", "cycles:u"]
@@ -83,10 +113,16 @@ def cold_start(runs: int) -> None:
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--baseline", metavar="PYTHON", help="compare with the evspec installed for this interpreter")
+    ap.add_argument("--throughput-only", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
     sys.path.insert(0, str(Path(__file__).resolve().parent))
+    if args.baseline:
+        side_by_side(args.baseline, args.runs)
+        return
     throughput()
-    cold_start(args.runs)
+    if not args.throughput_only:
+        cold_start(args.runs)
 
 
 if __name__ == "__main__":

@@ -3,4 +3,4 @@
 This module imports nothing heavy: the parser, system model and BPF loader are imported on use.
 """
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"

@@ -246,30 +246,33 @@ class SymbolKind(str, Enum):
 
 class SymbolEvent(_Node):
     """A built-in hardware, software or tool event; ``name`` as written (an alias spelling such
-    as ``cs`` is kept)."""
+    as ``cs`` and the letter case are kept); ``quoted`` if written ``'cpu-clock'`` (the quotes
+    are not in ``name``)."""
 
-    __slots__ = ("kind", "name", "terms", "modifiers", "span", "name_span")
+    __slots__ = ("kind", "name", "terms", "modifiers", "span", "name_span", "quoted")
     kind: SymbolKind
     name: str
     terms: Terms | None
     modifiers: Modifiers | None
     span: Span
     name_span: Span
+    quoted: bool
 
     def __init__(self, kind: SymbolKind, name: str, terms: Terms | None, modifiers: Modifiers | None,
-                 span: Span, name_span: Span) -> None:
+                 span: Span, name_span: Span, quoted: bool = False) -> None:
         _set(self, "kind", kind)
         _set(self, "name", name)
         _set(self, "terms", terms)
         _set(self, "modifiers", modifiers)
         _set(self, "span", span)
         _set(self, "name_span", name_span)
+        _set(self, "quoted", quoted)
 
 
 class CacheEvent(_Node):
     """``TYPE[-OP_OR_RESULT[-OP_OR_RESULT]]``, e.g. ``L1-dcache-load-misses``; words as written."""
 
-    __slots__ = ("cache_type", "parts", "terms", "modifiers", "span", "name_span", "part_spans")
+    __slots__ = ("cache_type", "parts", "terms", "modifiers", "span", "name_span", "part_spans", "quoted")
     cache_type: str
     parts: tuple[str, ...]
     terms: Terms | None
@@ -277,9 +280,10 @@ class CacheEvent(_Node):
     span: Span
     name_span: Span
     part_spans: tuple[Span, ...]
+    quoted: bool
 
     def __init__(self, cache_type: str, parts: tuple[str, ...], terms: Terms | None, modifiers: Modifiers | None,
-                 span: Span, name_span: Span, part_spans: tuple[Span, ...] = ()) -> None:
+                 span: Span, name_span: Span, part_spans: tuple[Span, ...] = (), quoted: bool = False) -> None:
         _set(self, "cache_type", cache_type)
         _set(self, "parts", parts)
         _set(self, "terms", terms)
@@ -287,6 +291,7 @@ class CacheEvent(_Node):
         _set(self, "span", span)
         _set(self, "name_span", name_span)
         _set(self, "part_spans", part_spans)
+        _set(self, "quoted", quoted)
 
     @property
     def name(self) -> str:
@@ -329,24 +334,26 @@ class NumericEvent(_Node):
 
 
 class BreakpointEvent(_Node):
-    """``mem:ADDR[/LEN][:ACCESS]``; ``access`` is the ``rwx`` letters as written, or None."""
+    """``mem:ADDR[/LEN][:ACCESS][/terms/]``; ``access`` is the ``rwx`` letters as written, or None."""
 
-    __slots__ = ("address", "length", "access", "modifiers", "span", "access_span")
+    __slots__ = ("address", "length", "access", "modifiers", "span", "access_span", "terms")
     address: Number
     length: Number | None
     access: str | None
     modifiers: Modifiers | None
     span: Span
     access_span: Span | None
+    terms: Terms | None
 
     def __init__(self, address: Number, length: Number | None, access: str | None, modifiers: Modifiers | None,
-                 span: Span, access_span: Span | None = None) -> None:
+                 span: Span, access_span: Span | None = None, terms: Terms | None = None) -> None:
         _set(self, "address", address)
         _set(self, "length", length)
         _set(self, "access", access)
         _set(self, "modifiers", modifiers)
         _set(self, "span", span)
         _set(self, "access_span", access_span)
+        _set(self, "terms", terms)
 
 
 class TracepointEvent(_Node):
@@ -382,36 +389,40 @@ class PmuEvent(_Node):
     """``NAME/terms/``: NAME is a PMU (or PMU wildcard such as ``uncore_imc``), or an alias with
     terms (``energy-psys/name=x/``); which one is decided against a system."""
 
-    __slots__ = ("pmu", "terms", "modifiers", "span", "name_span")
+    __slots__ = ("pmu", "terms", "modifiers", "span", "name_span", "quoted")
     pmu: str
     terms: Terms
     modifiers: Modifiers | None
     span: Span
     name_span: Span
+    quoted: bool
 
-    def __init__(self, pmu: str, terms: Terms, modifiers: Modifiers | None, span: Span, name_span: Span) -> None:
+    def __init__(self, pmu: str, terms: Terms, modifiers: Modifiers | None, span: Span, name_span: Span, quoted: bool = False) -> None:
         _set(self, "pmu", pmu)
         _set(self, "terms", terms)
         _set(self, "modifiers", modifiers)
         _set(self, "span", span)
         _set(self, "name_span", name_span)
+        _set(self, "quoted", quoted)
 
 
 class AliasEvent(_Node):
     """A bare word that is no built-in event name: a PMU event alias (``tsc``, ``energy-psys``),
     looked up in every PMU of a system."""
 
-    __slots__ = ("name", "modifiers", "span", "name_span")
+    __slots__ = ("name", "modifiers", "span", "name_span", "quoted")
     name: str
     modifiers: Modifiers | None
     span: Span
     name_span: Span
+    quoted: bool
 
-    def __init__(self, name: str, modifiers: Modifiers | None, span: Span, name_span: Span) -> None:
+    def __init__(self, name: str, modifiers: Modifiers | None, span: Span, name_span: Span, quoted: bool = False) -> None:
         _set(self, "name", name)
         _set(self, "modifiers", modifiers)
         _set(self, "span", span)
         _set(self, "name_span", name_span)
+        _set(self, "quoted", quoted)
 
 
 class BpfEvent(_Node):
@@ -461,22 +472,25 @@ Event = (
 
 
 class Group(_Node):
-    """``[NAME]{event,...}[:MODIFIERS]``."""
+    """``[NAME]{event,...}[:MODIFIERS]``; ``quoted`` if the name was written ``'grp'`` (the quotes
+    are not in ``name``)."""
 
-    __slots__ = ("name", "events", "modifiers", "span", "name_span")
+    __slots__ = ("name", "events", "modifiers", "span", "name_span", "quoted")
     name: str | None
     events: tuple[Event, ...]
     modifiers: Modifiers | None
     span: Span
     name_span: Span | None
+    quoted: bool
 
     def __init__(self, name: str | None, events: tuple[Event, ...], modifiers: Modifiers | None, span: Span,
-                 name_span: Span | None = None) -> None:
+                 name_span: Span | None = None, quoted: bool = False) -> None:
         _set(self, "name", name)
         _set(self, "events", events)
         _set(self, "modifiers", modifiers)
         _set(self, "span", span)
         _set(self, "name_span", name_span)
+        _set(self, "quoted", quoted)
 
 
 Item = Event | Group

@@ -1,7 +1,10 @@
 """Word tables of the event language: built-in event names, cache words, terms, modifiers.
 
-Facts from perf 6.1 (``perf list``, perf-event-language.md §2.4, §4, §5). Names are matched
-case-sensitively (COMPAT Decision 1); perf's cache matching is looser, ours follows the decisions.
+Facts from perf 7.3 (COMPAT 1.15: today's perf is the reference): its tool, software and legacy
+hardware and cache event tables (tools/perf/pmu-events/arch/common/common/*.json and
+make_legacy_cache.py), its term keywords and its modifier letters (util/parse-events.l). Event
+names are matched case-insensitively, as perf 7.3 looks them up; term keywords and modifier
+letters are case-sensitive.
 """
 
 from __future__ import annotations
@@ -51,18 +54,34 @@ SOFTWARE_EVENTS: dict[str, str] = {
     "cgroup-switches": "cgroup-switches",
 }
 
-TOOL_EVENTS: frozenset[str] = frozenset({"duration_time", "user_time", "system_time"})
+#: the events of perf's ``tool`` PMU on x86, in its order (config = position + 1; ``slots``, the
+#: tenth, exists only on arm64)
+TOOL_EVENT_ORDER: tuple[str, ...] = (
+    "duration_time", "user_time", "system_time", "has_pmem", "num_cores", "num_cpus",
+    "num_cpus_online", "num_dies", "num_packages", "slots", "smt_on", "system_tsc_freq", "core_wide",
+    "target_cpu",
+)  # fmt: skip
+TOOL_EVENTS: frozenset[str] = frozenset(TOOL_EVENT_ORDER) - {"slots"}
+#: the tool events perf 6.1 knew (software dummy evsels read by perf itself)
+TOOL_EVENTS_61: frozenset[str] = frozenset({"duration_time", "user_time", "system_time"})
 
 
 def symbol_kind(word: str) -> SymbolKind | None:
-    """The kind of a built-in symbolic event name, or None."""
-    if word in HARDWARE_EVENTS:
+    """The kind of a built-in symbolic event name (any letter case), or None."""
+    lower = word.lower()
+    if lower in HARDWARE_EVENTS:
         return SymbolKind.HARDWARE
-    if word in SOFTWARE_EVENTS:
+    if lower in SOFTWARE_EVENTS:
         return SymbolKind.SOFTWARE
-    if word in TOOL_EVENTS:
+    if lower in TOOL_EVENTS:
         return SymbolKind.TOOL
     return None
+
+
+def symbol_name(word: str) -> str:
+    """perf's canonical name of a built-in symbolic event (``CS`` -> ``context-switches``)."""
+    lower = word.lower()
+    return HARDWARE_EVENTS.get(lower) or SOFTWARE_EVENTS.get(lower) or lower
 
 
 # --------------------------------------------------------------------------------------------
@@ -126,15 +145,33 @@ CACHE_SUPPORTED_OPS: dict[CacheType, frozenset[CacheOp]] = {
     CacheType.NODE: frozenset(CacheOp),
 }
 
-_HYPHENATED_PARTS = frozenset(p for p in (*CACHE_OPS, *CACHE_RESULTS) if "-" in p)
+_CACHE_TYPES_LOWER = {k.lower(): v for k, v in CACHE_TYPES.items()}
+_CACHE_OPS_LOWER = {k.lower(): v for k, v in CACHE_OPS.items()}
+_CACHE_RESULTS_LOWER = {k.lower(): v for k, v in CACHE_RESULTS.items()}
+_HYPHENATED_PARTS = frozenset(p.lower() for p in (*CACHE_OPS, *CACHE_RESULTS) if "-" in p)
+
+
+def cache_type(spelling: str) -> CacheType:
+    """The cache type a spelling names, in any letter case (KeyError if none)."""
+    return _CACHE_TYPES_LOWER[spelling.lower()]
+
+
+def cache_op(part: str) -> CacheOp | None:
+    return _CACHE_OPS_LOWER.get(part.lower())
+
+
+def cache_result(part: str) -> CacheResult | None:
+    return _CACHE_RESULTS_LOWER.get(part.lower())
 
 
 @lru_cache(maxsize=1)
 def _cache_type_at() -> re.Pattern[str]:
     """A cache type at the start of a word, longest spelling first (so that "L1-dcache" is
-    preferred over a shorter type that prefixes it). Compiled on first use: most words are not
-    cache words, and a cold start should not pay for it."""
-    return re.compile("(" + "|".join(re.escape(t) for t in sorted(CACHE_TYPES, key=len, reverse=True)) + ")(?:-|$)")
+    preferred over a shorter type that prefixes it), in any letter case. Compiled on first use:
+    most words are not cache words, and a cold start should not pay for it."""
+    return re.compile(
+        "(" + "|".join(re.escape(t) for t in sorted(CACHE_TYPES, key=len, reverse=True)) + ")(?:-|$)", re.IGNORECASE
+    )
 
 
 class CacheWord(Slotted):
@@ -171,7 +208,7 @@ def split_cache_word(word: str) -> CacheWord | None:
     i = 0
     while i < len(pieces):
         piece = pieces[i]
-        if i + 1 < len(pieces) and f"{piece}-{pieces[i + 1]}" in _HYPHENATED_PARTS:
+        if i + 1 < len(pieces) and f"{piece}-{pieces[i + 1]}".lower() in _HYPHENATED_PARTS:
             piece = f"{piece}-{pieces[i + 1]}"
             i += 1
         parts.append(piece)
@@ -185,6 +222,8 @@ def split_cache_word(word: str) -> CacheWord | None:
 # raw events
 
 RAW_EVENT = re.compile(r"r[0-9a-fA-F]+")
+#: a word that is a number: decimal or 0x-hex (perf's lexer prefers a longer name match)
+NUMBER = re.compile(r"0x[0-9a-fA-F]+|[0-9]+")
 
 
 def is_raw_event(word: str) -> bool:
@@ -222,7 +261,9 @@ def event_word_kind(word: str) -> str | None:
 # --------------------------------------------------------------------------------------------
 # modifiers
 
-MODIFIER_LETTERS = "ukhIGHpPSDWeb"
+MODIFIER_LETTERS = "ukhIGHpPSDWebRX"
+#: the letters perf 6.1 knew (R, retirement latency, came in 6.12; X, do not regroup, in 7.2)
+MODIFIER_LETTERS_61 = "ukhIGHpPSDWeb"
 MAX_PRECISE = 3
 BREAKPOINT_ACCESS_LETTERS = "rwx"
 
@@ -244,6 +285,7 @@ class ValueType(str, Enum):
     NUMBER = "number"
     STRING = "string"
     BOOL = "0 or 1"
+    CPUS = "CPU number, CPU list or PMU name"
 
 
 class KeywordTerm(Slotted):
@@ -266,6 +308,7 @@ _KEYWORDS = (
     KeywordTerm("config1", ValueType.NUMBER),
     KeywordTerm("config2", ValueType.NUMBER),
     KeywordTerm("config3", ValueType.NUMBER),
+    KeywordTerm("config4", ValueType.NUMBER),
     KeywordTerm("name", ValueType.STRING),
     KeywordTerm("period", ValueType.NUMBER),
     KeywordTerm("freq", ValueType.NUMBER),
@@ -281,8 +324,13 @@ _KEYWORDS = (
     KeywordTerm("no-overwrite", ValueType.NUMBER),
     KeywordTerm("percore", ValueType.BOOL),
     KeywordTerm("aux-output", ValueType.NUMBER),
+    KeywordTerm("aux-action", ValueType.STRING),
     KeywordTerm("aux-sample-size", ValueType.NUMBER, maximum=0xFFFFFFFF),
     KeywordTerm("metric-id", ValueType.STRING),
+    KeywordTerm("cpu", ValueType.CPUS),
+    KeywordTerm("ratio-to-prev", ValueType.STRING),
+    KeywordTerm("legacy-hardware-config", ValueType.NUMBER, maximum=9),
+    KeywordTerm("legacy-cache-config", ValueType.NUMBER),
 )
 
 KEYWORD_TERMS: dict[str, KeywordTerm] = {k.name: k for k in _KEYWORDS}
@@ -290,16 +338,25 @@ KEYWORD_TERMS: dict[str, KeywordTerm] = {k.name: k for k in _KEYWORDS}
 # Terms a tracepoint (and so a BPF event) accepts (COMPAT 1.10).
 TRACEPOINT_TERMS: tuple[str, ...] = (
     "call-graph", "stack-size", "inherit", "no-inherit", "max-stack", "nr", "overwrite",
-    "no-overwrite", "aux-output", "aux-sample-size",
+    "no-overwrite", "aux-output", "aux-action", "aux-sample-size",
 )
 
-# perf's help line for unknown terms of symbolic events (its internal order, 'driver-config'
-# included), with config3 added as COMPAT 1.10 does.
+# Terms that turn a core PMU's event into a legacy hardware or cache event: only PMU events take
+# them (perf's config_term_pmu), and only on a core PMU.
+LEGACY_CONFIG_TERMS: tuple[str, ...] = ("legacy-hardware-config", "legacy-cache-config")
+
+# perf 7.3's help line for unknown terms (config_term_names in its order, internal names included).
 VALID_TERMS_HELP = (
-    "config,config1,config2,config3,name,period,freq,branch_type,time,call-graph,stack-size,"
+    "config,config1,config2,config3,config4,name,period,freq,branch_type,time,call-graph,stack-size,"
     "no-inherit,inherit,max-stack,nr,no-overwrite,overwrite,driver-config,percore,aux-output,"
-    "aux-sample-size,metric-id"
+    "aux-action,aux-sample-size,metric-id,raw,cpu,ratio-to-prev,legacy-hardware-config,legacy-cache-config"
 )
+
+# aux-action values (perf's aux_action_opts): start-paused goes on the AUX area event itself,
+# pause and resume on the events of its group.
+AUX_ACTIONS: tuple[str, ...] = ("start-paused", "pause", "resume")
+# PERF_COUNT_HW_CACHE_MAX, _OP_MAX, _RESULT_MAX: the fields of a legacy-cache-config value
+LEGACY_CACHE_LIMITS = (7, 3, 2)
 
 CALL_GRAPH_MODES: tuple[str, ...] = ("fp", "dwarf", "lbr", "no")
 

@@ -47,15 +47,14 @@ def print_events(ast: EventList) -> str:
 def print_item(item: Item) -> str:
     if isinstance(item, Group):
         body = ",".join(print_event(e) for e in item.events)
-        return f"{item.name or ''}{{{body}}}{_colon_modifiers(item.modifiers)}"
+        name = _quoted(item.name, item.quoted) if item.name is not None else ""
+        return f"{name}{{{body}}}{_colon_modifiers(item.modifiers)}"
     return print_event(item)
 
 
 def print_event(event: Event) -> str:
-    if isinstance(event, SymbolEvent):
-        return _with_terms(event.name, event.terms, event.modifiers)
-    if isinstance(event, CacheEvent):
-        return _with_terms(event.name, event.terms, event.modifiers)
+    if isinstance(event, (SymbolEvent, CacheEvent)):
+        return _with_terms(_quoted(event.name, event.quoted), event.terms, event.modifiers)
     if isinstance(event, RawEvent):
         return _with_terms(f"r{event.code.text}", event.terms, event.modifiers)
     if isinstance(event, NumericEvent):
@@ -63,22 +62,26 @@ def print_event(event: Event) -> str:
     if isinstance(event, TracepointEvent):
         return _with_terms(event.name, event.terms, event.modifiers)
     if isinstance(event, PmuEvent):
-        return f"{event.pmu}{print_terms(event.terms)}{_letters(event.modifiers)}"
+        return f"{_quoted(event.pmu, event.quoted)}{print_terms(event.terms)}{_letters(event.modifiers)}"
     if isinstance(event, AliasEvent):
-        return f"{event.name}{_colon_modifiers(event.modifiers)}"
+        return f"{_quoted(event.name, event.quoted)}{_colon_modifiers(event.modifiers)}"
     if isinstance(event, BreakpointEvent):
         text = f"mem:{event.address.text}"
         if event.length is not None:
             text += f"/{event.length.text}"
         if event.access is not None:
             text += f":{event.access}"
-        return text + _colon_modifiers(event.modifiers)
+        return _with_terms(text, event.terms, event.modifiers)
     if isinstance(event, BpfEvent):
         terms = event.terms
         if terms is None and event.modifiers:
             terms = Terms((), event.span)  # a BPF object takes modifiers only after a term list
         return f"{event.path}{'' if terms is None else print_terms(terms)}{_letters(event.modifiers)}"
     raise TypeError(f"not an event: {event!r}")
+
+
+def _quoted(name: str, quoted: bool) -> str:
+    return f"'{name}'" if quoted else name
 
 
 def _with_terms(head: str, terms: Terms | None, modifiers: Modifiers | None) -> str:

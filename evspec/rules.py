@@ -8,6 +8,8 @@ problem is reported.
 
 from __future__ import annotations
 
+import re
+
 from evspec import lexicon
 from evspec.ast import (
     BpfEvent,
@@ -17,6 +19,7 @@ from evspec.ast import (
     EventList,
     Group,
     IndexList,
+    Item,
     MapTerm,
     Modifiers,
     Number,
@@ -65,6 +68,7 @@ def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[
         isinstance(e, BpfEvent) and (any(t.option == "event" for t in e.object_terms) or bool(e.prog_terms))
         for item in events.items for e in (item.events if isinstance(item, Group) else (item,))
     )
+    ratio = not events.source or "ratio-to-prev" in events.source  # a rare term: most strings need no look
     out: list[tuple[Diagnostic, ...]] = []
     for item in events.items:
         diags: list[Diagnostic] = []
@@ -73,8 +77,12 @@ def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[
             diags.extend(check_event(event, names))
             if collect:
                 add_reference_names(names, event_reference_names(event, events.source))
-        if isinstance(item, Group) and item.modifiers is not None:
-            diags.extend(_modifiers(item.modifiers))
+        if ratio:
+            diags.extend(_ratio_to_prev_position(item))
+        if isinstance(item, Group):
+            if item.modifiers is not None:
+                diags.extend(_modifiers(item.modifiers, group=True))
+                diags.extend(_combined_precise(item))
         out.append(tuple(diags))
     return out
 
@@ -84,25 +92,18 @@ def check_event(event: Event, names: Iterable[str] = ()) -> list[Diagnostic]:
     diags = list(_name(event))
     terms: Terms | None = getattr(event, "terms", None)
     if terms is not None:
-        if isinstance(event, SymbolEvent) and event.kind is SymbolKind.TOOL:
-            if terms.items:  # an empty term list says nothing (COMPAT 1.12: duration_time//)
-                diags.append(error(
-                    "ES033", f"tool event '{event.name}' takes no terms", terms.span,
-                    help=(f"write '{event.name}' alone",), perf_message="parser error",
-                ))
+        known: set[str] | frozenset[str]
+        if isinstance(names, (set, frozenset)):
+            known = names
         else:
-            known: set[str] | frozenset[str]
-            if isinstance(names, (set, frozenset)):
-                known = names
-            else:
-                known = set()
-                add_reference_names(known, names)
-            diags.extend(_terms(event, terms, known))
+            known = set()
+            add_reference_names(known, names)
+        diags.extend(_terms(event, terms, known))
     if isinstance(event, BreakpointEvent) and event.access is not None and event.access_span is not None:
         diags.extend(_repeated_access(event.access, event.access_span))
     modifiers: Modifiers | None = getattr(event, "modifiers", None)
     if modifiers is not None:
-        diags.extend(_modifiers(modifiers))
+        diags.extend(_modifiers(modifiers, group=False))
     return diags
 
 
@@ -112,7 +113,7 @@ def check_event(event: Event, names: Iterable[str] = ()) -> list[Diagnostic]:
 
 def _name(event: Event) -> Iterator[Diagnostic]:
     if isinstance(event, CacheEvent):
-        yield from _cache(event)
+        yield from cache_name_findings(event)
     elif isinstance(event, RawEvent):
         if event.code.value > lexicon.U64_MAX:
             yield error("ES028", "raw event code out of range (more than 64 bits)",
@@ -128,8 +129,14 @@ def _name(event: Event) -> Iterator[Diagnostic]:
             yield from _u64(event.length)
 
 
-def _cache(event: CacheEvent) -> Iterator[Diagnostic]:
-    cache = lexicon.CACHE_TYPES[event.cache_type]
+_CACHE_ORDER_NOTE = ("perf 6.1 and 6.12 accept it (in any order, a repeated part ignored); perf 7.2 and "
+                     "later know only TYPE, TYPE-OP, TYPE-RESULT and TYPE-OP-RESULT")
+
+
+def cache_name_findings(event: CacheEvent) -> Iterator[Diagnostic]:
+    """perf 7.3's legacy cache names (make_legacy_cache.py): TYPE, TYPE-OP, TYPE-RESULT or
+    TYPE-OP-RESULT, with an operation the cache type supports."""
+    cache = lexicon.cache_type(event.cache_type)
     spans = event.part_spans or (event.name_span,) * len(event.parts)
     op: tuple[str, lexicon.CacheOp] | None = None
     result: tuple[str, lexicon.CacheResult] | None = None
@@ -142,20 +149,25 @@ def _cache(event: CacheEvent) -> Iterator[Diagnostic]:
             yield error("ES024", "empty part in a cache event name", Span(span.start - 1, span.start),
                         help=("remove the extra '-'",))
             continue
-        if part in lexicon.CACHE_OPS:
-            new_op = lexicon.CACHE_OPS[part]
+        new_op = lexicon.cache_op(part)
+        new_result = lexicon.cache_result(part)
+        if new_op is not None:
             if op is not None:
-                yield _second_part(part, op[0], new_op is op[1], "operation", span)
+                yield _second_part(part, op[0], "operation", span)
+                continue
+            if result is not None:
+                yield error("ES051", f"the cache operation '{part}' comes after the result '{result[0]}'", span,
+                            help=(f"write {event.cache_type}-{part}-{result[0]}",), notes=(_CACHE_ORDER_NOTE,),
+                            perf_message="Bad event name")
                 continue
             op = (part, new_op)
             if new_op not in lexicon.CACHE_SUPPORTED_OPS[cache]:
                 supported = ", ".join(sorted(o.value for o in lexicon.CACHE_SUPPORTED_OPS[cache]))
                 yield error("ES026", f"{event.cache_type} does not support the '{part}' operation", span,
                             help=(f"{event.cache_type} supports: {supported}",))
-        elif part in lexicon.CACHE_RESULTS:
-            new_result = lexicon.CACHE_RESULTS[part]
+        elif new_result is not None:
             if result is not None:
-                yield _second_part(part, result[0], new_result is result[1], "result", span)
+                yield _second_part(part, result[0], "result", span)
                 continue
             result = (part, new_result)
         else:
@@ -164,11 +176,10 @@ def _cache(event: CacheEvent) -> Iterator[Diagnostic]:
                               "results: refs, misses (and their aliases)",))
 
 
-def _second_part(part: str, first: str, same: bool, what: str, span: Span) -> Diagnostic:
-    if same:
-        return warning("WS001", f"repeated cache {what} '{part}' has no effect", span,
-                       help=("remove it",))
-    return error("ES027", f"a cache event has one {what}; '{part}' conflicts with '{first}'", span)
+def _second_part(part: str, first: str, what: str, span: Span) -> Diagnostic:
+    repeated = "repeats" if first.lower() == part.lower() else "conflicts with"
+    return error("ES027", f"a cache event has one {what}; '{part}' {repeated} '{first}'", span,
+                 help=(f"remove '{part}'",), notes=(_CACHE_ORDER_NOTE,), perf_message="Bad event name")
 
 
 def _repeated_access(access: str, span: Span) -> Iterator[Diagnostic]:
@@ -191,7 +202,7 @@ def _u64(number: Number) -> Iterator[Diagnostic]:
 # modifiers
 
 
-def _modifiers(mods: Modifiers) -> Iterator[Diagnostic]:
+def _modifiers(mods: Modifiers, *, group: bool) -> Iterator[Diagnostic]:
     seen: set[str] = set()
     precise = 0
     for offset, letter in enumerate(mods.letters):
@@ -207,7 +218,32 @@ def _modifiers(mods: Modifiers) -> Iterator[Diagnostic]:
         elif letter in seen:
             yield error("ES021", f"bad modifier: '{letter}' repeated", at, perf_message="Bad modifier",
                         help=("write each modifier once",))
+        elif letter == "W" and not group:
+            yield error("ES052", "the weak-group modifier 'W' is for groups", at,
+                        perf_message="Weak modifier is for use with groups",
+                        help=("put it on the group: '{a,b}:W'",),
+                        notes=("perf 6.1 accepts it on an event (and ignores it); perf 6.12 and later reject it",))
         seen.add(letter)
+
+
+def _precise(mods: Modifiers | None) -> int:
+    return 0 if mods is None else min(mods.letters.count("p"), lexicon.MAX_PRECISE)
+
+
+def _combined_precise(group: Group) -> Iterator[Diagnostic]:
+    """perf adds a group's precise level to each member's: more than 3 is an error at the group's
+    modifiers (at its first 'p')."""
+    extra = _precise(group.modifiers)
+    if not extra or group.modifiers is None:
+        return
+    for event in group.events:
+        own = _precise(getattr(event, "modifiers", None))
+        if own + extra > lexicon.MAX_PRECISE:
+            at = group.modifiers.span.start + group.modifiers.letters.index("p")
+            yield error("ES053", f"precise level {own} + {extra} is more than 3 for a member of the group",
+                        Span(at, at + extra), perf_message="Maximum combined precise value is 3",
+                        help=("the group's 'p' letters add to each member's; use at most 'ppp' in all",))
+            return
 
 
 # --------------------------------------------------------------------------------------------
@@ -216,7 +252,7 @@ def _modifiers(mods: Modifiers) -> Iterator[Diagnostic]:
 
 def _kind_label(event: Event) -> str:
     if isinstance(event, SymbolEvent):
-        return "hardware/software events"
+        return "tool events" if event.kind is SymbolKind.TOOL else "hardware/software events"
     if isinstance(event, CacheEvent):
         return "cache events"
     if isinstance(event, RawEvent):
@@ -227,7 +263,20 @@ def _kind_label(event: Event) -> str:
         return "tracepoints"
     if isinstance(event, BpfEvent):
         return "BPF events"
+    if isinstance(event, BreakpointEvent):
+        return "breakpoints"
     return "PMU events"
+
+
+def _takes_legacy_config(event: Event) -> bool | None:
+    """Whether legacy-hardware-config= and legacy-cache-config= may go on ``event``: True for the
+    events of core PMUs (hardware and cache events; PMU events, checked against a system), False
+    for software and tool events (no core PMU), None where they are no term at all."""
+    if isinstance(event, SymbolEvent):
+        return event.kind is SymbolKind.HARDWARE
+    if isinstance(event, (CacheEvent, PmuEvent)):
+        return True
+    return None
 
 
 def _terms(event: Event, terms: Terms, names: set[str]) -> Iterator[Diagnostic]:
@@ -260,6 +309,18 @@ def _terms(event: Event, terms: Terms, names: set[str]) -> Iterator[Diagnostic]:
                             term.key_span, perf_message="unknown term",
                             help=("@ terms are passed to the driver of a PMU: PMU/@cfg/",))
             continue
+        if term.kind is TermKind.KEYWORD and term.key in lexicon.LEGACY_CONFIG_TERMS:
+            takes = _takes_legacy_config(event)
+            if takes is None:
+                yield _not_for(term.key_span, term.key, label, restricted)
+                continue
+            if not takes:
+                yield error("ES054", f"'{term.key}' needs an event of a core PMU ({event.name} is a "  # type: ignore[union-attr]
+                            f"{'tool' if event.kind is SymbolKind.TOOL else 'software'} event)",  # type: ignore[union-attr]
+                            term.key_span, perf_message="needs a core PMU",
+                            help=("it turns a CPU PMU's event into a legacy hardware or cache event: "
+                                  "cpu/legacy-hardware-config=1/",))
+                continue
         if term.kind is TermKind.KEYWORD and (not restricted or term.key in lexicon.TRACEPOINT_TERMS):
             yield from _keyword(term)
             first = keywords_seen.setdefault(term.key, term)
@@ -296,6 +357,9 @@ def _not_for(span: Span, key: str, label: str, restricted: bool) -> Diagnostic:
 def _keyword(term: Term) -> Iterator[Diagnostic]:
     info = lexicon.KEYWORD_TERMS[term.key]
     value = term.value
+    if info.value_type is lexicon.ValueType.CPUS:
+        yield from _cpu_term(term)
+        return
     if info.value_type is lexicon.ValueType.STRING:
         if not isinstance(value, Word):
             where = term.span if value is None else value.span
@@ -307,6 +371,11 @@ def _keyword(term: Term) -> Iterator[Diagnostic]:
         elif term.key == "branch_type" and value.text.lower() not in (*lexicon.BRANCH_TYPES, "no"):
             yield error("ES039", "invalid branch sample type", value.span,
                         perf_message="invalid branch sample type", help=_string_help(term.key))
+        elif term.key == "aux-action" and value.text not in lexicon.AUX_ACTIONS:
+            yield error("ES056", f"unknown aux-action '{value.text}'", value.span,
+                        perf_message=f"Bad aux-action '{value.text}'", help=_string_help(term.key))
+        elif term.key == "ratio-to-prev":
+            yield from _ratio_to_prev(value)
         return
     if value is None:
         return
@@ -322,6 +391,72 @@ def _keyword(term: Term) -> Iterator[Diagnostic]:
     elif info.maximum is not None and value.value > info.maximum:
         yield error("ES037", f"{term.key} too big (max {info.maximum})", value.span,
                     perf_message="too big")
+    elif term.key == "legacy-cache-config":
+        fields = (value.value & 0xFF, value.value >> 8 & 0xFF, value.value >> 16 & 0xFF)
+        if value.value >> 24 or any(f >= limit for f, limit in zip(fields, lexicon.LEGACY_CACHE_LIMITS, strict=True)):
+            yield error("ES037", "legacy-cache-config too big: TYPE | OP << 8 | RESULT << 16 with TYPE < 7, "
+                        "OP < 3, RESULT < 2", value.span, perf_message="too big")
+
+
+_CPU_LIST = re.compile(r"[0-9]+(?:-[0-9]+)?(?:,[0-9]+(?:-[0-9]+)?)*")
+
+
+def _cpu_term(term: Term) -> Iterator[Diagnostic]:
+    """``cpu=N``, ``cpu=LIST`` (``0-3``, quoted ``'0,2'``) or ``cpu=PMU``: a list is checked here,
+    a number against the system's CPUs and a PMU name against its PMUs (compiler/resolve.py)."""
+    value = term.value
+    if isinstance(value, Number):
+        yield from _u64(value)
+        return
+    if not isinstance(value, Word) or not value.text[:1].isdigit():
+        return  # no value: CPU 1 (perf's value of a bare term); a word: a PMU name
+    if _CPU_LIST.fullmatch(value.text) is None or _cpu_ranges_reversed(value.text):
+        yield error("ES055", f"'{value.text}' is not a CPU list", value.span,
+                    perf_message="not a valid PMU or CPU number",
+                    help=("cpu= takes a CPU number, a range such as 0-3, a quoted list such as '0,2-3', "
+                          "or the name of a PMU (its CPUs)",))
+
+
+def _cpu_ranges_reversed(text: str) -> bool:
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        if high and int(high) < int(low):
+            return True
+    return False
+
+
+_STRTOD = re.compile(r"[ \t\n\r\f\v]*[+-]?(?:inf(?:inity)?|nan|(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?)",
+                     re.IGNORECASE)
+
+
+def _ratio_to_prev(value: Word) -> Iterator[Diagnostic]:
+    """perf reads the value with strtod: the number at its start must be above zero and finite."""
+    m = _STRTOD.match(value.text)
+    try:
+        number = float(m.group()) if m else 0.0
+    except ValueError:
+        number = 0.0
+    if not number > 0:
+        yield error("ES057", f"ratio-to-prev must be a number above zero ('{value.text}' is not)", value.span,
+                    perf_message="zero or negative", help=("for example ratio-to-prev=2.0",))
+    elif number == float("inf"):
+        yield error("ES057", f"ratio-to-prev '{value.text}' is too big", value.span, perf_message="too big",
+                    help=("for example ratio-to-prev=2.0",))
+
+
+def _ratio_to_prev_position(item: Item) -> list[Diagnostic]:
+    """ratio-to-prev sets an event's period from the event before it in its group: on a group
+    leader or an event outside a group perf prints an error and ignores the term."""
+    terms = getattr(item.events[0] if isinstance(item, Group) else item, "terms", None)
+    if terms is None:
+        return []
+    return [warning("WS004", "ratio-to-prev has no effect on the first event of a group or on an event "
+                    "outside a group", term.key_span,
+                    help=("put it on a later member: '{cycles,instructions/period=200000,ratio-to-prev=2.0/}'",),
+                    notes=("perf prints 'Invalid use of ratio-to-prev term without preceding element in "
+                           "group' and ignores the term",))
+            for term in terms.items
+            if isinstance(term, Term) and term.kind is TermKind.KEYWORD and term.key == "ratio-to-prev"]
 
 
 def _string_help(key: str) -> tuple[str, ...]:
@@ -329,6 +464,10 @@ def _string_help(key: str) -> tuple[str, ...]:
         return ("call-graph is fp, dwarf, lbr or no",)
     if key == "branch_type":
         return ("branch_type is no or one of: " + ", ".join(lexicon.BRANCH_TYPES),)
+    if key == "aux-action":
+        return ("aux-action is " + ", ".join(lexicon.AUX_ACTIONS),)
+    if key == "ratio-to-prev":
+        return ("a number above zero, written as a word: ratio-to-prev=2.0",)
     return (f"for example {key}=foo, or quoted: {key}='a:b'",)
 
 

@@ -12,6 +12,10 @@ folded into its terminal takes the literal's type. Rules are reduced by calling 
 method of the same name with the rule's children, the way a Lark ``Transformer`` sees a parse
 tree: rules named ``_x`` are inlined into their parent (a single child passes through unchanged)
 and tokens of terminals named ``_X`` are dropped; or by the reduce functions given per rule.
+With a builder, the lists the grammar repeats (``a (COMMA a)*``, which Lark turns into a
+left-recursive ``_x`` rule) grow in place, so that a string of n items costs O(n); ``work``
+counts what the machine has handled (tokens and the values each reduction takes), for tests
+that hold the parser linear without timing it.
 """
 
 from __future__ import annotations
@@ -85,9 +89,10 @@ class LalrMachine:
                 )
             return compiled[names]
 
-        # (number of symbols, origin, reduce or None to splice, children need flattening)
-        self._rules: list[tuple[int, str, Reduce | None, bool]] = (
-            _builder_rules(tables, builder) if rules is None else [(n, o, r, False) for n, o, r in rules])
+        # (number of symbols, origin, reduce or None to splice, children need flattening, the rule
+        # extends its first child: a left-recursive list rule '_x: _x ...')
+        self._rules: list[tuple[int, str, Reduce | None, bool, bool]] = (
+            _builder_rules(tables, builder) if rules is None else [(n, o, r, False, False) for n, o, r in rules])
         self._actions = tables.states
 
         if tables.lexers is None:
@@ -102,10 +107,12 @@ class LalrMachine:
             self._any_terminal = lambda: lexers[0]  # the root lexer
         self._start = tables.start
         self._end = tables.end
+        self.work = 0
 
-    def parse(self, text: str, start: str) -> object:
-        """The builder's value for ``text`` read as ``start``; raises ``SyntaxStop`` (or whatever
-        the builder raises) where the text does not fit."""
+    def parse(self, text: str, start: str, pos: int = 0, endpos: int | None = None) -> object:
+        """The builder's value for ``text[pos:endpos]`` read as ``start`` (spans stay offsets into
+        ``text``, and the text ends at ``endpos`` for the scanner); raises ``SyntaxStop`` (or
+        whatever the builder raises) where the text does not fit."""
         table = self._actions
         scanners = self._scanners
         rules = self._rules
@@ -115,22 +122,25 @@ class LalrMachine:
         values: list[object] = []
         push_state = stack.append
         push_value = values.append
-        pos = 0
-        n = len(text)
+        n = len(text) if endpos is None else endpos
+        work = 0
         while True:
             if pos < n:
-                m = scanners[state].match(text, pos)
+                m = scanners[state].match(text, pos, n)
                 if m is None:
-                    raise self._no_token(text, pos, stack, values)
+                    self.work += work
+                    raise self._no_token(text, pos, n, stack, values)
                 end = m.end()
                 kind = m.lastgroup
                 tok: Tok | None = Tok(kind, text[pos:end], pos, end)  # type: ignore[arg-type]
                 pos = end
             else:
                 kind, tok = END, None
+            work += 1
             while True:
                 code = table[state].get(kind)  # type: ignore[arg-type]
                 if code is None:
+                    self.work += work
                     raise SyntaxStop(n if tok is None else tok.start_pos, tok, values,
                                      _expected(table[state]), tok is None)
                 if code >= 0:
@@ -138,33 +148,41 @@ class LalrMachine:
                     push_value(tok)
                     state = code
                     break
-                size, name, method, flatten = rules[~code]
+                size, name, method, flatten, grows = rules[~code]
+                work += size
                 if size:
                     children = values[-size:]
                     del values[-size:]
                     del stack[-size:]
                 else:
                     children = []
-                if flatten:
+                if grows:
+                    value: object = children[0]
+                    _extend_flat(value, children, 1)  # type: ignore[arg-type]
+                elif flatten:
                     children = _flat_children(children)
-                value = Splice(children) if method is None else method(children)
+                    work += len(children)
+                    value = Splice(children) if method is None else method(children)
+                else:
+                    value = Splice(children) if method is None else method(children)
                 state = table[stack[-1]][name]
                 push_state(state)
                 push_value(value)
                 if tok is None and state == end_state:
+                    self.work += work
                     return value
 
-    def _no_token(self, text: str, pos: int, stack: list[int], values: list[object]) -> SyntaxStop:
+    def _no_token(self, text: str, pos: int, endpos: int, stack: list[int], values: list[object]) -> SyntaxStop:
         """No terminal of this state matches at ``pos``: report the token that stands there if any
         terminal of the language matches (as Lark's contextual lexer does), else the character."""
-        m = self._any_terminal().match(text, pos)
+        m = self._any_terminal().match(text, pos, endpos)
         tok = None if m is None else Tok(m.lastgroup, m.group(), pos, m.end())  # type: ignore[arg-type]
         return SyntaxStop(pos, tok, values, _expected(self._actions[stack[-1]]))
 
 
-def _builder_rules(tables: LalrTables, builder: object) -> list[tuple[int, str, Reduce | None, bool]]:
+def _builder_rules(tables: LalrTables, builder: object) -> list[tuple[int, str, Reduce | None, bool, bool]]:
     """The rules reduced by ``builder``'s methods (see the module docstring)."""
-    rules: list[tuple[int, str, Reduce | None, bool]] = []
+    rules: list[tuple[int, str, Reduce | None, bool, bool]] = []
     for origin, symbols in tables.rules:
         flatten = any(s.startswith("_") for s in symbols)
         method: Reduce | None
@@ -173,7 +191,8 @@ def _builder_rules(tables: LalrTables, builder: object) -> list[tuple[int, str, 
             method = _first if unit else None
         else:
             method = getattr(builder, origin)
-        rules.append((len(symbols), origin, method, flatten))
+        grows = method is None and len(symbols) > 1 and symbols[0] == origin
+        rules.append((len(symbols), origin, method, flatten, grows))
     return rules
 
 
@@ -253,11 +272,16 @@ class _LazyScanners(dict):  # type: ignore[type-arg]
 
 def _flat_children(children: list[object]) -> list[object]:
     out: list[object] = []
-    for child in children:
+    _extend_flat(out, children, 0)
+    return out
+
+
+def _extend_flat(out: list[object], children: list[object], first: int) -> None:
+    """Append ``children[first:]`` to ``out``, splices spliced in and ``_X`` tokens dropped."""
+    for child in children[first:]:
         if type(child) is Splice:
             out.extend(child)
         elif type(child) is Tok and child.type[0] == "_":
             continue
         else:
             out.append(child)
-    return out

@@ -53,7 +53,7 @@ def test_internal_error_is_reported_as_a_bug_not_a_finding(
     def boom(*args: object, **kw: object) -> None:
         raise ZeroDivisionError("simulated bug")
 
-    monkeypatch.setattr("evspec.check.check_specs", boom)
+    monkeypatch.setattr("evspec.check.iter_checked", boom)
     code, _, err = run(capsys, "check", "-e", "cycles")
     assert code == EXIT_INTERNAL
     assert "internal error" in err and "bug in evspec" in err
@@ -128,6 +128,18 @@ def test_color_only_when_asked(capsys: pytest.CaptureFixture[str], monkeypatch: 
     monkeypatch.setenv("NO_COLOR", "1")
     _, _, err = run(capsys, "check", "--color", "auto", "-e", "cpu-clock:uu")
     assert "\x1b[" not in err
+    _, _, err = run(capsys, "check", "--color", "always", "-e", "cpu-clock:uu")  # as the README says
+    assert "\x1b[" in err
+
+
+def test_fmt_keeps_trailing_comments(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    f = tmp_path / "a.events"
+    f.write_text("{cpu-clock , task-clock}:S  # the group\n# whole line\ncycles:u # user\ncycles\u2028\n")
+    code, out, err = run(capsys, "fmt", str(f))
+    assert out.splitlines()[:3] == ["{cpu-clock,task-clock}:S  # the group", "# whole line", "cycles:u # user"]
+    assert code == 1 and f"{f}:4:7" in err  # U+2028 is a character of line 4, not a line break
+    code, _, err = run(capsys, "check", str(f))
+    assert code == 1 and f"{f}:4:7" in err and f"{f}:1" not in err and f"{f}:3" not in err
 
 
 def test_parse_prints_the_ast(capsys: pytest.CaptureFixture[str]) -> None:
@@ -189,12 +201,33 @@ def test_compile_json_contract(capsys: pytest.CaptureFixture[str]) -> None:
     assert code == EXIT_CLEAN
     events = json.loads(out)["events"]
     assert [(e["name"], e["spec_index"], e["group"]) for e in events] == [
-        ("cpu-clock", 0, {"index": 0, "leader": True}),
-        ("task-clock", 0, {"index": 0, "leader": False}),
-        ("mem:0x1000", 1, None),  # perf 6.1 names breakpoints without length and type
+        ("cpu-clock", 0, {"index": 0, "leader": True, "position": 0, "members": 2}),
+        ("task-clock", 0, {"index": 0, "leader": False, "position": 1, "members": 2}),
+        ("mem:0x1000", 1, None),  # perf names breakpoints without length and type
     ]
     assert events[0]["attr"]["type"] == 1 and events[0]["attr"]["exclude_kernel"] == 1
     assert events[2]["attr"]["bp_addr"] == 0x1000 and events[2]["attr"]["bp_len"] == 8
+
+
+def test_compile_for_an_older_release(capsys: pytest.CaptureFixture[str]) -> None:
+    def attrs(*argv: str) -> tuple[int, list[dict[str, int]], str]:
+        code, out, err = run(capsys, "compile", "--system", "none", "--format", "json", "--mode", "stat", *argv)
+        return code, [e["attr"] for e in json.loads(out)["events"]] if code == EXIT_CLEAN else [], err
+
+    code, got, _ = attrs("-e", "cpu-clock:u")
+    assert code == EXIT_CLEAN and got[0]["size"] == 144 and "exclude_guest" not in got[0]
+    code, got, _ = attrs("--perf", "6.1", "-e", "cpu-clock:u")
+    assert code == EXIT_CLEAN and got[0]["size"] == 128 and got[0]["exclude_guest"] == 1
+    # what today's rules refuse and perf 6.12 still takes: a cache name with a repeated operation
+    code, _, err = attrs("-e", "L1-dcache-load-load")
+    assert code == EXIT_FINDINGS and "ES027" in err
+    code, got, _ = attrs("--perf", "6.12", "-e", "L1-dcache-load-load")
+    assert code == EXIT_CLEAN and (got[0]["type"], got[0].get("config", 0)) == (3, 0)
+    # what perf 6.1 does not know is refused, with the reason
+    code, _, err = attrs("--perf", "6.1", "-e", "cpu-clock/config3=1/")
+    assert code == EXIT_FINDINGS and "EM019" in err and "perf 6.1 refuses" in err
+    code, _, err = attrs("--perf", "6.12", "-e", "cpu-clock:X")
+    assert code == EXIT_FINDINGS and "perf 6.12 has no modifier 'X'" in err
 
 
 def test_snapshot_then_check_against_it(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
@@ -203,10 +236,12 @@ def test_snapshot_then_check_against_it(capsys: pytest.CaptureFixture[str], tmp_
 
     snap = tmp_path / "machine.json"
     snap.write_text(json.dumps(snapshot(corpus_system())))
-    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "sched:sched_switch,msr/tsc/")
+    code, _, err = run(capsys, "check", "--system", str(snap), "--mode", "stat", "-e", "sched:sched_switch,msr/tsc/")
     assert code == EXIT_CLEAN, err
-    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "cpu/config=1/")
-    assert code == EXIT_FINDINGS and "cpu" in err
+    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "sched:sched_switch,msr/tsc/")
+    assert code == EXIT_FINDINGS and "error[EM032]" in err, err  # perf record cannot sample msr
+    code, _, err = run(capsys, "check", "--system", str(snap), "-e", "cpu_core/config=1/")
+    assert code == EXIT_FINDINGS and "cpu_core" in err
 
 
 def _import_log(*argv: str) -> str:

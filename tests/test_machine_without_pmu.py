@@ -23,6 +23,7 @@ TESTS = Path(__file__).resolve().parent
 LIVE_TESTS = (
     "test_perf_stat_diff.py::test_against_live_perf",
     "test_dialect_live.py",
+    "test_dialect_live_releases.py::test_a_sample_follows_the_machine",
     "test_semantic_corpus.py::test_snapshot_of_this_machine_gives_the_same_verdicts",
     "test_system_live.py",
 )

@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
 
 from evspec import lexicon
-from evspec.ast import AllIndices, BpfEvent, EventList, Group, IndexList
+from evspec.ast import AllIndices, BpfEvent, EventList, Group, IndexList, SymbolKind
 from evspec.parser import analyze, earley_parser, machine, parse
 from evspec.parser.builder import AstBuilder, Fault
 from evspec.printer import print_events
@@ -42,10 +42,12 @@ quoted_value = st.from_regex(r"'[A-Za-z0-9_ ,:=./\-]{0,10}'", fullmatch=True)
 
 
 @st.composite
-def modifiers(draw: st.DrawFn) -> str:
-    letters = draw(st.lists(st.sampled_from([c for c in lexicon.MODIFIER_LETTERS if c != "p"]),
+def modifiers(draw: st.DrawFn, group: bool = False) -> str:
+    """An event's modifier letters (no 'W': that one is for groups), or a group's (no 'p': the
+    group's precise level adds to each member's)."""
+    letters = draw(st.lists(st.sampled_from([c for c in lexicon.MODIFIER_LETTERS if c != "p" and (group or c != "W")]),
                             unique=True, max_size=5))
-    letters += ["p"] * draw(st.integers(0, lexicon.MAX_PRECISE))
+    letters += ["p"] * (0 if group else draw(st.integers(0, lexicon.MAX_PRECISE)))
     if not letters:
         letters = ["u"]
     return "".join(draw(st.permutations(letters)))
@@ -53,13 +55,23 @@ def modifiers(draw: st.DrawFn) -> str:
 
 @st.composite
 def keyword_term(draw: st.DrawFn, allowed: tuple[str, ...] | None = None) -> str:
-    names = allowed or tuple(lexicon.KEYWORD_TERMS)
+    """A valid keyword term; the legacy config terms only where ``allowed`` names them (they need
+    an event of a core PMU)."""
+    names = allowed or tuple(k for k in lexicon.KEYWORD_TERMS if k not in lexicon.LEGACY_CONFIG_TERMS)
     key = draw(st.sampled_from(names))
     info = lexicon.KEYWORD_TERMS[key]
     if key == "call-graph":
         return f"{key}={draw(st.sampled_from(lexicon.CALL_GRAPH_MODES))}"
     if key == "branch_type":
         return f"{key}={draw(st.sampled_from((*lexicon.BRANCH_TYPES, 'no')))}"
+    if key == "aux-action":
+        return f"{key}={draw(st.sampled_from(lexicon.AUX_ACTIONS))}"
+    if key == "ratio-to-prev":
+        return f"{key}={draw(st.sampled_from(['2.0', '0.5', '1e3', '3x']))}"
+    if key == "cpu":
+        return draw(st.sampled_from([key, "cpu=0", "cpu=0x1", "cpu=0-1", "cpu='0,2-3'", "cpu=software", "cpu=cpu_core"]))
+    if key == "legacy-cache-config":
+        return f"{key}={draw(st.integers(0, 6)) | draw(st.integers(0, 2)) << 8 | draw(st.integers(0, 1)) << 16:#x}"
     if info.value_type is lexicon.ValueType.STRING:
         return f"{key}={draw(st.one_of(word_value, quoted_value))}"
     if info.value_type is lexicon.ValueType.BOOL:
@@ -97,8 +109,15 @@ def with_suffix(draw: st.DrawFn, head: str, terms: st.SearchStrategy[str] | None
     return text
 
 
-symbol_name = st.sampled_from(sorted({*lexicon.HARDWARE_EVENTS, *lexicon.SOFTWARE_EVENTS}))
+symbol_name = st.sampled_from(sorted({*lexicon.HARDWARE_EVENTS, *lexicon.SOFTWARE_EVENTS})).flatmap(
+    lambda n: st.sampled_from([n, n.upper()]))
 keyword_terms = term_list(keyword_term())
+core_terms = term_list(keyword_term(tuple(lexicon.KEYWORD_TERMS)))
+digit_word = st.from_regex(r"[0-9][a-z_][a-z0-9_]{0,6}", fullmatch=True)
+
+
+def quoted_or_not(draw: st.DrawFn, name: str) -> str:
+    return f"'{name}'" if draw(st.integers(0, 4)) == 0 else name
 tracepoint_terms = term_list(keyword_term(lexicon.TRACEPOINT_TERMS))
 
 
@@ -107,7 +126,7 @@ def cache_word(draw: st.DrawFn) -> str:
     spelling = draw(st.sampled_from(sorted(lexicon.CACHE_TYPES)))
     cache = lexicon.CACHE_TYPES[spelling]
     ops = [w for w, op in lexicon.CACHE_OPS.items() if op in lexicon.CACHE_SUPPORTED_OPS[cache]]
-    parts = draw(st.lists(st.sampled_from(["op", "result"]), unique=True, max_size=2))
+    parts = sorted(draw(st.lists(st.sampled_from(["op", "result"]), unique=True, max_size=2)))  # op first
     words = [draw(st.sampled_from(ops if p == "op" else sorted(lexicon.CACHE_RESULTS))) for p in parts]
     word = "-".join([spelling, *words])
     return word if lexicon.symbol_kind(word) is None else spelling + "-load"
@@ -118,11 +137,14 @@ def event(draw: st.DrawFn, names: tuple[str, ...] = ()) -> str:
     kind = draw(st.sampled_from(["symbol", "tool", "cache", "raw", "numeric", "breakpoint", "tracepoint",
                                  "pmu", "alias", "bpf"]))
     if kind == "symbol":
-        return with_suffix(draw, draw(symbol_name), keyword_terms, False)
+        name = draw(symbol_name)
+        terms = core_terms if lexicon.symbol_kind(name) is SymbolKind.HARDWARE else keyword_terms
+        return with_suffix(draw, quoted_or_not(draw, name), terms, False)
     if kind == "tool":
-        return with_suffix(draw, draw(st.sampled_from(sorted(lexicon.TOOL_EVENTS))), None, False)
+        return with_suffix(draw, quoted_or_not(draw, draw(st.sampled_from(sorted(lexicon.TOOL_EVENTS)))),
+                           keyword_terms, False)
     if kind == "cache":
-        return with_suffix(draw, draw(cache_word()), keyword_terms, True)
+        return with_suffix(draw, quoted_or_not(draw, draw(cache_word())), core_terms, False)
     if kind == "raw":
         return with_suffix(draw, f"r{draw(st.integers(0, lexicon.U64_MAX)):x}", keyword_terms, True)
     if kind == "numeric":
@@ -136,15 +158,19 @@ def event(draw: st.DrawFn, names: tuple[str, ...] = ()) -> str:
         if access:
             text += f":{access}"
         if draw(st.booleans()):
+            text += draw(keyword_terms)
+            if draw(st.booleans()):
+                text += (":" if draw(st.booleans()) else "") + draw(modifiers())
+        elif draw(st.booleans()):
             text += f":{draw(modifiers())}"
         return text
     if kind == "tracepoint":
-        system = draw(glob_word.filter(lambda w: lexicon.event_word_kind(w) is None and w != "mem"))
+        system = draw(st.one_of(glob_word, digit_word).filter(lambda w: lexicon.event_word_kind(w) is None and w != "mem"))
         name = draw(glob_word.filter(lambda w: not lexicon.is_modifier_word(w)))
         return with_suffix(draw, f"{system}:{name}", tracepoint_terms, True)
     if kind == "pmu":
         pmu = draw(st.one_of(plain_word, st.sampled_from(["energy-psys", "uncore_imc_0", "cpu_core"])))
-        terms = draw(term_list(st.one_of(keyword_term(), user_term, raw_term, driver_term), 4))
+        terms = draw(term_list(st.one_of(keyword_term(tuple(lexicon.KEYWORD_TERMS)), user_term, raw_term, driver_term), 4))
         return pmu + terms + (draw(modifiers()) if draw(st.booleans()) else "")
     if kind == "alias":
         return with_suffix(draw, draw(st.one_of(plain_word, st.just("energy-psys"))), None, False)
@@ -182,7 +208,7 @@ def item(draw: st.DrawFn, names: tuple[str, ...]) -> str:
     name = draw(st.one_of(st.just(""), plain_word, st.sampled_from(["tsc", "my-grp", "cycles", "g.1"])))
     members = draw(st.lists(event(names), min_size=1, max_size=4))
     text = name + "{" + ",".join(members) + "}"
-    return text + (f":{draw(modifiers())}" if draw(st.booleans()) else "")
+    return text + (f":{draw(modifiers(group=True))}" if draw(st.booleans()) else "")
 
 
 @st.composite

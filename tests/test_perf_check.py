@@ -32,7 +32,7 @@ def test_perf_61_breaks_index_lists_evspec_accepts(bpf_fixtures: Path) -> None:
     [diag] = result.diagnostics
     assert (diag.code, diag.is_error, diag.perf_message) == ("EP001", True, "parser error")
     assert diag.span == Span(9, 10)  # perf's caret column 9 (corpus PERF61)
-    assert "perf 6.1 rejects this string (evspec accepts it): 'parser error' at column 9" in diag.message
+    assert "perf 6.1 rejects this string (evspec accepts it): 'parser error' with its caret at col 10" in diag.message
     assert any(note.startswith("why: ") for note in diag.notes)
     assert perf_json(result.verdict) == {
         "version": "6.1", "verdict": "error", "message": "parser error", "column": 9, "silent": False,
@@ -117,7 +117,7 @@ def test_cli_json_perf_rejects(capsys: pytest.CaptureFixture[str]) -> None:
     _, out, _ = _cli(capsys, "--perf", "6.1", "--format", "json", "-e", "sched:read")
     doc = json.loads(out)
     assert doc["summary"]["perf_accepts"] is False
-    assert [d["code"] for d in doc["diagnostics"]] == ["EP001"]
+    assert [d["code"] for d in doc["diagnostics"]] == ["EP001", "WM002"]  # WM002: without a system, not verified
     assert doc["diagnostics"][0]["perf"]["verdict"] == "error"
 
 

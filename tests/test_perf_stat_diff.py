@@ -1,4 +1,5 @@
-"""Differential test: evspec's perf_event_attr plans against what perf 6.1 opens.
+"""Differential test: the perf_event_attr plans of ``evspec compile --perf 6.1`` against what
+perf 6.1 opens.
 
 For every corpus string perf 6.1 accepts (PERF61 ``ok``, no BPF object) and evspec accepts too,
 plus a handful of strings outside the corpus, perf is run as ``perf stat -vv -e STR -- true`` (or
@@ -76,6 +77,7 @@ RECORD_FIELDS = frozenset(
     }
 )
 
+_OPEN = re.compile(r"sys_perf_event_open: pid -?\d+\s+cpu (-?\d+)")
 _BPF_PATH = re.compile(r"\.(o|obj|c)($|[/,}:])")
 
 
@@ -89,10 +91,16 @@ def parse_perf_attrs(output: str) -> tuple[list[dict[str, int]], bool]:
 
     After a failed open perf may retry the same evsel with features switched off (``switching
     off ...``, ``trying to fall back``, or silently with the same event); those blocks are dropped.
-    Blocks after ``mmap size`` belong to perf record's side-band event."""
+    Blocks after ``mmap size`` belong to perf record's side-band event. Newer perfs probe the
+    kernel (the hybrid extended type) with attrs they print too, without a size, sometimes in the
+    middle of an evsel's block (whose last lines then follow the probe's): the probes are dropped
+    and the evsel's lines put together. An evsel opened on each CPU (perf 7.2's ``:b`` where BPF
+    counters are not used) prints its block before each open: the repeats are one evsel."""
     attrs: list[dict[str, int]] = []
+    texts: list[dict[str, str]] = []
+    cpus: list[set[int]] = []  # the CPUs each evsel was opened on (-1: any)
     block: dict[str, str] | None = None
-    failed = gave_up = False
+    failed = gave_up = probing = resumed = False
     between: list[str] = []
     for line in output.splitlines():
         if line.startswith("mmap size"):
@@ -102,16 +110,43 @@ def parse_perf_attrs(output: str) -> tuple[list[dict[str, int]], bool]:
             continue
         if block is not None:
             if line.startswith("----"):
+                if "size" not in block:  # a feature probe: no evsel's
+                    block, probing = None, True
+                    continue
                 values = _attr_values(block)
                 if not (failed and attrs and _is_retry(between, attrs[-1], values)):
                     if failed:
                         gave_up = True
                     attrs.append(values)
-                block, failed, between = None, False, []
+                    texts.append(block)
+                    cpus.append(set())
+                block, failed, probing, between = None, False, False, []
+                continue
+            if not line.startswith("  "):  # another message perf printed meanwhile (Using CPUID ...)
                 continue
             key, _, value = line.strip().rpartition("  ")
             block[key.strip()] = value.strip()
             continue
+        if line.startswith("  ") and probing and texts:  # the rest of the block the probe cut
+            key, _, value = line.strip().rpartition("  ")
+            texts[-1][key.strip()] = value.strip()
+            attrs[-1] = _attr_values(texts[-1])
+            resumed = True
+            continue
+        if probing:
+            if resumed and line.startswith("----"):
+                probing = resumed = False
+            continue  # the probe's own open
+        opened = _OPEN.match(line)
+        if opened and cpus and not failed:
+            cpu = int(opened.group(1))
+            earlier = next((j for j in range(len(attrs) - 1) if attrs[j] == attrs[-1] and cpus[j]
+                            and -1 not in cpus[j] and cpu not in cpus[j]), None) if cpu >= 0 and not cpus[-1] else None
+            if earlier is not None:  # the same evsel, on its next CPU
+                attrs.pop(), texts.pop(), cpus.pop()
+                cpus[earlier].add(cpu)
+            else:
+                cpus[-1].add(cpu)
         if line.startswith("sys_perf_event_open failed"):
             failed = True
         elif line.startswith("sys_perf_event_open:") and "=" in line.rsplit("flags", 1)[-1]:
@@ -132,8 +167,10 @@ def _is_retry(between: list[str], previous: dict[str, int], current: dict[str, i
 
 
 def _attr_values(block: dict[str, str]) -> dict[str, int]:
+    """Numbers from perf's lines; newer perfs name a value after it ('0x3c (cpu-cycles)')."""
     out: dict[str, int] = {}
-    for key, text in block.items():
+    for key, full in block.items():
+        text = full.split(" (", 1)[0].strip()
         if key == "sample_type":
             out[key] = A.parse_flag_names(text, A.SAMPLE_TYPE_BITS)
         elif key == "read_format":
@@ -150,6 +187,21 @@ def _attr_values(block: dict[str, str]) -> dict[str, int]:
         "{ wakeup_events, wakeup_watermark }": "wakeup_events",
     }
     return {renames.get(k, k): v for k, v in out.items()}
+
+
+def test_parse_perf_attrs_joins_the_opens_of_an_evsel_on_each_cpu() -> None:
+    def block(config: int, cpu: int) -> list[str]:
+        return ["-" * 60, "perf_event_attr:", "  type                             1", "  size                             144",
+                f"  config                           {config:#x}", "-" * 60,
+                f"sys_perf_event_open: pid 7  cpu {cpu}  group_fd -1  flags 0x8 = {3 + cpu}"]
+
+    # perf 7.3 stat -vv -e 'cpu-clock:b,cpu-clock:b,task-clock:b' on two CPUs
+    output = "\n".join(block(0, 0) + block(0, 1) + block(0, 0) + block(0, 1) + block(1, 0) + block(1, 1))
+    attrs, complete = parse_perf_attrs(output)
+    assert [a["config"] for a in attrs] == [0, 0, 1] and complete
+    # a group is opened CPU by CPU: -e '{cpu-clock,task-clock,cpu-clock}:b'
+    output = "\n".join(block(0, 0) + block(1, 0) + block(0, 0) + block(0, 1) + block(1, 1) + block(0, 1))
+    assert [a["config"] for a in parse_perf_attrs(output)[0]] == [0, 1, 0]
 
 
 def test_parse_perf_attrs_drops_retries_and_side_band() -> None:
@@ -170,14 +222,25 @@ def test_parse_perf_attrs_drops_retries_and_side_band() -> None:
             "------------------------------------------------------------",
             "perf_event_attr:",
             "  type                             8",
+            "  size                             128",
             "------------------------------------------------------------",
             "sys_perf_event_open: pid 1  cpu -1  group_fd -1  flags 0 = 4",
             "------------------------------------------------------------",
             "perf_event_attr:",
             "  type                             5",
+            "  size                             128",
+            "Using CPUID GenuineIntel-6-8D-1",
             "  { bp_addr, config1 }             0x1000",
             "  { bp_len, config2 }              0x8",
             "------------------------------------------------------------",
+            "sys_perf_event_open: pid 1  cpu -1  group_fd -1  flags 0 = 5",
+            "------------------------------------------------------------",
+            "perf_event_attr:",  # a feature probe: no size
+            "  type                             0",
+            "  config                           0xa00000000",
+            "  exclude_kernel                   1",
+            "------------------------------------------------------------",
+            "sys_perf_event_open: pid 0  cpu -1  group_fd -1  flags 0 = 6",
             "mmap size 528384B",
             "perf_event_attr:",
             "  type                             1",
@@ -187,7 +250,7 @@ def test_parse_perf_attrs_drops_retries_and_side_band() -> None:
     assert parse_perf_attrs(output) == (
         [
             {"type": 8, "size": 128, "config": 1, "sample_freq": 4000, "sample_type": 0x107, "freq": 1},
-            {"type": 5, "bp_addr": 0x1000, "bp_len": 8},
+            {"type": 5, "size": 128, "bp_addr": 0x1000, "bp_len": 8},
         ],
         True,
     )
@@ -245,20 +308,24 @@ def run_perf(perf: str, string: str, tool: str, tmp: Path) -> tuple[bool, str]:
 
 
 def live_errors(string: str, tool: str, system: Any) -> list[str]:
-    """What `evspec check --system live` finds wrong with the string here (empty: accepted)."""
+    """What `evspec check --system live` finds wrong with the string here, with perf 6.1's
+    PMUs and terms (empty: accepted)."""
     from evspec.compiler import check_semantics
+    from evspec.compiler.releases import PERF_61
     from evspec.parser import analyze
 
     result = analyze(string)
-    diags = list(result.diagnostics) + check_semantics(result.events, system, tool)
+    diags = list(result.diagnostics) + check_semantics(result.events, system, tool, PERF_61)
     return [f"{d.code} {d.message}" for d in diags if d.is_error]
 
 
 def plan_attrs(string: str, tool: str, system: Any) -> list[dict[str, int]]:
+    """The attrs of `evspec compile --perf 6.1`."""
     from evspec.compiler import compile_events
+    from evspec.compiler.releases import PERF_61
     from evspec.parser import parse
 
-    plan = compile_events([parse(string)], system, mode=tool)  # type: ignore[arg-type]
+    plan = compile_events([parse(string)], system, tool, PERF_61)  # type: ignore[arg-type]
     return [dict(e.attr) for e in plan.events]
 
 
@@ -387,7 +454,7 @@ def test_bpf_objects_against_live_perf(
     perf_attrs, complete = parse_perf_attrs(proc.stdout + proc.stderr)
     assert complete and perf_attrs, proc.stderr[-2000:]
     monkeypatch.chdir(bpf_fixtures)
-    assert main(["compile", "--system", "live", "--format", "json", "-e", string]) == 0
+    assert main(["compile", "--perf", "6.1", "--system", "live", "--format", "json", "-e", string]) == 0
     planned = json.loads(capsys.readouterr().out)["events"]
     ours = [{k: v for k, v in e["attr"].items()} for e in planned]
     created = [i for i, e in enumerate(planned) if e.get("created_by_record")]

@@ -40,6 +40,8 @@ UNICODE_TAB = "cpu-clock,\t事件:ü,task-clock"
 DUP_NAME = "bpf-output/no-inherit,name=evt/,cpu-clock/name=evt/"
 TWO_TERMS = "software/foo=1,bar=2/"
 SOFTWARE_TERMS = "valid terms: config,config1,config2,name,period,percore,metric-id"
+# 2,000 repeated terms: one finding with its repeats, the string excerpted around the span
+LONG_TERMS = "cpu-clock/" + ",".join(["time"] * 2000) + ",bogus/"
 
 
 @dataclass(frozen=True)
@@ -96,6 +98,14 @@ CASES = [
               perf_message="Event not found for map setting", perf_help=BPF_MAP_HINT,
               event=BPF_EVT, source=ARG1),
     ), perf_columns={0: 23}),
+    Case("repeated_in_a_long_string", (
+        warning("WS002", "term 'time' given twice; the last value is used", Span(15, 19),
+                labels=(Label(Span(10, 14), "first given here"),), help=("remove one of them",),
+                event=LONG_TERMS, source=ARG0, repeats=tuple(Span(i, i + 4) for i in range(20, 10_000, 5))),
+        error("EM010", "unknown term 'bogus' for PMU 'software'", Span(10_005, 10_010),
+              labels=(Label(Span(0, 9), "this event"),), perf_message="unknown term 'bogus' for pmu 'software'",
+              help=(SOFTWARE_TERMS,), event=LONG_TERMS, source=EVENTS_TXT),
+    )),
     Case("bpf_value_type", (
         error("EB030", "map 'pmu_map' takes an event name in .event, not a number", Span(37, 40),
               perf_message="Incorrect value type for map", perf_help=BPF_MAP_HINT,

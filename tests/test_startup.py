@@ -297,6 +297,7 @@ class DiagnosticTwin:
     perf_help: str | None = None
     event: str = ""
     source: Source | None = field(default=None, compare=False)
+    repeats: tuple[Span, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -344,7 +345,7 @@ TWINS: list[tuple[type, type, tuple[object, ...], tuple[object, ...]]] = [
     (Source, SourceTwin, ("file", None, "a.events", 3), ("arg", 0)),
     (Diagnostic, DiagnosticTwin,
      ("ES001", Severity.ERROR, "bad", Span(0, 1), (Label(Span(1, 2), "l"),), ("h",), ("n",), "perf", None, "x",
-      _ORIGIN),
+      _ORIGIN, (Span(3, 4),)),
      ("ES001", Severity.WARNING, "bad", Span(0, 1))),
     (SpecInput, SpecInputTwin, ("cycles:u", _ORIGIN, 1), ("cycles:u", _ORIGIN, 2)),
     (CheckedSpec, CheckedSpecTwin, (SpecInput("cycles:u", _ORIGIN, 1), _EVENTS, ()),
@@ -365,13 +366,14 @@ def test_diagnostics_ignore_their_source_in_equality_but_show_it() -> None:
     moved = Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1), source=Source("arg", index=0))
     assert moved == Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1), source=_ORIGIN)
     assert hash(moved) == hash(Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1)))
-    assert repr(moved).endswith("source=Source(kind='arg', index=0, path=None, line=None))")
+    assert repr(moved).endswith("source=Source(kind='arg', index=0, path=None, line=None), repeats=())")
     located = moved.located("xy", _ORIGIN)
     assert (located.event, located.source, located.located("z").source) == ("xy", _ORIGIN, _ORIGIN)
     shifted = Diagnostic("ES001", Severity.ERROR, "bad", Span(0, 1), (Label(Span(1, 2), "l"),), source=_ORIGIN,
-                         event="e").shifted(3)
-    assert (shifted.span, shifted.labels, shifted.source, shifted.event) == (
-        Span(3, 4), (Label(Span(4, 5), "l"),), _ORIGIN, "e")
+                         event="e", repeats=(Span(5, 6),)).shifted(3)
+    assert (shifted.span, shifted.labels, shifted.source, shifted.event, shifted.repeats) == (
+        Span(3, 4), (Label(Span(4, 5), "l"),), _ORIGIN, "e", (Span(8, 9),))
+    assert shifted.located("f").repeats == (Span(8, 9),)
 
 
 def test_spans_order_validate_and_measure_like_before() -> None:

@@ -141,7 +141,7 @@ def test_check_against_a_snapshot_as_a_normal_user(as_normal_user, public_dir: P
     snap = public_dir / "machine.json"
     snap.write_text(json.dumps(snapshot(corpus_system())))
     snap.chmod(0o644)
-    good = "./maps.o/map:arr.value[0,3...6]=1234/,sched:sched_switch,msr/tsc/"
+    good = "./maps.o/map:arr.value[0,3...6]=1234/,sched:sched_switch,breakpoint/config=3,config1=0x1000,config2=8/"
     proc = as_normal_user(["-m", "evspec", "check", "--system", str(snap), "-e", good], public_dir)
     assert proc.returncode == 0, proc.stderr
     proc = as_normal_user(["-m", "evspec", "check", "--system", str(snap), "--format", "json",

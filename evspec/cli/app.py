@@ -1,5 +1,7 @@
-"""The ``evspec`` command line. Library code raises; this module renders and picks exit codes:
-0 clean, 1 findings, 2 usage or I/O error, 3 internal error (a bug in evspec, never a finding)."""
+"""The ``evspec`` command line. Library code raises; this module renders and picks exit codes, in
+one place (``main``): 0 clean, 1 findings, 2 usage or I/O error (``UsageError``, ``InputError``
+and its ``SnapshotError``, any ``OSError``), 3 internal error (a bug in evspec, never a finding),
+128+N when signal N stops the command (130 for SIGINT, 143 for SIGTERM)."""
 
 from __future__ import annotations
 
@@ -11,19 +13,28 @@ from evspec import __version__
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterable, Iterator, Sequence
     from typing import NoReturn
 
-    from evspec.check import CheckedSpec
+    from evspec.check import CheckedSpec, Unverified
     from evspec.diagnostics import Diagnostic
     from evspec.inputs import SpecInput
 
 EXIT_CLEAN, EXIT_FINDINGS, EXIT_USAGE, EXIT_INTERNAL = 0, 1, 2, 3
-PERF_VERSIONS = ("4.7", "6.1", "6.5", "6.6")  # evspec.dialect.VERSIONS, without importing it
+PERF_VERSIONS = ("4.7", "6.1", "6.5", "6.6", "6.12", "7.2", "7.3")  # evspec.dialect.VERSIONS, without importing it
+COMPILE_RELEASES = ("6.1", "6.12", "7.2", "7.3")  # evspec.compiler.releases.RELEASES, without importing it
 
 
 class UsageError(Exception):
     pass
+
+
+class Terminated(BaseException):
+    """SIGTERM arrived: raised where the program is, so that cleanup runs as for SIGINT."""
+
+    def __init__(self, signo: int) -> None:
+        super().__init__(signo)
+        self.signo = signo
 
 
 def _columns() -> int:
@@ -72,11 +83,13 @@ def add_clang_opt(p: argparse.ArgumentParser) -> None:
 
 
 def _add_system(p: argparse.ArgumentParser, default: str) -> None:
-    p.add_argument("--system", default=os.environ.get("EVSPEC_SYSTEM", default), metavar="live|none|FILE",
+    p.add_argument("--system", metavar="live|none|FILE",
                    help=f"machine to check against: the live one, none (syntax only), or a snapshot file "
                         f"from 'evspec system snapshot' (default: $EVSPEC_SYSTEM or {default})")
+    p.set_defaults(system_default=default)
     p.add_argument("--mode", choices=("record", "stat"), default="record",
-                   help="term rules of perf record or of perf stat (default: record)")
+                   help="the rules of perf record or of perf stat: the terms each takes, and what each does "
+                        "at run time with an event the machine cannot count or sample (default: record)")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -103,8 +116,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="colour for --format text (auto: only on a terminal and without NO_COLOR)")
         p.add_argument("--fail-on", choices=("error", "warning"), default="warning",
                        help="exit 1 on any warning (default) or only on errors")
-        p.add_argument("--perf", choices=PERF_VERSIONS, metavar="VERSION",
-                       help="also predict what perf VERSION (" + ", ".join(PERF_VERSIONS) + ") does with "
+        p.add_argument("--perf", choices=(*PERF_VERSIONS, "installed"), metavar="VERSION",
+                       help="also predict what perf VERSION (" + ", ".join(PERF_VERSIONS) + ", or 'installed': "
+                            "the release of the perf on PATH) does with "
                             "each string: its verdict, message and caret, quirks explained; "
                             "--format perf then prints exactly what that perf prints")
         _add_system(p, "none")
@@ -125,13 +139,18 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     if every or command == "compile":
         p = sub.add_parser("compile", help="compile event strings to perf_event_attr plans")
         p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC")
+        p.add_argument("--perf", choices=COMPILE_RELEASES, default=COMPILE_RELEASES[-1], metavar="VERSION",
+                       help="the attrs perf VERSION (" + ", ".join(COMPILE_RELEASES) + ") computes "
+                            "(default: the newest); a string that release refuses is an error")
         _add_system(p, "live")
         p.add_argument("--format", choices=("text", "json"), default="text")
 
     if every or command == "list":
         p = sub.add_parser("list", help="list the events a system offers, like perf list")
         p.add_argument("what", nargs="?", help="hw, sw, cache, tracepoint, pmu, or a glob")
-        p.add_argument("--system", default=os.environ.get("EVSPEC_SYSTEM", "live"), metavar="live|FILE")
+        p.add_argument("--system", metavar="live|FILE",
+                       help="machine to list: the live one or a snapshot file (default: $EVSPEC_SYSTEM or live)")
+        p.set_defaults(system_default="live")
         p.add_argument("--format", choices=("text", "json"), default="text")
 
     if every or command == "system":
@@ -143,6 +162,9 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
                        help="also save the running kernel's BTF and what BPF externs resolve against (uname, "
                             "Kconfig, kallsyms names; compressed), for checking CO-RE relocations and "
                             "externs against this kernel elsewhere")
+        s.add_argument("--without-tracefs", action="store_true",
+                       help="write the snapshot even when this user cannot read tracefs (Debian mounts it "
+                            "mode 0700): it then holds no tracepoints, and kprobe and uprobe support unknown")
 
     if every or command == "record":
         from evspec.cli.record import add_record_parser
@@ -171,21 +193,33 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
 # commands
 
 
-def _inputs(args: argparse.Namespace) -> list[SpecInput]:
-    from evspec.inputs import collect
+def _inputs(args: argparse.Namespace) -> Iterator[SpecInput]:
+    """The event strings of ``-e`` and the files, read as they are checked."""
+    from evspec.inputs import iter_inputs
 
-    inputs = collect(args.events, args.files)
     if not args.events and not args.files:
         raise UsageError("no event strings: give -e SPEC or a FILE ('-' for stdin)")
-    return inputs
+    return iter_inputs(args.events, args.files)
 
 
-def _load_system(spec: str):  # type: ignore[no-untyped-def]
+def system_spec(args: argparse.Namespace) -> tuple[str, str]:
+    """The system a command describes, and where that choice came from: ``--system``, else
+    ``$EVSPEC_SYSTEM``, else the command's default."""
+    if args.system is not None:
+        return args.system, "--system"
+    chosen = os.environ.get("EVSPEC_SYSTEM")
+    if chosen:
+        return chosen, "$EVSPEC_SYSTEM"
+    return args.system_default, "--system"
+
+
+def _load_system(args: argparse.Namespace):  # type: ignore[no-untyped-def]
+    spec, given_by = system_spec(args)
     if spec == "none":  # the syntax-only path stays free of the system model's imports
         return None
     from evspec.system import load_system
 
-    return load_system(spec)
+    return load_system(spec, given_by=given_by)
 
 
 def _use_color(choice: str) -> bool:
@@ -211,11 +245,11 @@ def _print_text(diags: Sequence[Diagnostic], color: bool) -> None:
     sys.stderr.write(summary_line(diags) + "\n")
 
 
-def _run_checks(inputs: Sequence[SpecInput], system, mode: str,  # type: ignore[no-untyped-def]
-                clang_opts: Sequence[str] = ()) -> list[CheckedSpec]:
+def _run_checks(inputs: Iterable[SpecInput], system, mode: str,  # type: ignore[no-untyped-def]
+                unverified: Unverified | None = None, clang_opts: Sequence[str] = ()) -> list[CheckedSpec]:
     from evspec.check import CheckOptions, check_specs
 
-    return check_specs(inputs, CheckOptions(system=system, mode=mode, clang_opts=clang_opts))
+    return check_specs(inputs, CheckOptions(system=system, mode=mode, clang_opts=clang_opts), unverified)
 
 
 def cmd_parse(args: argparse.Namespace) -> int:
@@ -304,6 +338,26 @@ def _command_word(argv: Sequence[str]) -> str | None:
     return next((a for a in argv if not a.startswith("-")), None)
 
 
+def _os_error(exc: OSError) -> str:
+    where = f"{exc.filename}: " if exc.filename is not None else ""
+    return f"{where}{exc.strerror or exc}"
+
+
+def _raise_terminated(signo: int, _frame: object) -> None:
+    raise Terminated(signo)
+
+
+def _on_sigterm(handler: object) -> object:
+    """Install ``handler`` for SIGTERM; the previous one (None outside the main thread). Through
+    ``_signal``, which the interpreter has loaded already: ``signal`` costs a cold start 1-2 ms."""
+    import _signal
+
+    try:
+        return _signal.signal(_signal.SIGTERM, handler)  # type: ignore[arg-type]
+    except ValueError:  # not the main thread: leave signals alone
+        return None
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser(_command_word(sys.argv[1:] if argv is None else argv))
     args = parser.parse_args(argv)
@@ -312,16 +366,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         return EXIT_USAGE
     from evspec.inputs import InputError
 
+    name = f"evspec {args.subcommand}" + (f" {args.system_command}" if args.subcommand == "system" else "")
+    previous = _on_sigterm(_raise_terminated)
     try:
-        return COMMANDS[args.subcommand](args)
+        try:
+            return COMMANDS[args.subcommand](args)
+        finally:
+            if previous is not None:
+                _on_sigterm(previous)
     except (UsageError, InputError) as exc:
-        print(f"evspec {args.subcommand}: error: {exc}", file=sys.stderr)
+        print(f"{name}: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
     except BrokenPipeError:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_CLEAN
+    except OSError as exc:  # reading or writing a file, the terminal: an I/O error, not a bug
+        print(f"{name}: error: {_os_error(exc)}", file=sys.stderr)
+        return EXIT_USAGE
     except KeyboardInterrupt:
-        return 130
+        return 128 + 2  # SIGINT
+    except Terminated as exc:
+        return 128 + exc.signo
     except Exception as exc:  # noqa: BLE001 - the last line of defence, reported as a bug
         from evspec.diagnostics import EvspecError
 

@@ -11,7 +11,6 @@ from evspec.cli.app import (
     _columns,
     _inputs,
     _load_system,
-    _print_text,
     _run_checks,
     _use_color,
 )
@@ -21,49 +20,162 @@ if TYPE_CHECKING:
     from collections.abc import Sequence
 
     from evspec.check import CheckedSpec
+    from evspec.diagnostics import Diagnostic
     from evspec.dialect.check import DialectChecked
+    from evspec.render.jsonfmt import DiagnosticsJson
+    from evspec.render.sarif import SarifStream
 
 
 def check_main(args: argparse.Namespace) -> int:
-    """Findings in the chosen format; with ``--perf VERSION`` merged with that perf's verdicts
-    (``--format perf`` then prints what that perf prints, ``json`` adds each ``"perf"`` verdict)."""
+    """Findings in the chosen format, written as each string is checked; with ``--perf VERSION``
+    merged with that perf's verdicts (``--format perf`` then prints what that perf prints,
+    ``json`` adds each ``"perf"`` verdict)."""
     inputs = _inputs(args)
-    system = _load_system(args.system)
-    checked = _run_checks(inputs, system, args.mode, args.clang_opts)
-    results = _with_perf(args, checked, system) if args.perf else None
-    if results is None:
-        diags = [d for c in checked for d in c.diagnostics]
-    else:
-        diags = [d for r in results for d in r.diagnostics]
-    fmt = args.format
-    if fmt == "text":
-        if diags:
-            _print_text(diags, _use_color(args.color))
-    elif fmt == "perf" and results is not None:
-        for r in results:
-            sys.stdout.write(r.verdict.stdout)
-            sys.stderr.write(r.verdict.stderr)
-    elif fmt == "perf":
+    system = _load_system(args)
+    from evspec.check import CheckOptions, Unverified, iter_checked
+
+    if args.perf:
+        unverified = Unverified() if system is None else None
+        checked = _run_checks(list(inputs), system, args.mode, unverified, args.clang_opts)
+        note = unverified.note() if unverified is not None else None
+        return _check_with_perf(args, checked, system, () if note is None else (note,))
+    from evspec.diagnostics import fails
+
+    sink = _sink(args.format, args.color)
+    unverified = Unverified() if system is None else None
+    failing = False
+    for checked in iter_checked(inputs, CheckOptions(system=system, mode=args.mode, clang_opts=args.clang_opts),
+                                unverified):
+        if checked.diagnostics:
+            if any(d.code.startswith("ES") for d in checked.diagnostics):
+                checked = _with_accident_notes(checked, system, args.mode)
+            sink.spec(checked.diagnostics)
+            failing = failing or any(fails(d, args.fail_on) for d in checked.diagnostics)
+    note = unverified.note() if unverified is not None else None
+    if note is not None:
+        sink.spec((note,))
+    sink.close()
+    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+class _Sink:
+    """Where findings go in one format: ``spec`` with the findings of each string, then ``close``."""
+
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+
+class _TextSink(_Sink):
+    def __init__(self, color: bool) -> None:
+        self.color = color
+        self.counts = {"error": 0, "warning": 0, "note": 0}
+
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
+        from evspec.render.text import render_diagnostic
+
+        for d in diags:
+            sys.stderr.write(render_diagnostic(d, self.color) + "\n")
+            self.counts[d.severity.value] += 1
+
+    def close(self) -> None:
+        if any(self.counts.values()):
+            from evspec.render.text import counts_line
+
+            sys.stderr.write(counts_line(*self.counts.values()) + "\n")
+
+
+class _PerfSink(_Sink):
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
         from evspec.render.perf import render_perf
 
-        for c in checked:
-            if c.diagnostics:
-                sys.stderr.write(render_perf(c.diagnostics))
-    elif fmt == "json":
-        from evspec.render.jsonfmt import render_json
+        sys.stderr.write(render_perf(diags))
 
-        extra, per_diag = _perf_json(results) if results is not None else (None, None)
-        sys.stdout.write(render_json(diags, extra=extra, diagnostic_extra=per_diag) + "\n")
-    elif fmt == "sarif":
-        from evspec.render.sarif import render_sarif
 
-        sys.stdout.write(render_sarif(diags) + "\n")
-    else:
+class _DocumentSink(_Sink):
+    """A JSON or SARIF document on stdout, written as the findings come."""
+
+    def __init__(self, stream: DiagnosticsJson | SarifStream) -> None:
+        self.stream = stream
+
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
+        for d in diags:
+            self.stream.add(d)
+
+    def close(self) -> None:
+        self.stream.close()
+        sys.stdout.write("\n")
+
+
+class _GithubSink(_Sink):
+    def spec(self, diags: Sequence[Diagnostic]) -> None:
         from evspec.render.github import render_github
 
         sys.stdout.write(render_github(diags))
-    failing = [d for d in diags if d.is_error or (args.fail_on == "warning" and d.severity.value == "warning")]
-    return EXIT_FINDINGS if failing else EXIT_CLEAN
+
+
+def _sink(fmt: str, color: str) -> _Sink:
+    if fmt == "text":
+        return _TextSink(_use_color(color))
+    if fmt == "perf":
+        return _PerfSink()
+    if fmt == "json":
+        from evspec.render.jsonfmt import DiagnosticsJson
+
+        return _DocumentSink(DiagnosticsJson(sys.stdout))
+    if fmt == "sarif":
+        from evspec.render.sarif import SarifStream
+
+        return _DocumentSink(SarifStream(sys.stdout))
+    return _GithubSink()
+
+
+def _check_with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system,  # type: ignore[no-untyped-def]
+                     notes: tuple[Diagnostic, ...]) -> int:
+    """``--perf VERSION``: the emulation needs every string of a command together. ``notes``
+    (what was not verified) follow the findings, but in perf's own output."""
+    results = _with_perf(args, checked, system)
+    diags = [d for r in results for d in r.diagnostics]
+    fmt = args.format
+    if fmt == "perf":
+        for r in results:
+            _write_bytes(sys.stdout, r.verdict.stdout)
+            _write_bytes(sys.stderr, r.verdict.stderr)
+    elif fmt == "json":
+        from evspec.render.jsonfmt import render_json
+
+        extra, per_diag = _perf_json(results)
+        sys.stdout.write(render_json([*diags, *notes], extra=extra, diagnostic_extra=per_diag) + "\n")
+    else:
+        sink = _sink(fmt, args.color)
+        if diags or notes:
+            sink.spec([*diags, *notes])
+        sink.close()
+    from evspec.diagnostics import fails
+
+    return EXIT_FINDINGS if any(fails(d, args.fail_on) for d in diags) else EXIT_CLEAN
+
+
+def _with_accident_notes(checked: CheckedSpec, system, mode: str) -> CheckedSpec:  # type: ignore[no-untyped-def]
+    """A string with a syntax error, noted with what today's perf runs instead, if it runs it."""
+    import os
+
+    from evspec.dialect.check import accident_notes
+
+    return accident_notes([checked], system=system, cwd=os.getcwd(), mode=mode)[0]
+
+
+def _write_bytes(stream, text: str) -> None:  # type: ignore[no-untyped-def]
+    """What perf wrote, byte for byte: bytes that are no UTF-8 travel as surrogate escapes."""
+    raw = getattr(stream, "buffer", None)
+    if raw is None:
+        stream.write(text)
+        return
+    stream.flush()
+    raw.write(text.encode(errors="surrogateescape"))
+    raw.flush()
 
 
 def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system) -> list[DialectChecked]:  # type: ignore[no-untyped-def]
@@ -71,7 +183,16 @@ def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system)
 
     from evspec.dialect.check import check_with_perf
 
-    return check_with_perf(checked, args.perf, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
+    version = args.perf
+    if version == "installed":
+        from evspec.cli.app import UsageError
+        from evspec.dialect.installed import ReleaseError, installed_release
+
+        try:
+            version = installed_release()
+        except ReleaseError as exc:
+            raise UsageError(str(exc)) from None
+    return check_with_perf(checked, version, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
 
 
 def _perf_json(results: Sequence[DialectChecked]) -> tuple[dict[str, object], dict[int, dict[str, object]]]:

@@ -1,4 +1,5 @@
-"""``evspec compile``: the perf_event_attr of every event, as perf 6.1 computes it."""
+"""``evspec compile``: the perf_event_attr of every event, as a perf release computes it (the
+newest by default, ``--perf VERSION`` another; a string that release refuses is an error)."""
 
 from __future__ import annotations
 
@@ -25,25 +26,33 @@ def _render_findings(diags: Sequence[Diagnostic]) -> None:
 
 def compile_main(args: argparse.Namespace) -> int:
     from evspec.check import CheckOptions, check_specs
+    from evspec.cli.app import _load_system
     from evspec.compiler.compile import compile_events
+    from evspec.compiler.gate import release_findings, release_takes
+    from evspec.compiler.releases import release
     from evspec.diagnostics import EvspecError
     from evspec.inputs import InputError, collect
-    from evspec.system import load_system
 
     if not args.events:
         raise InputError("no event strings: give -e SPEC")
-    system = load_system(args.system)
+    perf = release(args.perf)
+    system = _load_system(args)
     checked = check_specs(collect(args.events, []), CheckOptions(system=system, mode=args.mode))
-    errors = [d for c in checked for d in c.diagnostics if d.is_error]
-    if errors:
-        _render_findings(errors)
+    findings = [d for c in checked for d in c.diagnostics if not (d.is_error and release_takes(d, perf))]
+    if not any(d.is_error for d in findings):
+        sources = {c.events.source: c.input.source for c in checked}
+        findings += [d.located(d.event, sources.get(d.event))
+                     for d in release_findings([c.events for c in checked], perf, system, args.mode)]
+    if findings:  # the warnings too: what perf does at run time with an event (WM001) is one
+        _render_findings(findings)
+    if any(d.is_error for d in findings):
         return 1
     lists = [c.events for c in checked]
     programs: list[_ObjectPrograms] = []
     try:
         if any(isinstance(e, BpfEvent) for events in lists for e in events.items):
             lists, programs, system = _with_program_events(lists, system)
-        plan = compile_events(lists, system, args.mode)
+        plan = compile_events(lists, system, args.mode, perf)
     except EvspecError as exc:
         _render_findings(exc.diagnostics)
         return 1

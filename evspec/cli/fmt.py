@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evspec.diagnostics import Diagnostic, EvspecError, Source
-from evspec.inputs import InputError, is_skipped_line
+from evspec.inputs import InputError, is_skipped_line, split_comment, split_lines
 
 
 @dataclass(frozen=True, slots=True)
@@ -33,12 +33,19 @@ def canonical(text: str, source: Source) -> FormattedLine:
 
 
 def format_lines(lines: Sequence[str], path: str) -> list[FormattedLine]:
+    """Each line of an events file in canonical form: comments kept as they are, a trailing
+    comment kept after the canonical string."""
     out = []
     for number, line in enumerate(lines, start=1):
         if is_skipped_line(line):
             out.append(FormattedLine(line, line))
-        else:
-            out.append(canonical(line, Source("file", path=path, line=number)))
+            continue
+        text, comment = split_comment(line)
+        result = canonical(text, Source("file", path=path, line=number))
+        if comment:
+            result = FormattedLine(line, None if result.canonical is None else result.canonical + comment,
+                                   result.diagnostics)
+        out.append(result)
     return out
 
 
@@ -67,7 +74,7 @@ def format_main(events: Sequence[str], files: Sequence[str], *, check: bool, wri
             data = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
             raise InputError(f"cannot read {name}: {exc}") from exc
-        results = format_lines(data.splitlines(), display)
+        results = format_lines(split_lines(data), display)
         for r in results:
             diagnostics.extend(r.diagnostics)
         new_text = "".join((r.canonical if r.canonical is not None else r.original) + "\n" for r in results)

@@ -7,15 +7,15 @@ import json
 
 
 def list_main(args: argparse.Namespace) -> int:
+    from evspec.cli.app import _load_system
     from evspec.compiler.listing import list_events, to_json
-    from evspec.system import load_system
 
-    system = load_system(args.system)
+    system = _load_system(args)
     events = list_events(system, args.what)
     if args.format == "json":
         print(json.dumps(to_json(events), indent=2))
         return 0
-    width = max((len(e.name) for e in events), default=0)
+    width = max((len(e.label) for e in events), default=0)
     for e in events:
-        print(f"  {e.name:<{width}}  [{e.description}]")
+        print(f"  {e.label:<{width}}  [{e.description}]")
     return 0

@@ -8,10 +8,26 @@ from __future__ import annotations
 import argparse
 import sys
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evspec.system.model import System, TracefsUnavailable
+
 KERNEL_BTF = "/sys/kernel/btf/vmlinux"
 
 
+def _unreadable_tracefs(system: System) -> TracefsUnavailable | None:
+    """Why this user cannot read the machine's tracefs, when it is there (else None)."""
+    from evspec.system.model import TracefsUnavailable
+
+    try:
+        system.tracepoint_systems()
+    except TracefsUnavailable as exc:
+        return exc if exc.denied is not None else None
+    return None
+
+
 def snapshot_main(args: argparse.Namespace) -> int:
+    from evspec.cli.app import UsageError
     from evspec.system import load_system
     from evspec.system.snapshot import snapshot_text
 
@@ -26,6 +42,16 @@ def snapshot_main(args: argparse.Namespace) -> int:
             return 2
     system = load_system("live")
     assert system is not None
+    unread = _unreadable_tracefs(system)
+    if unread is not None:
+        if not getattr(args, "without_tracefs", False):
+            raise UsageError(
+                f"{unread.reason}; the snapshot would hold no tracepoints and say nothing of kprobe or uprobe "
+                f"support. Write it as root, or after 'mount -o remount,mode=755 {unread.denied}' (as root), or "
+                "pass --without-tracefs to write it anyway (checks against it then say that tracepoints were not "
+                "recorded)")
+        print(f"evspec system snapshot: warning: {unread.reason}: written without tracepoints; kprobe and uprobe "
+              "support unknown (null)", file=sys.stderr)
     extern_facts = system.extern_facts() if kernel_btf is not None else None
     text = snapshot_text(system, kernel_btf=kernel_btf, extern_facts=extern_facts)
     if args.output == "-":

@@ -11,8 +11,10 @@ CODES: tuple[CodeInfo, ...] = (
         "The string is valid in the evspec language, but the perf release named by --perf rejects "
         "it: a quirk of that release's lexer or grammar (characters it drops, names its machine "
         "turns into special tokens, broken index lists), a term it does not know, or a feature it "
-        "does not have (perf 6.6 removed BPF objects). The diagnostic quotes perf's own message "
-        "and caret column and says why.",
+        "does not have (perf 6.6 removed BPF objects), or a name its PMUs do not have (6.12 and "
+        "later look every name up in their PMU list). The diagnostic quotes perf's own message "
+        "and caret column (6.12 and later print every error they recorded: the others are notes) "
+        "and says why.",
         "./a.o/map:channel.value[0,3...6]=1234/",
         "Write the string the way that perf reads it (the note says how, e.g. '[ 0]' for perf "
         "6.1's index lists), or run it with evspec record.",

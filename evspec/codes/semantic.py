@@ -1,4 +1,5 @@
-"""Codes of the semantic checks against a described system (``EM…`` errors, ``WM…`` warnings)."""
+"""Codes of the semantic checks against a described system (``EM…`` errors, ``WM…`` warnings
+and the note WM002, which says what a check without a system left unchecked)."""
 
 from __future__ import annotations
 
@@ -18,11 +19,12 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         "EM002",
         "unknown event",
-        "A bare word that is no hardware, software, tool or cache event name and no raw event "
-        "(rHEX) is looked up as a PMU event alias (events/NAME of any PMU, case-insensitively); "
-        "no PMU of the system has it. Event and cache names are case-sensitive.",
-        "Cycles",
-        "Spell a built-in event exactly ('cycles'), or list the aliases with 'evspec list pmu'.",
+        "A name is an event of the PMUs that have it (perf 7.3): hardware and cache names of every "
+        "core PMU, software names of the software PMU, tool names of perf's tool PMU, and the "
+        "events/NAME aliases of sysfs, all in any letter case; no PMU of the system has this one. "
+        "perf: 'Bad event name'.",
+        "cyclez",
+        "Check the spelling, or list the events with 'evspec list'.",
     ),
     CodeInfo(
         "EM003",
@@ -102,8 +104,9 @@ CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
         "EM012",
         "term not usable in perf stat",
-        "perf stat keeps only the terms config, config1, config2, name, metric-id, period, percore "
-        "(and PMU format terms). perf: \"'TERM' is not usable in 'perf stat'\".",
+        "perf stat keeps only the terms config, config1-4, name, metric-id, period, percore, cpu "
+        "(perf 7.3; perf 6.1: config, config1, config2, name, metric-id, period, percore) and PMU "
+        "format terms. perf: \"'TERM' is not usable in 'perf stat'\".",
         "cpu-clock/call-graph=fp/",
         "Drop the term for perf stat, or check with '--mode record'.",
     ),
@@ -132,11 +135,100 @@ CODES: tuple[CodeInfo, ...] = (
         "Run 'evspec check' on the string and fix what it reports.",
     ),
     CodeInfo(
+        "EM016",
+        "cpu= beyond the system's CPUs",
+        "cpu=N opens the event on CPU N; the system has fewer CPUs (perf: 'too big').",
+        "cpu-clock/cpu=4096/",
+        "Use a CPU the machine has ('evspec system snapshot' records them).",
+    ),
+    CodeInfo(
+        "EM017",
+        "cpu= names no PMU and no CPU list",
+        "cpu=WORD takes the CPUs of the PMU named WORD; the system has none, and WORD is no CPU "
+        "list either (perf: 'not a valid PMU or CPU number').",
+        "cpu-clock/cpu=cpu_core/",
+        "Name a PMU of the system, or give CPU numbers: cpu=0-3.",
+    ),
+    CodeInfo(
+        "EM018",
+        "legacy config term on a PMU that is no core PMU",
+        "legacy-hardware-config= and legacy-cache-config= make a CPU PMU's event a legacy hardware "
+        "or cache event; on another PMU perf refuses them ('needs a core PMU').",
+        "msr/legacy-hardware-config=1/",
+        "Use the term on a core PMU (cpu, cpu_core, cpu_atom).",
+    ),
+    CodeInfo(
+        "EM019",
+        "the chosen perf release refuses the string",
+        "'evspec compile --perf VERSION' computes the attrs that release computes; this string is "
+        "one that release refuses (a term, modifier or form it does not know, or the message its "
+        "parser gives), so it computes none.",
+        "cpu-clock/config3=1/ (with --perf 6.1)",
+        "Compile for a newer release, or write the string that release knows; "
+        "'evspec check --perf VERSION' explains its verdict where it is emulated.",
+    ),
+    CodeInfo(
         "WM001",
         "no hardware PMU",
         "Hardware, cache and raw events count through the CPU's PMU; this system has none (a VM "
-        "without PMU passthrough, for example), so perf reports them as <not supported>.",
+        "without PMU passthrough, for example). What perf then does depends on the tool (--mode):\n"
+        "- perf record, per task and with -a: 'cycles' (cpu-cycles, any modifiers or terms) is "
+        "sampled as a software clock without a word (perf 6.1: cpu-clock; perf 7.x: task-clock per "
+        "task, cpu-clock with -a; -v says so): this warning. Every other such event makes perf "
+        "record fail: error EM030.\n"
+        "- perf stat, per task and with -a: the event shows as <not supported> (perf 6.1, exit 0); "
+        "perf 7.x fails with 'No supported events found.' when no event of the command can be "
+        "counted: this warning. A group such an event leads is not counted at all: error EM031.\n"
+        "Observed with perf 6.1 and 7.2 on such a machine (tests/data/perf_runtime/).",
         "cycles",
-        "Use software events (cpu-clock, task-clock) on this machine.",
+        "Use software events (cpu-clock, task-clock) on this machine, or check against a snapshot of "
+        "the machine the events are meant for.",
+    ),
+    CodeInfo(
+        "EM030",
+        "perf record cannot open the event (no hardware PMU)",
+        "A hardware, cache or raw event other than cycles, on a system without a hardware PMU: perf "
+        "record fails, per task and with -a (perf 6.1: 'The instructions event is not supported.', "
+        "exit 255); perf 7.x drops the event ('Failure to open event ... which will be removed.'), "
+        "records the others, and fails when none is left. cycles is sampled as a software clock "
+        "instead (WM001). perf stat shows such events as <not supported> (--mode stat).",
+        "instructions:u",
+        "Record software events (cpu-clock, task-clock) here, or check against a snapshot of the "
+        "machine the events are meant for.",
+    ),
+    CodeInfo(
+        "EM031",
+        "perf stat cannot count the group (no hardware PMU)",
+        "A group led by a hardware, cache or raw event, on a system without a hardware PMU: perf "
+        "stat 6.1 fails ('The cycles event is not supported.', exit 255) and perf 7.x counts no "
+        "event of the group (and fails when nothing else is left). Outside a group, or after a "
+        "countable leader, the event only shows as <not supported> (WM001).",
+        "{cycles,instructions}",
+        "Put an event this machine can count first ('{cpu-clock,cycles}'), or count it outside "
+        "the group.",
+    ),
+    CodeInfo(
+        "EM032",
+        "perf record cannot sample an event of a PMU that only counts",
+        "The kernel drivers of msr, power (RAPL), cstate and uncore PMUs (and any PMU with a "
+        "cpumask) refuse a sampling event (EINVAL). perf record samples: per task it says \"Invalid "
+        "event (msr/tsc/) in per-thread mode, enable system wide with '-a'.\", and with -a the open "
+        "fails the same way (perf 6.1 exits 255; perf 7.x drops the event, records the others, "
+        "and fails when none is left). perf stat counts such events (--mode stat).",
+        "msr/tsc/",
+        "Count the event with perf stat.",
+    ),
+    CodeInfo(
+        "WM002",
+        "names not verified (a note)",
+        "Checked without a system (--system none, the default of check), the syntax and the "
+        "rules that hold on every machine are checked; whether a word is a PMU event alias, a "
+        "tracepoint exists, a PMU has a term or a BPF object is there, only a machine can tell. "
+        "One note per run lists those names (the first ten; all are counted), where each first "
+        "stands and how many strings name it, and a built-in event near a name that is no "
+        "built-in one ('cyles': did you mean 'cycles'?). A note fails no check.",
+        "cyles",
+        "Check against this machine with '--system live', or against another with a snapshot "
+        "written there by 'evspec system snapshot -o FILE' and '--system FILE'.",
     ),
 )

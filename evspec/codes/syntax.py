@@ -1,4 +1,4 @@
-"""ES/WS codes: the grammar (ES001-ES013) and the system-independent rules (ES020-ES050)."""
+"""ES/WS codes: the grammar (ES001-ES013) and the system-independent rules (ES020-ES058)."""
 
 from __future__ import annotations
 
@@ -40,15 +40,16 @@ CODES: tuple[CodeInfo, ...] = (
              "{cycles,{instructions}}", "Flatten the groups or separate them with ','."),
     CodeInfo(
         "ES008", "misplaced modifiers",
-        "Only one modifier list per event. After a term list, hardware, software, PMU and BPF "
-        "events take their modifiers directly ('cycles/period=1/u'); a group's modifiers follow "
+        "Only one modifier list per event. After a term list, hardware, software, tool, cache, PMU "
+        "and BPF events take their modifiers directly ('cycles/period=1/u'; perf 7.2 and later "
+        "refuse a ':' there); a group's modifiers follow "
         "':' ('{...}:u'); a BPF object takes modifiers only after a term list ('./x.o//u').",
         "cpu-clock:u:k", "Write all letters in one list, in the place the event kind wants it.",
     ),
     CodeInfo(
         "ES009", "misplaced term list",
-        "An event has at most one /term/ list, written before its modifiers; breakpoints take no "
-        "term list (only one /LEN).",
+        "An event has at most one /term/ list, written before its modifiers; a breakpoint has at "
+        "most one /LEN, before its access letters and its term list.",
         "cpu-clock/period=1//", "Put all terms in one list right after the event name.",
     ),
     CodeInfo(
@@ -74,7 +75,7 @@ CODES: tuple[CodeInfo, ...] = (
     # ---- rules: modifiers and names ------------------------------------------------------
     CodeInfo(
         "ES020", "unknown modifier",
-        "Modifier letters are u k h I G H p P S D W e b (perf 6.1). The span is the unknown letter.",
+        "Modifier letters are u k h I G H p P S D W e b R X (perf 7.3). The span is the unknown letter.",
         "cpu-clock:x", "Remove the letter; 'perf list' documents the modifiers.",
     ),
     CodeInfo("ES021", "repeated modifier",
@@ -91,14 +92,16 @@ CODES: tuple[CodeInfo, ...] = (
              "refs/misses (or an alias). The span is the part that is neither.",
              "L1-dcache-lods", "Spell the part as perf list shows it."),
     CodeInfo("ES025", "too many cache parts",
-             "A cache event has at most two parts after the cache type.",
+             "A cache event is TYPE, TYPE-OP, TYPE-RESULT or TYPE-OP-RESULT: at most two parts after "
+             "the cache type.",
              "L1-dcache-load-misses-misses", "Remove the extra part."),
     CodeInfo("ES026", "cache operation not supported",
              "L1-icache supports load and prefetch only; iTLB and branch support load only (perf "
              "fails silently).", "L1-icache-stores", "Use an operation the cache supports."),
-    CodeInfo("ES027", "conflicting cache parts",
-             "A cache event has one operation and one result; a second, different operation or "
-             "result is an error (perf silently ignores it).", "L1-dcache-load-store",
+    CodeInfo("ES027", "conflicting or repeated cache parts",
+             "A cache event has one operation and one result; a second operation or result, the "
+             "same or a different one, is an error (perf 7.2 and later: 'Bad event name'; perf 6.1 "
+             "and 6.12 ignored it).", "L1-dcache-load-store",
              "Keep one operation and one result."),
     CodeInfo("ES028", "number out of range",
              "Numbers are unsigned 64-bit: a raw code, a config, a term value, a map value or an "
@@ -109,35 +112,38 @@ CODES: tuple[CodeInfo, ...] = (
     # ---- rules: terms ----------------------------------------------------------------------
     CodeInfo(
         "ES030", "unknown term",
-        "Hardware, software, cache, raw and numeric events take only perf's built-in terms "
-        "(config, config1-3, name, period, freq, branch_type, time, call-graph, stack-size, "
-        "max-stack, nr, inherit, no-inherit, overwrite, no-overwrite, percore, aux-output, "
-        "aux-sample-size, metric-id); other names are PMU format terms and need a PMU.",
+        "Hardware, software, tool, cache, raw, numeric and breakpoint events take only perf's "
+        "built-in terms (config, config1-4, name, period, freq, branch_type, time, call-graph, "
+        "stack-size, max-stack, nr, inherit, no-inherit, overwrite, no-overwrite, percore, "
+        "aux-output, aux-action, aux-sample-size, metric-id, cpu, ratio-to-prev; "
+        "legacy-hardware-config and legacy-cache-config on the events of CPU PMUs); other names are "
+        "PMU format terms and need a PMU.",
         "cpu-clock/foo=1/", "Use a built-in term, or a PMU event 'pmu/foo=1/'.",
     ),
     CodeInfo(
         "ES031", "term not valid for tracepoints or BPF events",
         "Tracepoints and the events of BPF objects take only call-graph, stack-size, inherit, "
-        "no-inherit, max-stack, nr, overwrite, no-overwrite, aux-output, aux-sample-size.",
+        "no-inherit, max-stack, nr, overwrite, no-overwrite, aux-output, aux-action, aux-sample-size.",
         "sched:sched_switch/name=foo/", "Remove the term.",
     ),
     CodeInfo("ES032", "driver-config term on a non-PMU event",
              "'@cfg' terms are passed to a PMU driver; only PMU events (pmu/@cfg/) take them.",
              "cpu-clock/@cfg/", "Remove the term or use it on a PMU event."),
-    CodeInfo("ES033", "terms on a tool event",
-             "duration_time, user_time and system_time are read by perf itself and take no terms.",
-             "duration_time/name=x/", "Remove the term list."),
     CodeInfo("ES034", "term expects a number",
              "config*, period, freq, stack-size, max-stack, nr, inherit, overwrite, aux-output, "
-             "aux-sample-size and time/percore take a number (perf: 'expected numeric value').",
+             "aux-sample-size, legacy-hardware-config, legacy-cache-config and time/percore take a "
+             "number (perf: 'expected numeric value').",
              "cpu-clock/period=abc/", "Write a decimal or 0x-hex number."),
     CodeInfo("ES035", "term expects a string",
-             "name, metric-id, call-graph and branch_type take a string value, and need one "
-             "(perf: 'expected string value').", "cpu-clock/name=1/",
+             "name, metric-id, call-graph, branch_type, aux-action and ratio-to-prev take a string "
+             "value, and need one (perf: 'expected string value').", "cpu-clock/name=1/",
              "Write a name, or quote it: name='1'."),
     CodeInfo("ES036", "term expects 0 or 1", "time and percore are flags: 0 or 1.",
              "cpu-clock/time=2/", "Write 0 or 1."),
-    CodeInfo("ES037", "term value too big", "aux-sample-size is at most 4294967295 (perf: 'too big').",
+    CodeInfo("ES037", "term value too big",
+             "aux-sample-size is at most 4294967295, legacy-hardware-config at most 9, and "
+             "legacy-cache-config is TYPE | OP << 8 | RESULT << 16 with TYPE < 7, OP < 3, RESULT < 2 "
+             "(perf: 'too big').",
              "cpu-clock/aux-sample-size=4294967296/", "Use a smaller value."),
     CodeInfo("ES038", "unknown call-graph mode",
              "call-graph is fp, dwarf, lbr or no (perf only warns later, when the event is set up).",
@@ -200,14 +206,57 @@ CODES: tuple[CodeInfo, ...] = (
         "./typed.bpf.o/map:events.type[0]=event/",
         "Drop the index list: './typed.bpf.o/map:events.type=event/'.",
     ),
+    # ---- rules of perf 7.3 (COMPAT 1.15) -----------------------------------------------------
+    CodeInfo("ES051", "cache operation after the result",
+             "perf 7.3 knows the cache events TYPE, TYPE-OP, TYPE-RESULT and TYPE-OP-RESULT: the "
+             "operation comes before the result (perf 6.1 and 6.12 took them in any order).",
+             "L1-dcache-misses-load", "Write TYPE-OP-RESULT: 'L1-dcache-load-misses'."),
+    CodeInfo("ES052", "weak-group modifier on an event",
+             "'W' lets perf open a group's events one by one when the group as a whole does not "
+             "fit the counters: it is a group modifier (perf 6.12 and later: 'Weak modifier is for "
+             "use with groups'; perf 6.1 accepted it on an event and ignored it).",
+             "cpu-clock:W", "Put it on the group: '{cycles,instructions}:W'."),
+    CodeInfo("ES053", "combined precise level above 3",
+             "A group's 'p' letters add to the precise level of each member: the sum is at most 3 "
+             "(perf: 'Maximum combined precise value is 3').",
+             "{cycles:pp}:pp", "Use at most 'ppp' between the member and the group."),
+    CodeInfo("ES054", "legacy config term on an event of no CPU PMU",
+             "legacy-hardware-config= and legacy-cache-config= turn an event of a CPU (core) PMU "
+             "into a legacy hardware or cache event; software and tool events have no core PMU "
+             "(perf: 'needs a core PMU').",
+             "cpu-clock/legacy-hardware-config=1/", "Use the term on a CPU PMU: 'cpu/legacy-hardware-config=1/'."),
+    CodeInfo("ES055", "not a CPU list",
+             "cpu= takes a CPU number, a CPU list (a range 0-3, or a quoted list '0,2-3') or the "
+             "name of a PMU, whose CPUs the event is opened on (perf: 'not a valid PMU or CPU "
+             "number').", "cpu-clock/cpu=3-1/", "Write the range low-high."),
+    CodeInfo("ES056", "unknown aux-action",
+             "aux-action is start-paused (on an AUX area event), pause or resume (on the events of "
+             "its group) (perf: \"Bad aux-action '...'\").",
+             "cpu-clock/aux-action=stop/", "Use start-paused, pause or resume."),
+    CodeInfo("ES057", "bad ratio-to-prev value",
+             "ratio-to-prev is a number above zero, written as a word (2.0): the event's period is "
+             "that ratio times the period of the event before it in its group (perf: 'zero or "
+             "negative', 'too big').", "cpu-clock/ratio-to-prev=abc/", "Write a number: ratio-to-prev=2.0."),
+    CodeInfo("ES058", "quoted tracepoint system",
+             "A quoted name ('cpu-clock', perf 7.3) is an event or PMU name; a tracepoint is written "
+             "without quotes.", "'sched':sched_switch", "Remove the quotes: 'sched:sched_switch'."),
     # ---- warnings --------------------------------------------------------------------------
-    CodeInfo("WS001", "repeated cache part",
-             "The same cache operation or result written twice has no effect (perf ignores it).",
-             "L1-dcache-load-load", "Remove the repetition."),
     CodeInfo("WS002", "term given twice",
              "A built-in term given twice: the last value wins (for name= the first).",
              "cpu-clock/config=1,config=2/", "Remove one of them."),
     CodeInfo("WS003", "variable set twice",
              "Two var: terms of one BPF event set the same global variable: the last value is "
              "written.", "./vars.bpf.o/var:targ_pid=1,var:targ_pid=2/", "Remove one of them."),
+    CodeInfo("WS010", "written like a raw event, but not one",
+             "A raw event is r followed by hex digits (r1a). A word that starts so but holds a "
+             "character that is no hex digit (r1g8), or the 0x form only a term takes (r0x1a: perf "
+             "6.1 says 'parser error', perf 7.x 'Bad event name'), is read as a PMU event alias; "
+             "without a system that cannot be checked, so the likely typo is a warning. Against a "
+             "system that has no such alias it is error EM002 with the same explanation.",
+             "r1g8", "Write the raw code in hex (r1a), or check the alias with --system live."),
+    CodeInfo("WS004", "ratio-to-prev without an event before it",
+             "ratio-to-prev sets an event's period from the event before it in its group; on a "
+             "group's first event or an event outside a group perf prints an error and ignores the "
+             "term.", "cpu-clock/ratio-to-prev=2.0/",
+             "Put it on a later member: '{cycles,instructions/period=200000,ratio-to-prev=2.0/}'."),
 )

@@ -1,5 +1,5 @@
-"""perf_event_attr: the numbers of the kernel ABI (include/uapi/linux/perf_event.h) and perf 6.1's
-event tables, and the attr value a plan carries.
+"""perf_event_attr: the numbers of the kernel ABI (include/uapi/linux/perf_event.h) and perf's
+legacy event tables, and the attr value a plan carries.
 
 The ABI's names and numbers (types, software ids, the bits of each word) are the loader's
 ``evspec.loader.abi.perf_ids`` and ``perf_bits``, written once for both sides; here they are plain
@@ -190,7 +190,11 @@ _FIELDS_AFTER_FLAGS = (
     "sample_max_stack",
     "aux_sample_size",
     "sig_data",
+    "aux_start_paused",
+    "aux_pause",
+    "aux_resume",
     "config3",
+    "config4",
 )
 
 

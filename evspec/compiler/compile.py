@@ -1,10 +1,14 @@
-"""Event strings to perf_event_attr plans, the way perf 6.1 builds its evsels.
+"""Event strings to perf_event_attr plans, the way a perf release builds its evsels (the newest
+by default; ``releases.py`` holds what each release does differently).
 
-The pipeline per event list: resolve each event against the system (``resolve.py``: type, config
-fields, tracepoint ids), name it, apply its modifiers and then its group's modifiers (perf's
-``get_event_modifier`` rules), then the command's defaults and the keyword terms: ``perf stat``'s
-counting setup, or ``perf record``'s sampling setup (``evsel__config`` with the config terms and
-``evlist__config``'s sample-id choice) for ``perf record -e STRING -- COMMAND``.
+The pipeline per event string: resolve each event against the system (``resolve.py``: type,
+config fields, tracepoint ids, one evsel per PMU that has a named event), name it, apply its
+modifiers and then its group's (``modifiers.py``), reorder the string's evsels so that no group
+spans two PMUs (``regroup.py``, perf 6.12 and later). That is the state perf's own parse-events
+tests check (``parse_events``); ``compile_events`` then applies the command's defaults and the
+keyword terms: ``perf stat``'s counting setup, or ``perf record``'s sampling setup
+(``evsel__config`` with the config terms and ``evlist__config``'s sample-id choice) for
+``perf record -e STRING -- COMMAND``.
 """
 
 from __future__ import annotations
@@ -14,9 +18,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from evspec.ast import BpfEvent, Event, EventList, Group, Modifiers, Number, Term, TermKind, Word
+from evspec.ast import BpfEvent, Event, EventList, Group, Number, Term, TermKind, Word
 from evspec.compiler import attr as A
-from evspec.compiler.resolve import BaseEvsel, Mode, mode_diagnostics, resolve_event
+from evspec.compiler.modifiers import apply_modifiers
+from evspec.compiler.perf_pmus import SOFTWARE_PMU, TOOL_PMU
+from evspec.compiler.regroup import PmuInfo, sort_and_fix_groups
+from evspec.compiler.releases import LATEST, PERF_PMU_TYPE_TOOL, Release
+from evspec.compiler.resolve import BaseEvsel, Mode, mode_diagnostics, perf_pmus, resolve_event
 from evspec.diagnostics import Diagnostic, EvspecError, error
 from evspec.system.model import System
 
@@ -25,6 +33,10 @@ DEFAULT_FREQ = 4000
 DEFAULT_STACK_DUMP = 8192
 #: x86-64 PERF_REGS_MASK: the user registers a DWARF call graph samples
 X86_64_USER_REGS = 0xFF0FFF
+#: PMUs perf counts as software (perf_pmu__is_software) besides the software-typed ones
+_SOFTWARE_PMUS = frozenset({"kprobe", "msr", "uprobe"})
+#: PMUs perf reads AUX area data from (their events may lead groups of other PMUs' events)
+_AUX_PMUS = ("intel_pt", "intel_bts", "arm_spe", "cs_etm")
 
 _EVENT_PMU_TEXT = re.compile(r"[^,{}/]+/[^/]*/[^,{}/]*")
 _EVENT_TEXT = re.compile(r"[^,{}/]+")
@@ -34,9 +46,16 @@ _EVENT_TEXT = re.compile(r"[^,{}/]+")
 class GroupRef:
     index: int  # among the groups with more than one member, in order
     leader: bool
+    position: int = 0  # the evsel's place in its group (perf's evsel__group_idx; the leader's is 0)
+    members: int = 0  # the group's evsel count (perf's nr_members of the leader)
+    name: str | None = None  # a named group's name (group1{...}), on its leader
 
     def to_json(self) -> dict[str, Any]:
-        return {"index": self.index, "leader": self.leader}
+        out: dict[str, Any] = {"index": self.index, "leader": self.leader, "position": self.position,
+                               "members": self.members}
+        if self.name is not None:
+            out["name"] = self.name
+        return out
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +80,10 @@ class PlannedEvent:
     max_events: int | None = None
     tool: bool = False
     driver_config: tuple[str, ...] = ()
+    cpus: tuple[int, ...] | None = None  # the CPUs it is opened on where they are not all
+    alternate_hw: int | None = None  # the legacy hardware event a core PMU's sysfs event stands for
+    retire_lat: bool = False
+    dont_regroup: bool = False
 
     def to_json(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -84,6 +107,10 @@ class PlannedEvent:
             "max_events": self.max_events,
             "tool": self.tool,
             "driver_config": list(self.driver_config),
+            "cpus": list(self.cpus) if self.cpus is not None else None,
+            "alternate_hw": self.alternate_hw,
+            "retire_lat": self.retire_lat,
+            "dont_regroup": self.dont_regroup,
         }
         out.update({k: v for k, v in extra.items() if v not in (None, False, [])})
         return out
@@ -112,10 +139,12 @@ class Plan:
     bpf: tuple[BpfReference, ...] = ()
     mode: str = "record"
     warnings: tuple[Diagnostic, ...] = ()
+    release: str = LATEST.version
 
     def to_json(self) -> dict[str, Any]:
         return {
             "mode": self.mode,
+            "perf": self.release,
             "events": [e.to_json() for e in self.events],
             "bpf": [b.to_json() for b in self.bpf],
         }
@@ -125,7 +154,7 @@ class Plan:
 # evsel state while building
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Evsel:
     base: BaseEvsel
     spec_index: int
@@ -134,12 +163,14 @@ class _Evsel:
     terms: tuple[Term, ...]
     leader: _Evsel | None = None  # None: its own leader
     members: int = 1  # for leaders: evsels in its group
-    group_index: int | None = None
+    group_name: str | None = None
     exclude_gh: bool = False
     sample_read: bool = False
     precise_max: bool = False
     weak: bool = False
     bpf_counter: bool = False
+    retire_lat: bool = False
+    dont_regroup: bool = False
     config_term_kinds: set[str] = field(default_factory=set)
 
     @property
@@ -148,60 +179,77 @@ class _Evsel:
 
 
 # --------------------------------------------------------------------------------------------
-# entry point
+# entry points
 
 
-def compile_events(lists: Sequence[EventList], system: System | None, mode: Mode = "record") -> Plan:
-    """The plan for the event strings ``lists`` (one per ``-e``) on ``system``.
+def compile_events(lists: Sequence[EventList], system: System | None, mode: Mode = "record",
+                   release: Release = LATEST) -> Plan:
+    """The plan for the event strings ``lists`` (one per ``-e``) on ``system``, as perf
+    ``release`` makes it.
 
     Raises EvspecError with every error found (unknown PMUs, tracepoints, terms; terms perf stat
     does not take in ``mode="stat"``; tracepoints and PMU events without a system). Warnings
     travel with the plan.
     """
+    evsels, bpf, diags = _build(lists, system, mode, release)
+    if mode == "stat":
+        _configure_stat(evsels)
+    else:
+        _configure_record(evsels, release)
+    planned, refs = _output(evsels, bpf)
+    return Plan(planned, refs, mode, tuple(diags), release.version)
+
+
+def parse_events(lists: Sequence[EventList], system: System | None,
+                 release: Release = LATEST) -> tuple[PlannedEvent, ...]:
+    """The evsels as perf ``release``'s parse_events leaves them, before any command sets them
+    up: the state perf's own parse-events tests check (tools/perf/tests/parse-events.c)."""
+    evsels, bpf, _ = _build(lists, system, None, release)
+    return _output(evsels, bpf)[0]
+
+
+def _build(lists: Sequence[EventList], system: System | None, mode: Mode | None,
+           release: Release) -> tuple[list[_Evsel], list[tuple[int, BpfEvent, _Evsel | None]], list[Diagnostic]]:
     diags: list[Diagnostic] = []
     evsels: list[_Evsel] = []
-    bpf: list[BpfReference] = []
-    group_count = 0
+    bpf: list[tuple[int, BpfEvent, _Evsel | None]] = []
     for spec_index, events in enumerate(lists):
         list_diags: list[Diagnostic] = []
+        string: list[_Evsel] = []
         for item in events.items:
             members: list[_Evsel] = []
             item_events = item.events if isinstance(item, Group) else (item,)
             bpf_here: list[BpfEvent] = []
             for event in item_events:
-                list_diags.extend(mode_diagnostics(event, mode))
+                if mode is not None:
+                    list_diags.extend(mode_diagnostics(event, mode, release))
                 if isinstance(event, BpfEvent):
                     bpf_here.append(event)
                     continue
-                resolution = resolve_event(event, system)
+                resolution = resolve_event(event, system, release)
                 list_diags.extend(resolution.diagnostics)
                 if resolution.invalid:
                     list_diags.append(_invalid(event))
-                made = [_new_evsel(base, spec_index, events.source) for base in resolution.evsels]
+                made = [_new_evsel(base, spec_index, events.source, release) for base in resolution.evsels]
                 if event.modifiers is not None:
                     for ev in made:
-                        _apply_modifiers(ev, event.modifiers, add=False)
+                        apply_modifiers(ev, event.modifiers.letters, group=False, release=release)
                 members.extend(made)
-            group_ref = None
-            if isinstance(item, Group) and len(members) > 1:
-                _make_group(members, group_count)
-                group_ref = GroupRef(group_count, False)
-                group_count += 1
-            if isinstance(item, Group) and item.modifiers is not None:
-                for ev in members:
-                    _apply_modifiers(ev, item.modifiers, add=True)
-            evsels.extend(members)
-            bpf.extend(BpfReference(spec_index, e, group_ref) for e in bpf_here)
+            if isinstance(item, Group) and members:
+                _make_group(members, item.name)
+                if item.modifiers is not None:
+                    for ev in members:
+                        apply_modifiers(ev, item.modifiers.letters, group=True, release=release)
+            leader = members[0] if isinstance(item, Group) and len(members) > 1 else None
+            bpf.extend((spec_index, e, leader) for e in bpf_here)
+            string.extend(members)
+        if release.regroup and string:
+            string = sort_and_fix_groups(string, _pmu_info(system, release))
+        evsels.extend(string)
         diags.extend(d.located(events.source) for d in sorted(list_diags, key=lambda d: d.span.start))
-    errors = [d for d in diags if d.is_error]
-    if errors:
+    if any(d.is_error for d in diags):
         raise EvspecError(diags)
-    if mode == "stat":
-        _configure_stat(evsels)
-    else:
-        _configure_record(evsels)
-    planned = tuple(_planned(ev) for ev in evsels)
-    return Plan(planned, tuple(bpf), mode, tuple(diags))
+    return evsels, bpf, diags
 
 
 def _invalid(event: Event) -> Diagnostic:
@@ -213,20 +261,51 @@ def _invalid(event: Event) -> Diagnostic:
     )
 
 
+def _pmu_info(system: System | None, release: Release):  # type: ignore[no-untyped-def]
+    """For regrouping: an evsel's PMU as perf's evsel__find_pmu finds it (the first core PMU for
+    legacy events without one), whether perf counts it as software, whether it is an AUX PMU."""
+    view = perf_pmus(system, release) if system is not None else None
+    first_core = view.core[0].name if view is not None and view.core else "cpu"
+
+    def info(ev: _Evsel) -> PmuInfo:
+        base = ev.base
+        name = base.pmu
+        if name is None:
+            found = view.by_type(base.type) if view is not None else None
+            name = found.name if found is not None else None
+        if name is None:
+            if base.type in (A.PERF_TYPE_HARDWARE, A.PERF_TYPE_HW_CACHE, A.PERF_TYPE_RAW):
+                name = first_core
+            else:
+                name = {A.PERF_TYPE_SOFTWARE: SOFTWARE_PMU, A.PERF_TYPE_TRACEPOINT: "tracepoint",
+                        A.PERF_TYPE_BREAKPOINT: "breakpoint", PERF_PMU_TYPE_TOOL: TOOL_PMU}.get(base.type, first_core)
+        pmu = view.find(name) if view is not None else None
+        core = pmu is not None and view is not None and view.is_core(pmu)
+        uncore = pmu is not None and pmu.cpumask is not None
+        software = not core and not uncore and not name.startswith(_AUX_PMUS) and (
+            base.type in (A.PERF_TYPE_SOFTWARE, A.PERF_TYPE_TRACEPOINT, A.PERF_TYPE_BREAKPOINT, PERF_PMU_TYPE_TOOL)
+            or name in _SOFTWARE_PMUS)
+        return name, software, name.startswith(_AUX_PMUS)
+
+    return info
+
+
 # --------------------------------------------------------------------------------------------
 # building evsels
 
 
-def _new_evsel(base: BaseEvsel, spec_index: int, source: str) -> _Evsel:
+def _new_evsel(base: BaseEvsel, spec_index: int, source: str, release: Release) -> _Evsel:
     event = base.event
     terms = tuple(t for t in (getattr(event, "terms", None) or _NO_TERMS).items if isinstance(t, Term))
-    name = _first_string(terms, "name") or base.fixed_name or perf_event_text(source, event)
+    fixed = base.fixed_name if base.tracepoint is not None or not release.tool_pmu else None
+    name = _first_string(terms, "name") or fixed or perf_event_text(source, event)
     attr = {
         "type": base.type,
-        "size": A.PERF_ATTR_SIZE,
+        "size": release.attr_size,
         "config": base.config,
-        "exclude_guest": 1,  # perf's event_attr_init: not a guest profiler
     }
+    if release.exclude_guest_default:
+        attr["exclude_guest"] = 1  # event_attr_init: not a guest profiler
     if base.type == A.PERF_TYPE_BREAKPOINT:
         # bp_addr/bp_len share their words with config1/config2: a mem: event sets the first, the
         # breakpoint PMU's terms (breakpoint/config1=ADDR,config2=LEN/) the second
@@ -234,7 +313,9 @@ def _new_evsel(base: BaseEvsel, spec_index: int, source: str) -> _Evsel:
     else:
         attr.update(config1=base.config1, config2=base.config2)
     attr["config3"] = base.config3
+    attr["config4"] = base.config4
     attr["sample_period"] = base.sample_period
+    attr["sample_type"] = base.sample_type
     if _is_bpf_output(attr):
         attr["sample_period"] = 1  # evsel__new: bpf-output samples every event, like a tracepoint
     return _Evsel(base, spec_index, name, attr, terms)
@@ -282,86 +363,12 @@ def _fallback_text(event: Event) -> str:
     return print_event(event)
 
 
-def _make_group(members: list[_Evsel], index: int) -> None:
+def _make_group(members: list[_Evsel], name: str | None) -> None:
     leader = members[0]
     leader.members = len(members)
-    leader.group_index = index
+    leader.group_name = name
     for ev in members[1:]:
         ev.leader = leader
-        ev.group_index = index
-
-
-def _apply_modifiers(ev: _Evsel, modifiers: Modifiers, *, add: bool) -> None:
-    """perf 6.1's ``get_event_modifier`` + ``parse_events__modifier_event``: an event's own
-    modifiers start from zero (``add=False``); a group's start from each member's current state."""
-    a = ev.attr
-    eu = a.get("exclude_user", 0) if add else 0
-    ek = a.get("exclude_kernel", 0) if add else 0
-    eh = a.get("exclude_hv", 0) if add else 0
-    e_host = a.get("exclude_host", 0) if add else 0
-    e_guest = a.get("exclude_guest", 0) if add else 0
-    e_idle = a.get("exclude_idle", 0) if add else 0
-    precise = a.get("precise_ip", 0) if add else 0
-    pinned = a.get("pinned", 0) if add else 0
-    exclusive = a.get("exclusive", 0) if add else 0
-    exclude_gh = ev.exclude_gh if add else False
-    exclude = eu | ek | eh
-    precise_max = sample_read = weak = bpf_counter = False
-    for letter in modifiers.letters:
-        if letter in "ukh":
-            if not exclude:
-                exclude = eu = ek = eh = 1
-            if letter == "u":
-                if not exclude_gh:
-                    e_guest = 1
-                eu = 0
-            elif letter == "k":
-                ek = 0
-            else:
-                eh = 0
-        elif letter in "GH":
-            if not exclude_gh:
-                exclude_gh = True
-                e_guest = e_host = 1
-            if letter == "G":
-                e_guest = 0
-            else:
-                e_host = 0
-        elif letter == "I":
-            e_idle = 1
-        elif letter == "p":
-            precise += 1
-            if not exclude_gh:
-                e_guest = 1
-        elif letter == "P":
-            precise_max = True
-        elif letter == "S":
-            sample_read = True
-        elif letter == "D":
-            pinned = 1
-        elif letter == "e":
-            exclusive = 1
-        elif letter == "W":
-            weak = True
-        elif letter == "b":
-            bpf_counter = True
-    a.update(
-        exclude_user=eu,
-        exclude_kernel=ek,
-        exclude_hv=eh,
-        precise_ip=precise,
-        exclude_host=e_host,
-        exclude_guest=e_guest,
-        exclude_idle=e_idle,
-    )
-    ev.exclude_gh = exclude_gh
-    ev.sample_read = sample_read
-    ev.precise_max = precise_max
-    ev.weak = weak
-    ev.bpf_counter = bpf_counter
-    if ev.is_leader:
-        a["pinned"] = pinned
-        a["exclusive"] = exclusive
 
 
 # --------------------------------------------------------------------------------------------
@@ -370,9 +377,9 @@ def _apply_modifiers(ev: _Evsel, modifiers: Modifiers, *, add: bool) -> None:
 
 def _configure_stat(evsels: Sequence[_Evsel]) -> None:
     """``create_perf_stat_counter``: count, never sample; the group leader starts disabled and is
-    enabled on exec of the workload — unless every event is counted system-wide (uncore PMUs,
-    ``duration_time``), when perf enables them itself."""
-    on_exec = not all(_system_wide(ev.base) for ev in evsels)
+    enabled on exec of the workload — unless every event is counted system-wide, when perf
+    enables them itself: perf stat's target is then the whole system (``setup_system_wide``)."""
+    on_exec = not all(_system_wide(ev) for ev in evsels)
     for ev in evsels:
         a = ev.attr
         leader = ev.leader or ev
@@ -388,12 +395,11 @@ def _configure_stat(evsels: Sequence[_Evsel]) -> None:
                 a["enable_on_exec"] = 1
 
 
-def _system_wide(base: BaseEvsel) -> bool:
-    """Events perf stat counts per CPU of their own CPU list: those of PMUs with a ``cpumask``
-    (uncore, RAPL) and the ``duration_time`` tool event."""
-    if base.tool:
-        return getattr(base.event, "name", "") == "duration_time"
-    return base.system_wide
+def _system_wide(ev: _Evsel) -> bool:
+    """What perf stat's ``setup_system_wide`` counts as system-wide: an event of a PMU with a
+    ``cpumask`` (uncore, RAPL), or an evsel *named* ``duration_time`` (perf compares the name:
+    ``duration_time:u`` and ``duration_time/name=x/`` are not)."""
+    return ev.base.system_wide or ev.name == "duration_time"
 
 
 # --------------------------------------------------------------------------------------------
@@ -410,9 +416,9 @@ def _clear_bits(a: dict[str, int], key: str, *names: str) -> None:
         a[key] = a.get(key, 0) & ~A.SAMPLE[name]
 
 
-def _configure_record(evsels: Sequence[_Evsel]) -> None:
+def _configure_record(evsels: Sequence[_Evsel], release: Release) -> None:
     for position, ev in enumerate(evsels):
-        _record_evsel(ev, tracking=position == 0)
+        _record_evsel(ev, release, tracking=position == 0)
     for ev in evsels:
         _leader_sampling(ev)
     if len(evsels) > 1:
@@ -431,7 +437,7 @@ def _set_sample_id(a: dict[str, int], identifier: bool) -> None:
     a["read_format"] = a.get("read_format", 0) | A.READ_FORMAT["ID"]
 
 
-def _record_evsel(ev: _Evsel, *, tracking: bool) -> None:
+def _record_evsel(ev: _Evsel, release: Release, *, tracking: bool) -> None:
     """``evsel__config`` for ``perf record -e STRING -- COMMAND`` with default options."""
     a = ev.attr
     leader = ev.leader or ev
@@ -446,7 +452,7 @@ def _record_evsel(ev: _Evsel, *, tracking: bool) -> None:
         _set_sample_id(a, False)
         if leader.members > 1:
             a["read_format"] |= A.READ_FORMAT["GROUP"]
-            a["inherit"] = 0
+            a["inherit"] = int(release.record_inherit_sample_read)
     if not a.get("sample_period"):
         a["freq"] = 1
         a["sample_period"] = DEFAULT_FREQ
@@ -455,8 +461,12 @@ def _record_evsel(ev: _Evsel, *, tracking: bool) -> None:
     _set_bits(a, "sample_type", "TIME")
     if ev.precise_max:
         a["precise_ip"] = 3
+    if ev.retire_lat:
+        _set_bits(a, "sample_type", "WEIGHT_STRUCT")  # x86's arch_evsel__set_sample_weight
     if tracking:
         a.update(mmap=1, comm=1, task=1, mmap2=1, comm_exec=1, ksymbol=1, bpf_event=1)
+        if release.record_build_id:
+            a["build_id"] = 1
     if ev.is_leader:
         a["disabled"] = 1
         a["enable_on_exec"] = 1
@@ -557,14 +567,47 @@ def _leader_sampling(ev: _Evsel) -> None:
 # output
 
 
-def _planned(ev: _Evsel) -> PlannedEvent:
+def _output(evsels: Sequence[_Evsel], bpf: Sequence[tuple[int, BpfEvent, _Evsel | None]]
+            ) -> tuple[tuple[PlannedEvent, ...], tuple[BpfReference, ...]]:
+    """The planned events with their groups numbered in order (only groups of two or more)."""
+    refs: dict[int, GroupRef] = {}
+    positions: dict[int, int] = {}
+    count = 0
+    for ev in evsels:
+        leader = ev.leader or ev
+        if leader.members < 2:
+            continue
+        if id(leader) not in refs:
+            refs[id(leader)] = GroupRef(count, True, 0, leader.members, leader.group_name)
+            positions[id(leader)] = 0
+            count += 1
+        if ev is not leader:
+            positions[id(leader)] += 1
+    planned = []
+    seen: dict[int, int] = {}
+    for ev in evsels:
+        leader = ev.leader or ev
+        ref = refs.get(id(leader))
+        group = None
+        if ref is not None:
+            position = seen.get(id(leader), 0)
+            seen[id(leader)] = position + 1
+            group = GroupRef(ref.index, ev is leader, position, ref.members, ref.name if ev is leader else None)
+        planned.append(_planned(ev, group))
+    bpf_refs = tuple(
+        BpfReference(spec_index, event, GroupRef(refs[id(leader)].index, False) if leader is not None and id(
+            leader) in refs else None)
+        for spec_index, event, leader in bpf
+    )
+    return tuple(planned), bpf_refs
+
+
+def _planned(ev: _Evsel, group: GroupRef | None) -> PlannedEvent:
     a = dict(ev.attr)
     if a.get("freq"):
         a["sample_freq"] = a.pop("sample_period", 0)
     base = ev.base
     alias = base.alias
-    leader = ev.leader or ev
-    group = GroupRef(leader.group_index, ev.is_leader) if leader.group_index is not None else None
     terms = ev.terms
     nr = next(
         (
@@ -601,4 +644,8 @@ def _planned(ev: _Evsel) -> PlannedEvent:
             for t in terms
             if t.kind is TermKind.DRIVER
         ),
+        cpus=base.cpus,
+        alternate_hw=base.alternate_hw,
+        retire_lat=ev.retire_lat,
+        dont_regroup=ev.dont_regroup,
     )

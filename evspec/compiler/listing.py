@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evspec.compiler import attr as A
+from evspec.compiler.runtime import counts_only
 from evspec.diagnostics import EvspecError
 from evspec.system.model import PmuAlias, System, TracefsUnavailable
 
@@ -16,54 +17,89 @@ _KIND_ALIASES = {"hardware": "hw", "software": "sw", "tool": "sw", "pmus": "pmu"
 
 @dataclass(frozen=True, slots=True)
 class ListedEvent:
+    """One entry of the list: an event by its name and the other names it goes by (the same
+    event), or a ``template`` of a syntax (``rNNN``, ``mem:<addr>``), which is no name.
+    ``parameters`` are the terms an alias needs given (``ldlat=VALUE``)."""
+
     name: str
     kind: str  # one of KINDS, or "breakpoint" / "raw"
     description: str
+    aliases: tuple[str, ...] = ()
+    parameters: tuple[str, ...] = ()
+    template: bool = False
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return (self.name, *self.aliases)
+
+    @property
+    def label(self) -> str:
+        """How perf list shows it: ``cpu-cycles OR cycles``."""
+        return " OR ".join(self.names)
 
     def to_json(self) -> dict[str, Any]:
-        return {"name": self.name, "kind": self.kind, "description": self.description}
+        out: dict[str, Any] = {"name": self.name, "aliases": list(self.aliases), "kind": self.kind,
+                               "description": self.description}
+        if self.parameters:
+            out["parameters"] = list(self.parameters)
+        if self.template:
+            out["template"] = True
+        return out
 
 
 def list_events(system: System | None, what: str | None = None) -> list[ListedEvent]:
     """The events of one kind (``hw``, ``sw``, ``cache``, ``tracepoint``, ``pmu``), or every event
     whose name matches the glob ``what`` (a plain word matches names containing it), or all.
-    Tracepoints and PMU events need a system; without tracefs they are left out."""
+    What the system cannot count is left out: hardware and cache events (and the raw syntax)
+    without a hardware PMU, tracepoints without an id (ftrace's own events); tracepoints and PMU
+    events need a system, and are left out without tracefs. Without a system (None) the
+    built-in events are all listed."""
     kind = _KIND_ALIASES.get(what or "", what)
     if kind in KINDS:
         return list(_KIND_LISTERS[kind](system))
     everything = [e for lister in _KIND_LISTERS.values() for e in lister(system)]
-    everything += _syntax_entries()
+    everything += _syntax_entries(system)
     if what is None:
         return everything
     pattern = what if any(c in what for c in "*?[") else f"*{what}*"
-    return [e for e in everything if fnmatch.fnmatch(e.name.lower(), pattern.lower())]
+    return [e for e in everything if any(fnmatch.fnmatch(n.lower(), pattern.lower()) for n in e.names)]
 
 
 def to_json(events: list[ListedEvent]) -> dict[str, Any]:
     return {"events": [e.to_json() for e in events]}
 
 
-def _hardware(system: System | None) -> list[ListedEvent]:
+def _has_core_pmu(system: System | None) -> bool:
+    return system is None or bool(system.core_pmus())
+
+
+def _by_config(table: dict[str, int]) -> list[list[str]]:
     by_id: dict[int, list[str]] = {}
-    for name, config in A.HARDWARE_EVENTS.items():
+    for name, config in table.items():
         by_id.setdefault(config, []).append(name)
-    return [ListedEvent(" OR ".join(names), "hw", "Hardware event") for names in by_id.values()]
+    return list(by_id.values())
+
+
+def _hardware(system: System | None) -> list[ListedEvent]:
+    if not _has_core_pmu(system):
+        return []
+    return [ListedEvent(names[0], "hw", "Hardware event", tuple(names[1:])) for names in _by_config(A.HARDWARE_EVENTS)]
 
 
 def _software(system: System | None) -> list[ListedEvent]:
-    by_id: dict[int, list[str]] = {}
-    for name, config in A.SOFTWARE_EVENTS.items():
-        by_id.setdefault(config, []).append(name)
-    out = [ListedEvent(" OR ".join(names), "sw", "Software event") for names in by_id.values()]
+    out = [ListedEvent(names[0], "sw", "Software event", tuple(names[1:])) for names in _by_config(A.SOFTWARE_EVENTS)]
     out += [ListedEvent(name, "sw", "Tool event") for name in A.TOOL_EVENTS]
     return out
 
 
 def _cache(system: System | None) -> list[ListedEvent]:
+    if not _has_core_pmu(system):
+        return []
     return [ListedEvent(name, "cache", "Hardware cache event") for name, _ in A.cache_event_names()]
 
 
 def _tracepoints(system: System | None) -> list[ListedEvent]:
+    """The tracepoints that have an id: the ones perf can open (ftrace's own events have none)."""
     if system is None:
         return []
     try:
@@ -71,6 +107,7 @@ def _tracepoints(system: System | None) -> list[ListedEvent]:
             ListedEvent(f"{sys_name}:{event}", "tracepoint", "Tracepoint event")
             for sys_name in sorted(system.tracepoint_systems())
             for event in sorted(system.tracepoint_events(sys_name))
+            if system.tracepoint_id(sys_name, event) is not None
         ]
     except TracefsUnavailable:
         return []
@@ -81,6 +118,7 @@ def _pmu_events(system: System | None) -> list[ListedEvent]:
         return []
     out = []
     for pmu in system.pmus():
+        counting = counts_only(pmu)
         for alias in sorted(pmu.aliases.values(), key=lambda a: a.name):
             details = [alias.definition]
             if alias.unit:
@@ -90,9 +128,10 @@ def _pmu_events(system: System | None) -> list[ListedEvent]:
             params = _parameters(alias)
             if params:
                 details.append("needs: " + ",".join(f"{p}=VALUE" for p in params))
-            out.append(
-                ListedEvent(f"{pmu.name}/{alias.name}/", "pmu", f"Kernel PMU event ({'; '.join(details)})")
-            )
+            if counting:
+                details.append("counting only: perf stat counts it, perf record cannot sample it")
+            out.append(ListedEvent(f"{pmu.name}/{alias.name}/", "pmu", f"Kernel PMU event ({'; '.join(details)})",
+                                   parameters=params))
     return out
 
 
@@ -103,12 +142,13 @@ def _parameters(alias: PmuAlias) -> tuple[str, ...]:
         return ()
 
 
-def _syntax_entries() -> list[ListedEvent]:
-    return [
-        ListedEvent("rNNN", "raw", "Raw hardware event descriptor"),
-        ListedEvent("cpu/t1=v1[,t2=v2,t3 ...]/modifier", "raw", "Raw hardware event descriptor"),
-        ListedEvent("mem:<addr>[/len][:access]", "breakpoint", "Hardware breakpoint"),
+def _syntax_entries(system: System | None) -> list[ListedEvent]:
+    raw = [
+        ListedEvent("rNNN", "raw", "Raw hardware event descriptor", template=True),
+        ListedEvent("cpu/t1=v1[,t2=v2,t3 ...]/modifier", "raw", "Raw hardware event descriptor", template=True),
     ]
+    return [*(raw if _has_core_pmu(system) else []),
+            ListedEvent("mem:<addr>[/len][:access]", "breakpoint", "Hardware breakpoint", template=True)]
 
 
 _KIND_LISTERS = {

@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
-from evspec.compiler.attr import CACHE_VALID_OPS as CACHE_OP_SUPPORT
+from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
+from evspec.dialect.cint import read_unsigned
 from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.terms import NUM, STR, USER, Term, TermRules
 from evspec.dialect.versions import Profile
+from evspec.span import Slotted, set_field
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
     from evspec.system.model import Pmu, System
@@ -46,28 +48,35 @@ class Failed(Exception):
     """An add function returned an error (what it recorded, if anything, is in the error slot)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Evsel:
+class Evsel(Slotted):
+    """An event perf added: its name and kind ("hardware", "software", "tool", "cache", "raw",
+    "numeric", "breakpoint", "tracepoint", "pmu")."""
+
+    __slots__ = ("name", "kind")
     name: str
-    kind: str  # "hardware", "software", "tool", "cache", "raw", "numeric", "breakpoint", "tracepoint", "pmu"
+    kind: str
+
+    def __init__(self, name: str, kind: str) -> None:
+        set_field(self, "name", name)
+        set_field(self, "kind", kind)
 
 
-@dataclass(slots=True)
 class PerfState:
-    """``struct parse_events_state`` plus the machine perf runs on."""
+    """``struct parse_events_state`` plus the machine perf runs on: ``exists`` is stat() relative
+    to perf's working directory, ``evsels`` every evsel added in order, ``probes`` the probe
+    events BPF objects created, ``earlier`` the evsel names of the earlier -e options (where
+    ``map:M.event=`` looks)."""
 
-    profile: Profile
-    system: System | None
-    stat: bool
-    errors: ErrorSlot
-    rules: TermRules
-    exists: Callable[[str], bool]  # stat() relative to perf's working directory
-    cwd: str | None
-    text: str
-    evsels: list[Evsel] = field(default_factory=list)  # every evsel added, in order
-    probes: dict[str, int] = field(default_factory=dict)  # probe events created by BPF objects
-    quirks: list[str] = field(default_factory=list)
-    earlier: tuple[str, ...] = ()  # evsel names of the earlier -e options (map:M.event= looks there)
+    __slots__ = ("profile", "system", "stat", "errors", "rules", "exists", "cwd", "text", "evsels", "probes",
+                 "quirks", "earlier")
+
+    def __init__(self, profile: Profile, system: System | None, stat: bool, errors: ErrorSlot, rules: TermRules,
+                 exists: Callable[[str], bool], cwd: str | None, text: str, earlier: tuple[str, ...] = ()) -> None:
+        self.profile, self.system, self.stat, self.errors, self.rules = profile, system, stat, errors, rules
+        self.exists, self.cwd, self.text, self.earlier = exists, cwd, text, earlier
+        self.evsels: list[Evsel] = []
+        self.probes: dict[str, int] = {}
+        self.quirks: list[str] = []
 
     # ---- helpers
 
@@ -387,9 +396,9 @@ def _alias_terms(definition: str) -> list[Term]:
 def _number(text: str) -> int | None:
     try:
         if text.startswith("0x"):
-            return int(text[2:], 16)
+            return read_unsigned(text[2:], 16)
         if text.isdigit():
-            return int(text)
+            return read_unsigned(text, 10)
     except ValueError:
         return None
     return None

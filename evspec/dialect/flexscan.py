@@ -13,7 +13,9 @@ so this engine reproduces the parts of flex they depend on:
 * a character no rule matches is echoed to stdout (flex's default rule);
 * ``YY_USER_ACTION`` runs before every action, rejected and echoing ones included:
   ``last_column = first_column; first_column = column; column += yyleng``. perf reports
-  ``last_column`` of the look-ahead token as the column of a syntax error.
+  ``last_column`` of the look-ahead token as the column of a syntax error;
+* with ``%option yylineno`` (``newline_resets_column``) a rule's match that contains a newline
+  sets the column to 0 before that (flex's default rule does not).
 
 The scanner works on a ``str`` whose characters are the bytes of the event string (latin-1), so
 columns are byte offsets as in C.
@@ -22,21 +24,32 @@ columns are byte offsets as in C.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Sequence
+
+from evspec.span import Slotted, set_field
 
 INITIAL = "INITIAL"
 
 
-@dataclass(frozen=True, slots=True)
-class Rule:
-    """One flex rule. ``states`` empty means "INITIAL and every inclusive state"."""
+class Rule(Slotted):
+    """One flex rule. ``states`` empty means "INITIAL and every inclusive state"; ``trail`` is
+    trailing context (must follow, is not consumed); ``may_reject``: the action can REJECT, so
+    every match length is a candidate."""
 
+    __slots__ = ("name", "pattern", "states", "trail", "may_reject")
     name: str
     pattern: re.Pattern[str]
-    states: frozenset[str] = frozenset()
-    trail: re.Pattern[str] | None = None  # trailing context: must follow, is not consumed
-    may_reject: bool = False  # the action can REJECT: every match length is a candidate
+    states: frozenset[str]
+    trail: re.Pattern[str] | None
+    may_reject: bool
+
+    def __init__(self, name: str, pattern: re.Pattern[str], states: frozenset[str] = frozenset(),
+                 trail: re.Pattern[str] | None = None, may_reject: bool = False) -> None:
+        set_field(self, "name", name)
+        set_field(self, "pattern", pattern)
+        set_field(self, "states", states)
+        set_field(self, "trail", trail)
+        set_field(self, "may_reject", may_reject)
 
 
 def literals(*words: str) -> re.Pattern[str]:
@@ -44,33 +57,48 @@ def literals(*words: str) -> re.Pattern[str]:
     return re.compile("|".join(re.escape(w) for w in sorted(set(words), key=len, reverse=True)))
 
 
-@dataclass(frozen=True, slots=True)
-class Loc:
+class Loc(Slotted):
     """bison's location as perf's lexer fills it (only the columns matter)."""
 
+    __slots__ = ("first", "last")
     first: int
     last: int
 
+    def __init__(self, first: int, last: int) -> None:
+        set_field(self, "first", first)
+        set_field(self, "last", last)
 
-@dataclass(frozen=True, slots=True)
-class Token:
+
+class Token(Slotted):
+    __slots__ = ("kind", "value", "loc", "text")
     kind: str
     value: object
     loc: Loc
     text: str
 
+    def __init__(self, kind: str, value: object, loc: Loc, text: str) -> None:
+        set_field(self, "kind", kind)
+        set_field(self, "value", value)
+        set_field(self, "loc", loc)
+        set_field(self, "text", text)
 
-@dataclass(slots=True)
-class Cursor:
-    """The scanner state an action sees and changes."""
 
+class Cursor(Slotted, frozen=False):
+    """The scanner state an action sees and changes; bison initialises yylloc to 1:1."""
+
+    __slots__ = ("text", "pos", "column", "first", "last", "state", "echoed")
     text: str
-    pos: int = 0
-    column: int = 0
-    first: int = 1  # bison initialises yylloc to 1:1
-    last: int = 1
-    state: str = INITIAL
-    echoed: list[str] = field(default_factory=list)
+    pos: int
+    column: int
+    first: int
+    last: int
+    state: str
+    echoed: list[str]
+
+    def __init__(self, text: str, pos: int = 0, column: int = 0, first: int = 1, last: int = 1,
+                 state: str = INITIAL) -> None:
+        self.text, self.pos, self.column, self.first, self.last, self.state = text, pos, column, first, last, state
+        self.echoed = []
 
     def begin(self, state: str) -> None:
         self.state = state
@@ -87,13 +115,32 @@ Action = Callable[[Cursor, str, Rule], "Token | None"]
 EofAction = Callable[[Cursor], None]
 
 
-@dataclass(frozen=True, slots=True)
-class Scanner:
+class Scanner(Slotted, uncompared=("by_state",), hidden=("by_state",)):
+    """A flex scanner: its rules in order, its start conditions, and (``by_state``) the rules
+    active in each state, worked out once."""
+
+    __slots__ = ("rules", "exclusive", "inclusive", "newline_resets_column", "by_state")
     rules: tuple[Rule, ...]
     exclusive: frozenset[str]
     inclusive: frozenset[str]
+    newline_resets_column: bool
+    by_state: dict[str, tuple[Rule, ...]]
+
+    def __init__(self, rules: tuple[Rule, ...], exclusive: frozenset[str], inclusive: frozenset[str],
+                 newline_resets_column: bool = False) -> None:
+        set_field(self, "rules", rules)
+        set_field(self, "exclusive", exclusive)
+        set_field(self, "inclusive", inclusive)
+        set_field(self, "newline_resets_column", newline_resets_column)
+        set_field(self, "by_state", {})
 
     def active(self, state: str) -> tuple[Rule, ...]:
+        found = self.by_state.get(state)
+        if found is None:
+            found = self.by_state[state] = self._active(state)
+        return found
+
+    def _active(self, state: str) -> tuple[Rule, ...]:
         if state in self.exclusive:
             return tuple(r for r in self.rules if state in r.states)
         return tuple(
@@ -132,9 +179,19 @@ class Scanner:
     ) -> tuple[list[Token], Cursor]:
         """Every token of ``text`` (the end token last) and the final cursor (echoed characters)."""
         cur = Cursor(text, state=start)
-        tokens: list[Token] = []
-        by_state: dict[str, tuple[Rule, ...]] = {}
+        return list(self.tokens(cur, act, on_eof, eof_kind)), cur
+
+    def tokens(
+        self,
+        cur: Cursor,
+        act: Callable[[Cursor, str, Rule], Token | None],
+        on_eof: Callable[[Cursor], None],
+        eof_kind: str = "$end",
+    ) -> Iterator[Token]:
+        """The tokens of ``cur.text`` one at a time, the end token last: as bison pulls them, so
+        that what an action records (an error, an echoed character) happens when perf's would."""
         guard = 0
+        text = cur.text
         while True:
             guard += 1
             if guard > 20 * (len(text) + 10):
@@ -143,20 +200,19 @@ class Scanner:
                 state = cur.state
                 on_eof(cur)
                 if cur.state == state:
-                    tokens.append(Token(eof_kind, None, Loc(cur.first, cur.last), ""))
-                    return tokens, cur
+                    yield Token(eof_kind, None, Loc(cur.first, cur.last), "")
+                    return
                 continue
-            rules = by_state.get(cur.state)
-            if rules is None:
-                rules = by_state[cur.state] = self.active(cur.state)
-            token = self._step(cur, rules, act)
+            token = self._step(cur, self.active(cur.state), act)
             if token is not None:
-                tokens.append(token)
+                yield token
 
     def _step(self, cur: Cursor, rules: tuple[Rule, ...], act: Callable[[Cursor, str, Rule], Token | None]) -> Token | None:
         start = cur.pos
         for _total, index, length in self.candidates(rules, cur.text, start):
             rule = rules[index]
+            if self.newline_resets_column and "\n" in cur.text[start : start + length]:
+                cur.column = 0
             self._user_action(cur, length)
             cur.pos = start + length
             try:
@@ -164,7 +220,7 @@ class Scanner:
             except Reject:
                 cur.pos = start
                 continue
-        # flex's default rule: ECHO one character
+        # flex's default rule: ECHO one character (an echoed newline does not reset the column)
         self._user_action(cur, 1)
         cur.echoed.append(cur.text[start])
         cur.pos = start + 1

@@ -1,17 +1,17 @@
 """perf's bison grammar (``util/parse-events.y``) per release, with its semantic actions.
 
 The productions follow perf's own (perf-event-language.md §3 for 6.1, §9.1 for 4.7, §9.2 for
-6.5/6.6); the actions call :class:`evspec.dialect.events.PerfState`, record perf's errors at
-perf's columns, and abort the parse (YYABORT) where perf does.
+6.5/6.6; util/parse-events.y of 6.12 and 7.2 for ``_grammar_pmu``); the actions call
+:class:`evspec.dialect.events.PerfState` (6.12+: :class:`evspec.dialect.pmu_actions.PmuState`),
+record perf's errors at perf's columns, and abort the parse (YYABORT) where perf does.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 
-from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
 from evspec.dialect.events import Evsel, Failed, PerfState
 from evspec.dialect.flexscan import Loc
 from evspec.dialect.lalr import Abort, Production, Tables, build
@@ -93,16 +93,16 @@ def _cache(word_at: tuple[int, ...], terms_at: int) -> Action:
     return lambda s, v, loc: _call(lambda: s.add_cache([v[i] for i in word_at], v[terms_at]))
 
 
-_LEGACY_CACHE = re.compile(
-    "({t})(?:-({o}))?(?:-({o}))?".format(
-        t="|".join(re.escape(w) for w in sorted((w for g in CACHE_TYPES for w in g), key=len, reverse=True)),
-        o="|".join(re.escape(w) for w in sorted((w for g in CACHE_OPS + CACHE_RESULTS for w in g), key=len, reverse=True)),
-    )
-)
+_LEGACY_CACHE: list[re.Pattern[str]] = []  # compiled on first use: only 6.5 and 6.6 need it
 
 
 def _legacy_cache(s: PerfState, v: list, loc: list[Loc]) -> object:
-    m = _LEGACY_CACHE.fullmatch(v[0])
+    if not _LEGACY_CACHE:
+        types = "|".join(re.escape(w) for w in sorted((w for g in CACHE_TYPES for w in g), key=len, reverse=True))
+        ops = "|".join(re.escape(w) for w in sorted((w for g in CACHE_OPS + CACHE_RESULTS for w in g), key=len,
+                                                    reverse=True))
+        _LEGACY_CACHE.append(re.compile(f"({types})(?:-({ops}))?(?:-({ops}))?"))
+    m = _LEGACY_CACHE[0].fullmatch(v[0])
     assert m is not None
     words = [w for w in m.groups() if w is not None]
     return _call(lambda: s.add_cache(words, v[1]))
@@ -458,8 +458,213 @@ def _grammar_65(p: Profile) -> list[Production]:
     return rules
 
 
-@lru_cache(maxsize=8)
+# ---- perf 6.12 and later: names resolved through the PMU list (pmu_actions.PmuState)
+
+
+def _pmu_call(fn: Callable[[], object]) -> object:
+    from evspec.dialect.pmu_actions import Failed as PmuFailed
+
+    try:
+        return fn()
+    except PmuFailed:
+        raise Abort from None
+
+
+def _modified(at: int, group: bool) -> Action:
+    def act(s, v: list, loc: list[Loc]) -> object:
+        return _pmu_call(lambda: s.modify(v[0], v[at], loc[at].first, group))
+
+    return act
+
+
+def _named_group(s, v: list, loc: list[Loc]) -> object:
+    return s.group(v[2], v[0])
+
+
+def _group(s, v: list, loc: list[Loc]) -> object:
+    return s.group(v[1])
+
+
+def _default_name(s, v: list, loc: list[Loc]) -> object:
+    return s.default_name(v[1], v[0])
+
+
+def _pmu_or_event(s, v: list, loc: list[Loc]) -> object:
+    return _pmu_call(lambda: s.event_or_pmu(v[0], v[1], loc[0].first))
+
+
+def _bare_event(s, v: list, loc: list[Loc]) -> object:
+    return _pmu_call(lambda: s.bare_event(v[0], loc[0].first))
+
+
+def _mem(addr: int, access: int | None, length: int | None, terms: int) -> Action:
+    def act(s, v: list, loc: list[Loc]) -> object:
+        return _pmu_call(lambda: s.breakpoint(
+            v[addr], v[access] if access is not None else None, v[length] if length is not None else 0, v[terms]
+        ))
+
+    return act
+
+
+def _pmu_tracepoint(s, v: list, loc: list[Loc]) -> object:
+    sys, event = v[0]
+    return _pmu_call(lambda: s.tracepoint(sys, event, v[1], loc[0].first))
+
+
+def _pmu_numeric(s, v: list, loc: list[Loc]) -> object:
+    return _pmu_call(lambda: s.numeric(s.numeric_type(v[0], loc[0].first), v[2], v[3]))
+
+
+def _pmu_raw(s, v: list, loc: list[Loc]) -> object:
+    return _pmu_call(lambda: s.numeric(4, int(v[0][1:], 16), v[1]))
+
+
+def _pmu_symbol(terms_at: int | None) -> Action:
+    def act(s, v: list, loc: list[Loc]) -> object:
+        type_, config = v[0]
+        return _pmu_call(lambda: s.numeric(type_, config, v[terms_at] if terms_at is not None else None,
+                                           wildcard=type_ == 0))
+
+    return act
+
+
+def _pmu_tool(s, v: list, loc: list[Loc]) -> object:
+    return s.tool(v[0])
+
+
+def _pmu_cache(s, v: list, loc: list[Loc]) -> object:
+    return _pmu_call(lambda: s.cache(v[0], v[1]))
+
+
+def _t(type_at: int | None, key_at: int | None, value_at: int | None, term_value: bool = False) -> Action:
+    """A term: its type from the PE_TERM at ``type_at`` (else a sysfs term named by ``key_at``),
+    its value at ``value_at`` (none: the number 1 with no value; ``term_value``: the name of the
+    PE_TERM there)."""
+
+    def act(s, v: list, loc: list[Loc]) -> Term:
+        kind = v[type_at] if type_at is not None else USER
+        key = v[key_at] if key_at is not None else (kind if type_at is not None else None)
+        if value_at is None:
+            return Term(kind, key, 1, NUM, True, loc[0].first, 0)
+        value = v[value_at]
+        if isinstance(value, int):
+            return Term(kind, key, value, NUM, False, loc[0].first, loc[value_at].first)
+        return Term(kind, key if type_at is None else None, value, STR, False, loc[0].first, loc[value_at].first)
+
+    return act
+
+
+def _grammar_pmu(p: Profile) -> list[Production]:
+    rules = [
+        _p("start", "PE_START_EVENTS start_events", _first(1)),
+        _p("start_events", "groups"),
+        _p("groups", "groups , group", _concat(0, 2)),
+        _p("groups", "groups , event", _concat(0, 2)),
+        _p("groups", "group"),
+        _p("groups", "event"),
+        _p("group", "group_def : PE_MODIFIER_EVENT", _modified(2, True)),
+        _p("group", "group_def"),
+        _p("group_def", "PE_NAME { events }", _named_group),
+        _p("group_def", "{ events }", _group),
+        _p("events", "events , event", _concat(0, 2)),
+        _p("events", "event"),
+        _p("event", "event_mod"),
+        _p("event_mod", "event_name PE_MODIFIER_EVENT", _modified(1, False)),
+        _p("event_mod", "event_name"),
+        _p("event_name", "PE_EVENT_NAME event_def", _default_name),
+        _p("event_name", "event_def"),
+        _p("event_def", "event_pmu"),
+    ]
+    if p.symbol_tokens:
+        rules += [_p("event_def", "event_legacy_symbol"), _p("event_def", "event_legacy_cache sep_dc")]
+    rules += [
+        _p("event_def", "event_legacy_mem sep_dc"),
+        _p("event_def", "event_legacy_tracepoint sep_dc"),
+        _p("event_def", "event_legacy_numeric sep_dc"),
+        _p("event_def", "event_legacy_raw sep_dc"),
+        _p("event_pmu", "PE_NAME opt_pmu_config", _pmu_or_event),
+        _p("event_pmu", "PE_NAME sep_dc", _bare_event),
+    ]
+    if p.symbol_tokens:
+        rules += [
+            _p("value_sym", "PE_VALUE_SYM_HW"),
+            _p("value_sym", "PE_VALUE_SYM_SW"),
+            _p("event_legacy_symbol", "value_sym / event_config /", _pmu_symbol(2)),
+            _p("event_legacy_symbol", "value_sym sep_slash_slash_dc", _pmu_symbol(None)),
+            _p("event_legacy_symbol", "PE_VALUE_SYM_TOOL sep_slash_slash_dc", _pmu_tool),
+            _p("event_legacy_cache", "PE_LEGACY_CACHE opt_event_config", _pmu_cache),
+        ]
+    rules += [
+        _p("event_legacy_mem", "PE_PREFIX_MEM PE_VALUE PE_BP_SLASH PE_VALUE PE_BP_COLON PE_MODIFIER_BP opt_event_config",
+           _mem(1, 5, 3, 6)),
+        _p("event_legacy_mem", "PE_PREFIX_MEM PE_VALUE PE_BP_SLASH PE_VALUE opt_event_config", _mem(1, None, 3, 4)),
+        _p("event_legacy_mem", "PE_PREFIX_MEM PE_VALUE PE_BP_COLON PE_MODIFIER_BP opt_event_config", _mem(1, 3, None, 4)),
+        _p("event_legacy_mem", "PE_PREFIX_MEM PE_VALUE opt_event_config", _mem(1, None, None, 2)),
+        _p("event_legacy_tracepoint", "tracepoint_name opt_event_config", _pmu_tracepoint),
+        _p("tracepoint_name", "PE_NAME : PE_NAME", _tp_name),
+        _p("event_legacy_numeric", "PE_VALUE : PE_VALUE opt_event_config", _pmu_numeric),
+        _p("event_legacy_raw", "PE_RAW opt_event_config", _pmu_raw),
+        _p("opt_event_config", "/ event_config /", _first(1)),
+        _p("opt_event_config", "/ /", _none),
+        _p("opt_event_config", "", _none),
+        _p("opt_pmu_config", "/ event_config /", _first(1)),
+        _p("opt_pmu_config", "/ /", _none),
+        _p("event_config", "event_config , event_term", lambda s, v, loc: [*v[0], v[2]]),
+        _p("event_config", "event_term", _listed(0)),
+        _p("name_or_raw", "PE_RAW"),
+        _p("name_or_raw", "PE_NAME"),
+    ]  # fmt: skip
+    if p.symbol_tokens:
+        rules += [
+            _p("name_or_raw", "PE_LEGACY_CACHE"),
+            _p("name_or_raw", "PE_TERM_HW", lambda s, v, loc: v[0][0]),
+        ]
+    rules += [
+        _p("event_term", "PE_RAW", lambda s, v, loc: Term("raw", "raw", v[0], STR, False, loc[0].first, loc[0].first)),
+        _p("event_term", "name_or_raw = name_or_raw", _t(None, 0, 2)),
+        _p("event_term", "name_or_raw = PE_VALUE", _t(None, 0, 2)),
+    ]
+    if p.symbol_tokens:
+        rules.append(_p("event_term", "PE_LEGACY_CACHE",
+                        lambda s, v, loc: Term("legacy-cache", v[0], 1, NUM, True, loc[0].first, 0)))
+    rules.append(_p("event_term", "PE_NAME", _t(None, 0, None)))
+    if p.symbol_tokens:
+        rules.append(_p("event_term", "PE_TERM_HW",
+                        lambda s, v, loc: Term("hardware", v[0][0], v[0][1], NUM, False, loc[0].first, 0)))
+    rules += [
+        _p("event_term", "PE_TERM = name_or_raw", _t(0, None, 2)),
+        _p("event_term", "PE_TERM = PE_TERM", _t(0, None, 2)),
+        _p("event_term", "PE_TERM = PE_VALUE", _t(0, None, 2)),
+        _p("event_term", "PE_TERM", _t(0, None, None)),
+        _p("event_term", "PE_DRV_CFG_TERM",
+           lambda s, v, loc: Term("driver-config", v[0], v[0], STR, False, loc[0].first, 0)),
+        _p("sep_dc", ":", _none),
+        _p("sep_dc", "", _none),
+    ]  # fmt: skip
+    if p.symbol_tokens:
+        rules += [
+            _p("sep_slash_slash_dc", "/ /", _none),
+            _p("sep_slash_slash_dc", ":", _none),
+            _p("sep_slash_slash_dc", "", _none),
+        ]
+    return rules
+
+
+_TABLES: dict[tuple[str, object], Tables] = {}
+
+
 def tables(p: Profile) -> Tables:
+    """The LALR tables of ``p``'s grammar, built once per grammar (7.2 and 7.3 share theirs)."""
+    key: tuple[str, object] = ("pmu", p.symbol_tokens) if p.pmu_names else ("classic", p.version)
+    found = _TABLES.get(key)
+    if found is None:
+        found = _TABLES[key] = _build(p)
+    return found
+
+
+def _build(p: Profile) -> Tables:
+    if p.pmu_names:
+        return build("start", _grammar_pmu(p))
     if p.version == "4.7":
         prods = _grammar_47(p)
     elif p.legacy_cache_token:

@@ -3,19 +3,25 @@
 The rules are written in perf's order, since order decides ties (perf-event-language.md §2):
 start conditions EVENT (exclusive: cuts the event text out for its name), INITIAL, CONFIG
 (inclusive: inside ``/terms/``), ARRAY (exclusive: index lists) and MEM (exclusive: breakpoints).
-Machine knowledge enters in two places, as in perf: names are classified against the PMU alias
-table, and a word ending in ``.o``/``.c``/``.obj`` is a BPF object only if ``stat()`` finds it.
+Machine knowledge enters in two places, as in perf up to 6.6: names are classified against the PMU
+alias table, and a word ending in ``.o``/``.c``/``.obj`` is a BPF object only if ``stat()`` finds it.
+perf 6.12 and later lex without the machine: names that may start with a digit, quoted names,
+modifiers checked by the lexer (a duplicate letter is an error there), bounded hex numbers and
+numbers that overflow reported as "Bad base N number" (``_scanner_pmu``).
+
+Tokens are made as the parser asks for them (``Lexing``), so that what the lexer records or echoes
+happens in perf's order relative to the parser's actions.
 """
 
 from __future__ import annotations
 
 import os
 import re
-from collections.abc import Callable
-from dataclasses import dataclass
-from functools import lru_cache
+from collections.abc import Callable, Iterator
 
-from evspec.compiler.attr import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.cint import read_unsigned
+from evspec.dialect.errors import ErrorSlot
 from evspec.dialect.flexscan import (
     INITIAL,
     Cursor,
@@ -63,16 +69,55 @@ def _symbols(table: tuple[tuple[tuple[str, ...], int], ...]) -> dict[str, int]:
     return {word: config for words, config in table for word in words}
 
 
-@dataclass(frozen=True, slots=True)
-class LexResult:
-    tokens: list[Token]
-    echoed: str  # what flex's default rule printed to stdout
-    skipped: tuple[int, ...]  # columns of characters the catch-all rule ignored
-    not_bpf: tuple[str, ...]  # words that looked like BPF objects but failed perf's suffix/stat() test
+class Lexing:
+    """The tokens of one string as the parser pulls them, and what the lexer did on the way."""
+
+    __slots__ = ("tokens", "_cursor", "_source", "skipped", "_not_bpf")
+
+    def __init__(self, cursor: Cursor, source: Iterator[Token], skipped: list[int], not_bpf: list[str]) -> None:
+        self.tokens: list[Token] = [Token("PE_START_EVENTS", None, Loc(1, 1), "")]  # read so far
+        self._cursor = cursor
+        self._source = source
+        self.skipped = skipped  # columns of characters the catch-all rule ignored
+        self._not_bpf = not_bpf
+
+    def __iter__(self) -> Iterator[Token]:
+        yield self.tokens[0]
+        for tok in self._source:
+            self.tokens.append(tok)
+            yield tok
+
+    @property
+    def echoed(self) -> str:
+        """What flex's default rule printed to stdout (of the part of the string read)."""
+        return "".join(self._cursor.echoed)
+
+    @property
+    def not_bpf(self) -> tuple[str, ...]:
+        """Words that looked like BPF objects but failed perf's suffix/stat() test."""
+        return tuple(dict.fromkeys(self._not_bpf))
 
 
-@lru_cache(maxsize=8)
+# the modifier letters' names in perf's struct parse_events_modifier (6.12+ name duplicates by them)
+MODIFIER_FIELDS = {
+    "u": "user", "k": "kernel", "h": "hypervisor", "I": "non_idle", "G": "guest", "H": "host",
+    "P": "precise_max", "S": "sample_read", "D": "pinned", "W": "weak", "e": "exclusive", "b": "bpf",
+    "R": "retire_lat", "X": "dont_regroup",
+}  # fmt: skip
+
+
+_SCANNERS: dict[str, Scanner] = {}
+
+
 def _scanner(p: Profile) -> Scanner:
+    """``p``'s scanner, built once per release (hashing a Profile costs more than a lookup)."""
+    found = _SCANNERS.get(p.version)
+    if found is None:
+        found = _SCANNERS[p.version] = _scanner_pmu(p) if p.pmu_names else _scanner_classic(p)
+    return found
+
+
+def _scanner_classic(p: Profile) -> Scanner:
     rules: list[Rule] = []
 
     def add(name: str, pattern: str | re.Pattern[str], *states: str, trail: str | None = None, reject: bool = False) -> None:
@@ -164,6 +209,76 @@ def _scanner(p: Profile) -> Scanner:
     return Scanner(tuple(rules), exclusive=frozenset({EVENT, ARRAY, MEM}), inclusive=frozenset({CONFIG}))
 
 
+_TERM_NAME_72 = r"[a-zA-Z0-9_*?\[\]][a-zA-Z0-9_*?.\[\]!\-:]*"
+_QUOTED_612 = r"'[a-zA-Z0-9_*?\[\]][a-zA-Z0-9_*?\-,.\[\]:=]*'"
+_QUOTED_72 = r"'[a-zA-Z0-9_*?\[\]][a-zA-Z0-9_*?.\[\]!\-:,.=]*'"
+_HEX16 = r"[a-fA-F0-9]{1,16}"
+
+
+def _scanner_pmu(p: Profile) -> Scanner:
+    """perf 6.12+'s parse-events.l (7.2 dropped the symbol and cache tokens)."""
+    rules: list[Rule] = []
+
+    def add(name: str, pattern: str | re.Pattern[str], *states: str, trail: str | None = None) -> None:
+        pat = pattern if isinstance(pattern, re.Pattern) else re.compile(pattern)
+        rules.append(Rule(name, pat, frozenset(states), re.compile(trail) if trail else None))
+
+    hw_words = _words(tuple(w for w, _ in HARDWARE_SYMBOLS))
+    # <event>
+    add("group", _GROUP, EVENT)
+    add("event_name", _EVENT_PMU, EVENT)
+    add("event_name", _EVENT, EVENT)
+    add(",", ",", EVENT)
+    # <config>
+    add("term", literals(*(t for t in p.terms if t not in INTERNAL_TERMS)), CONFIG)
+    if p.symbol_tokens:
+        add("hw_term", literals(*hw_words), CONFIG)
+    add("raw", f"r{_HEX16}", CONFIG)
+    add("raw", f"r0x{_HEX16}", CONFIG)
+    add(",", ",", CONFIG)
+    add("/config_end", "/", CONFIG)
+    if p.symbol_tokens:
+        add("legacy_cache", _legacy_cache_pattern(), CONFIG)
+        add("PE_NAME", _NAME_MINUS, CONFIG)
+    else:
+        add("value10", r"[0-9]+", CONFIG)
+        add("value16", f"0x{_HEX16}", CONFIG)
+        add("PE_NAME", _TERM_NAME_72, CONFIG)
+    add("drv_cfg", _DRV_CFG, CONFIG)
+    # <mem>
+    add("PE_MODIFIER_BP", _MODIFIER_BP, MEM)
+    add("PE_BP_COLON", ":", MEM, trail=_MODIFIER_BP)
+    add("PE_BP_SLASH", "/", MEM, trail=r"[0-9]")
+    add("/mem_config", "/", MEM, trail=r"[^0-9]")
+    add("value10", r"[0-9]+", MEM)
+    add("value16", f"0x{_HEX16}", MEM)
+    add("mem_exit", r".", MEM)
+    # INITIAL (and the inclusive CONFIG)
+    if p.symbol_tokens:
+        add("sym_hw", literals(*hw_words))
+        add("sym_sw", literals(*_words(tuple(w for w, _ in p.software))))
+        add("sym_tool", literals(*_words(tuple(w for w, _ in TOOL_SYMBOLS))))
+        add("sym_sw", literals(*_words(tuple(w for w, _ in BPF_OUTPUT + CGROUP_SWITCHES))))
+        add("legacy_cache", _legacy_cache_pattern())
+    add("mem:", "mem:")
+    add("raw", f"r{_HEX16}")
+    add("value10", r"[0-9]+")
+    add("value16", f"0x{_HEX16}")
+    add("modifier", f"[{p.modifier_letters}]{{1,{p.modifier_run}}}")
+    add("name", p.name_pattern)
+    add("name_tag", _QUOTED_612 if p.symbol_tokens else _QUOTED_72)
+    add("/", "/")
+    add(",", ",")
+    add(":", ":")
+    add("{", r"\{")
+    add("}", r"\}")
+    add("=", "=")
+    add("ignore", r"\n")
+    add("ignore", r".")
+    return Scanner(tuple(rules), exclusive=frozenset({EVENT, MEM}), inclusive=frozenset({CONFIG}),
+                   newline_resets_column=True)
+
+
 def _legacy_cache_pattern() -> str:
     types = "|".join(re.escape(w) for w in sorted(_words(CACHE_TYPES), key=len, reverse=True))
     ops = "|".join(re.escape(w) for w in sorted(_words(CACHE_OPS + CACHE_RESULTS), key=len, reverse=True))
@@ -171,7 +286,7 @@ def _legacy_cache_pattern() -> str:
 
 
 def _strtoull(text: str, base: int) -> int | None:
-    value = int(text, base)
+    value = read_unsigned(text, base)
     return value if value <= U64_MAX else None
 
 
@@ -195,11 +310,15 @@ def stat_in(cwd: str | os.PathLike[str] | None) -> Callable[[str], bool]:
     return exists
 
 
-def lex(text: str, p: Profile, symbols: PmuSymbols, exists: Callable[[str], bool]) -> LexResult:
-    """Tokens of ``text`` (latin-1 characters = the bytes perf sees), the end token last."""
+def lex(
+    text: str, p: Profile, symbols: PmuSymbols, exists: Callable[[str], bool], errors: ErrorSlot | None = None
+) -> Lexing:
+    """Tokens of ``text`` (latin-1 characters = the bytes perf sees), the end token last, made as
+    they are read; ``errors`` receives what perf 6.12+'s lexer records."""
     sw = _symbols(p.software + BPF_OUTPUT + CGROUP_SWITCHES)
     hw = _symbols(HARDWARE_SYMBOLS)
     tools = _symbols(TOOL_SYMBOLS)
+    slot = errors if errors is not None else ErrorSlot(2)
 
     def classify(cur: Cursor, lexeme: str) -> Token:
         kind = symbols.classify(lexeme) if p.pmu_symbols else None
@@ -208,8 +327,27 @@ def lex(text: str, p: Profile, symbols: PmuSymbols, exists: Callable[[str], bool
     def value(cur: Cursor, lexeme: str, digits: str, base: int, kind: str = "PE_VALUE") -> Token:
         number = _strtoull(digits, base)
         if number is None:
+            if p.bounded_numbers:
+                slot.handle(cur.first, f'Bad base {base} number "{lexeme}"')
             return token(cur, "PE_ERROR", None, lexeme)
         return token(cur, kind, number, lexeme)
+
+    def modifiers(cur: Cursor, lexeme: str) -> Token:
+        """perf 6.12+'s modifiers(): a letter twice, or a fourth 'p', is an error at that letter."""
+        seen: set[str] = set()
+        precise = 0
+        for i, letter in enumerate(lexeme):
+            if letter == "p":
+                precise += 1
+                if precise > 3:
+                    slot.handle(cur.first + i, "Maximum precise value is 3")
+                    return token(cur, "PE_ERROR", None, lexeme)
+                continue
+            if letter in seen:
+                slot.handle(cur.first + i, f"Duplicate modifier '{letter}' ({MODIFIER_FIELDS[letter]})")
+                return token(cur, "PE_ERROR", None, lexeme)
+            seen.add(letter)
+        return token(cur, "PE_MODIFIER_EVENT", lexeme, lexeme)
 
     skipped: list[int] = []
     not_bpf: list[str] = []
@@ -228,9 +366,13 @@ def lex(text: str, p: Profile, symbols: PmuSymbols, exists: Callable[[str], bool
         if name in ("value10", "value16"):
             return value(cur, lexeme, lexeme, 10 if name == "value10" else 16)
         if name == "raw":
+            if p.pmu_names:
+                return token(cur, "PE_RAW", lexeme, lexeme)
             if p.raw_symbol_check and symbols.classify(lexeme) is SymbolKind.SYMBOL:
                 return token(cur, "PE_NAME", lexeme, lexeme)
             return value(cur, lexeme, lexeme[1:], 16, "PE_RAW")
+        if name == "modifier":
+            return modifiers(cur, lexeme)
         if name == "term":
             return token(cur, "PE_TERM", lexeme, lexeme)
         if name == "hw_term":
@@ -291,7 +433,5 @@ def lex(text: str, p: Profile, symbols: PmuSymbols, exists: Callable[[str], bool
     def on_eof(cur: Cursor) -> None:
         cur.begin(INITIAL)
 
-    scanner = _scanner(p)
-    tokens, cur = scanner.scan(text, EVENT, act, on_eof)
-    start = Token("PE_START_EVENTS", None, Loc(1, 1), "")
-    return LexResult([start, *tokens], "".join(cur.echoed), tuple(skipped), tuple(dict.fromkeys(not_bpf)))
+    cursor = Cursor(text, state=EVENT)
+    return Lexing(cursor, _scanner(p).tokens(cursor, act, on_eof), skipped, not_bpf)

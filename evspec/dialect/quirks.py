@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from evspec.dialect.pmu_symbols import SymbolKind
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
     from evspec.dialect.events import PerfState
     from evspec.dialect.lalr import Outcome
-    from evspec.dialect.lexer import LexResult
+    from evspec.dialect.lexer import Lexing
     from evspec.dialect.versions import Profile
 
 _SYMBOL_TOKENS = frozenset(k.value for k in SymbolKind)
@@ -20,7 +20,8 @@ _KEYWORD_TOKENS = frozenset(
 
 
 def explain(
-    text: str, raw: str, p: Profile, lexed: LexResult, state: PerfState, outcome: Outcome, accepted: bool
+    text: str, raw: str, p: Profile, lexed: Lexing, state: PerfState, outcome: Outcome, accepted: bool,
+    syntax_reported: bool = True,
 ) -> str | None:
     notes: list[str] = list(dict.fromkeys(state.quirks))
     if lexed.echoed:
@@ -37,9 +38,9 @@ def explain(
             "here it does not, so the word is lexed as something else"
         )
     bad = outcome.syntax_error_at
-    if bad is not None:
+    if bad is not None and syntax_reported:
         notes += _syntax_notes(raw, p, lexed, bad)
-    if state.errors.count > 2:
+    if state.errors.count > 2 and not p.error_list:
         notes.append(
             "perf keeps the column of its second error when a third one is recorded, so the last message may "
             "stand under another error's caret"
@@ -49,7 +50,7 @@ def explain(
     return "; ".join(notes)
 
 
-def _syntax_notes(raw: str, p: Profile, lexed: LexResult, bad) -> list[str]:  # bad: Token
+def _syntax_notes(raw: str, p: Profile, lexed: Lexing, bad) -> list[str]:  # bad: Token
     notes: list[str] = []
     tokens = lexed.tokens
     index = next(i for i, t in enumerate(tokens) if t is bad)
@@ -73,3 +74,27 @@ def _syntax_notes(raw: str, p: Profile, lexed: LexResult, bad) -> list[str]:  # 
         else "at the end of the string perf puts the caret under the second-to-last lexeme"
     )
     return notes
+
+
+_NOT_SHOWN = frozenset({"PE_START_EVENTS", "PE_EVENT_NAME", "$end"})
+_BEFORE_MODIFIER = frozenset({"PE_NAME", "PE_VALUE", "PE_RAW", "PE_MODIFIER_BP", "PE_VALUE_SYM_HW", "PE_VALUE_SYM_SW",
+                              "PE_VALUE_SYM_TOOL", "PE_LEGACY_CACHE"})  # fmt: skip
+
+
+def ran_as(lexed: Lexing, truncated: dict[int, int]) -> str:
+    """The string an accepting perf ran, written so that it means the same without the quirks:
+    the tokens it read (what it skipped or echoed left out), a modifier it took without a ':'
+    given its ':', a number it truncated (``truncated``: column -> value) as that value."""
+    out: list[str] = []
+    previous = None
+    for tok in lexed.tokens:
+        if tok.kind in _NOT_SHOWN:
+            continue
+        text = tok.text
+        if tok.kind == "PE_VALUE" and tok.loc.first in truncated:
+            text = str(truncated[tok.loc.first])
+        if tok.kind == "PE_MODIFIER_EVENT" and previous in _BEFORE_MODIFIER:
+            text = ":" + text
+        out.append(text)
+        previous = tok.kind
+    return "".join(out)

@@ -68,10 +68,10 @@ def analyze(text: str, earlier_names: Sequence[str] = ()) -> ParseResult:
     try:
         items: tuple[Item, ...] = machine().parse(text, "events")  # type: ignore[assignment]
         syntax: list[Diagnostic] = []
-    except (SyntaxStop, Fault):
+    except (SyntaxStop, Fault) as stop:
         from evspec.parser.recover import recover
 
-        items, syntax = recover(text, machine())
+        items, syntax = recover(text, machine(), stop)
     events = EventList(items, source=text)
     per_item = rules.check_by_item(events, earlier_names)
     if not syntax:

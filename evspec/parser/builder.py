@@ -78,18 +78,30 @@ def end_of(node: object) -> int:
     return node.end_pos if type(node) is Tok else node.span.end  # type: ignore[attr-defined]
 
 
+#: a decimal number of more digits (leading zeros aside) is out of every range of the language
+#: (a u64 has 20): its value is not computed (Python refuses past 4300 digits, and the cost of the
+#: conversion grows with the square of the length); 10**40 stands for it, out of range as it is
+LONGEST_DECIMAL = 40
+
+
 def _number(tok: Tok) -> NumberNode:
     text = str(tok)
-    value = int(text[2:], 16) if text.startswith("0x") else int(text)
+    if text.startswith("0x"):
+        value = int(text[2:], 16)
+    else:
+        digits = text.lstrip("0")
+        value = int(digits or "0") if len(digits) <= LONGEST_DECIMAL else 10**LONGEST_DECIMAL
     return NumberNode(value, text, token_span(tok))
 
 
 def _value(tok: Tok) -> Value:
+    """A term value: a number when the whole word is decimal or 0x-hex (``1x``, ``0-1`` and
+    ``2.0`` are words, as perf's lexer takes the longer match), else a word or a quoted string."""
     text = str(tok)
-    if text[0].isdigit():
-        return _number(tok)
     if text[0] == "'":
         return Word(text[1:-1], True, token_span(tok))
+    if text[0].isdigit() and lexicon.NUMBER.fullmatch(text):
+        return _number(tok)
     return Word(text, False, token_span(tok))
 
 
@@ -152,12 +164,14 @@ class AstBuilder:
         mods = children[-1] if is_tok(children[-1], "WORD") else None
         start = name.start_pos if name is not None else trimmed(children[0]).start  # type: ignore[arg-type]
         end = mods.end_pos if mods is not None else trimmed(rbrace).end  # type: ignore[arg-type]
+        quoted = name is not None and str(name)[0] == "'"
         return Group(
-            None if name is None else str(name),
+            None if name is None else str(name)[1:-1] if quoted else str(name),
             members,  # type: ignore[arg-type]
             _modifiers(mods),  # type: ignore[arg-type]
             Span(start, end),
             None if name is None else token_span(name),  # type: ignore[arg-type]
+            quoted,
         )
 
     def named_event(self, children: list[object]) -> Event:
@@ -176,30 +190,40 @@ class AstBuilder:
         tail = _Tail(children[i:])
         span = Span(head.start_pos, end_of(children[-1]))
         word = str(head)
+        quoted = word[0] == "'"
+        if quoted:
+            word = word[1:-1]
         kind = lexicon.classify_word(word)
+        if quoted and kind == "raw":
+            kind = None  # a quoted rHEX is a name, looked up as an event (perf 7.3: no PE_RAW)
         if sub is None:
             if terms is None:  # NAME or NAME ':'
-                if word == "mem" and colon is not None:
+                if word == "mem" and colon is not None and not quoted:
                     raise _fault("ES010", "breakpoint 'mem:' needs an address", span,
                                  "write the address to watch: mem:0x1000, mem:0x1000/8:w")
-                return self._named(head, kind, None, None, span)
-            if tail.colon is not None and not (kind == "raw" or isinstance(kind, lexicon.CacheWord)):
+                return self._named(head, word, quoted, kind, None, None, span)
+            if tail.colon is not None and kind != "raw":
                 raise self._colon_after_terms(head, terms, tail, span)
-            return self._named(head, kind, terms, _modifiers(tail.word), span)  # type: ignore[arg-type]
+            return self._named(head, word, quoted, kind, terms, _modifiers(tail.word), span)  # type: ignore[arg-type]
         assert type(sub) is Tok and type(colon) is Tok
         if kind is not None or lexicon.is_modifier_word(str(sub)):
             # NAME ':' MODIFIERS: nothing may follow the modifier list.
             if terms is not None:
                 raise _fault(
                     "ES009", "a term list must come before the modifiers", terms.span,  # type: ignore[attr-defined]
-                    f"write '{word}/.../{sub}'",
+                    f"write '{head}/.../{sub}'",
                 )
             if tail.colon is not None:
                 raise _fault(
                     "ES008", "only one modifier list per event", token_span(tail.colon),
-                    f"did you mean '{word}:{sub}{tail.word or ''}'?",
+                    f"did you mean '{head}:{sub}{tail.word or ''}'?",
                 )
-            return self._named(head, kind, None, _modifiers(sub), span)
+            return self._named(head, word, quoted, kind, None, _modifiers(sub), span)
+        if quoted:
+            raise _fault(
+                "ES058", "a quoted name is an event or PMU name, not a tracepoint system", token_span(head),
+                f"write the tracepoint without quotes: '{word}:{sub}'",
+            )
         return TracepointEvent(
             word,
             str(sub),
@@ -212,25 +236,25 @@ class AstBuilder:
         )
 
     @staticmethod
-    def _named(head: Tok, kind: SymbolKind | lexicon.CacheWord | str | None, terms: Terms | None,
-               mods: Modifiers | None, span: Span) -> Event:
-        word = str(head)
+    def _named(head: Tok, word: str, quoted: bool, kind: SymbolKind | lexicon.CacheWord | str | None,
+               terms: Terms | None, mods: Modifiers | None, span: Span) -> Event:
         name_span = token_span(head)
         if isinstance(kind, SymbolKind):
-            return SymbolEvent(kind, word, terms, mods, span, name_span)
+            return SymbolEvent(kind, word, terms, mods, span, name_span, quoted)
         if isinstance(kind, lexicon.CacheWord):
             split = kind
+            start = head.start_pos + quoted
             part_spans = tuple(
-                Span(head.start_pos + off, head.start_pos + off + len(part))
+                Span(start + off, start + off + len(part))
                 for part, off in zip(split.parts, split.part_offsets, strict=True)
             )
-            return CacheEvent(split.cache_type, split.parts, terms, mods, span, name_span, part_spans)
+            return CacheEvent(split.cache_type, split.parts, terms, mods, span, name_span, part_spans, quoted)
         if kind == "raw":
             code = NumberNode(int(word[1:], 16), word[1:], Span(head.start_pos + 1, head.end_pos))
             return RawEvent(code, terms, mods, span)
         if terms is not None:
-            return PmuEvent(word, terms, mods, span, name_span)
-        return AliasEvent(word, mods, span, name_span)
+            return PmuEvent(word, terms, mods, span, name_span, quoted)
+        return AliasEvent(word, mods, span, name_span, quoted)
 
     @staticmethod
     def _colon_after_terms(head: Tok, terms: Terms, tail: _Tail, span: Span) -> Fault:
@@ -260,6 +284,11 @@ class AstBuilder:
         if i < len(children) and is_tok(children[i], "BP_SLASH"):
             length = _number(children[i + 1])  # type: ignore[arg-type]
             i += 2
+        terms = next((c for c in children[i:] if isinstance(c, Terms)), None)
+        if terms is not None:
+            before = [c for c in children[i:] if type(c) is Tok and c.start_pos < terms.span.start]
+            after = [c for c in children[i:] if type(c) is Tok and c.start_pos >= terms.span.end]
+            return self._breakpoint_with_terms(mem, address, length, before, terms, after)
         words = [c for c in children[i:] if is_tok(c, "WORD")]
         colons = [c for c in children[i:] if is_tok(c, "COLON")]
         access = mods = None
@@ -283,6 +312,30 @@ class AstBuilder:
             None if access is None else token_span(access),  # type: ignore[arg-type]
         )
 
+    @staticmethod
+    def _breakpoint_with_terms(mem: Tok, address: NumberNode, length: NumberNode | None, before: list[Tok],
+                               terms: Terms, after: list[Tok]) -> BreakpointEvent:
+        """``mem:ADDR[/LEN][:ACCESS]/terms/[MODIFIERS]`` (perf 7.3): a letter group before the term
+        list is the access type; the modifiers follow the list, directly or after a ':'."""
+        access = next((t for t in before if t.type == "WORD"), None)
+        if access is not None and not lexicon.is_access_word(str(access)):
+            raise _fault(
+                "ES009", "only the access type (r, w, x) may stand between a breakpoint's address and its "
+                "term list", token_span(access),
+                f"write the modifiers after the term list: 'mem:{address.text}/.../{access}'",
+            )
+        mods = next((t for t in after if t.type == "WORD"), None)
+        end = after[-1].end_pos if after else terms.span.end
+        return BreakpointEvent(
+            address,
+            length,
+            None if access is None else str(access),
+            _modifiers(mods),
+            Span(mem.start_pos, end),
+            None if access is None else token_span(access),
+            terms,
+        )
+
     def bpf_event(self, children: list[object]) -> BpfEvent:
         path: Tok = children[0]  # type: ignore[assignment]
         terms = children[1] if len(children) > 1 else None
@@ -300,6 +353,8 @@ class AstBuilder:
     def terms(self, children: list[object]) -> Terms:
         items = tuple(c for c in children if type(c) is not Tok)
         return Terms(items, Span(children[0].start_pos, children[-1].end_pos))  # type: ignore[arg-type, union-attr]
+
+    bp_terms = terms  # a breakpoint's term list opens with BP_TERMS ('/' before a non-digit)
 
     def term_list(self, children: list[object]) -> Terms:
         items = tuple(c for c in children if type(c) is not Tok)

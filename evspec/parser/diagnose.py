@@ -23,7 +23,7 @@ _WORD_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz012
 _EXPECTED = {
     "NAME": "an event name", "NUMBER": "a number", "MEM": "mem:ADDR", "BPF_PATH": "a BPF object path",
     "LBRACE": "'{'", "NAMED_LBRACE": "'{'", "RBRACE": "'}'", "COMMA": "','", "COLON": "':'",
-    "WORD": "modifier letters", "SLASH": "'/'", "BP_SLASH": "'/'", "TERM_KEY": "a term name",
+    "WORD": "modifier letters", "SLASH": "'/'", "BP_SLASH": "'/'", "BP_TERMS": "'/'", "TERM_KEY": "a term name",
     "DRIVER_TERM": "an @driver term", "EQUALS": "'='", "TERM_COMMA": "','", "VALUE": "a value",
     "LSQB": "'['", "RSQB": "']'", "RANGE": "'...'", "ALL": "'all'",
     "$END": "the end of the string", "_TRAIL": "the end of the string",
@@ -55,7 +55,7 @@ class _Stack(Slotted):
             closes = False
             if type(leaf) is not Tok:
                 continue
-            kind = leaf.type
+            kind = "SLASH" if leaf.type == "BP_TERMS" else leaf.type  # a breakpoint's term list
             if kind in _OPENERS:
                 opens.append(leaf)
             elif kind == "RBRACE" and opens and opens[-1].type != "LSQB":
@@ -67,7 +67,7 @@ class _Stack(Slotted):
                     opens.pop()
                     closes = True
                 else:
-                    opens.append(leaf)
+                    opens.append(leaf if leaf.type == "SLASH" else Tok("SLASH", str(leaf), leaf.start_pos, leaf.end_pos))
         return _Stack(tuple(leaves), tuple(opens), closes)
 
     @property
@@ -223,7 +223,7 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
         if char == "]" and prev_type == "LSQB":
             return err("ES006", "empty index list", Span(lsqb.start_pos, span.end),
                        "list indices and ranges (e.g. [0,3...6]) or write [all]")
-        if "]" not in text[pos:]:
+        if text.find("]", pos) < 0:
             return err("ES004", "index list is not closed (missing ']')", Span(lsqb.start_pos, lsqb.start_pos + 1))
         item = _index_item_span(text, pos)
         return err("ES001", f"unexpected '{text[item.start:item.end]}' in an index list",
@@ -245,12 +245,13 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
     after_terms = stack.prev_closes_terms or isinstance(prev, Terms)
     if after_terms and kind == "COLON" and any(is_tok(x, "BPF_PATH") for x in stack.current_event()):
         return err("ES008", "modifiers follow the closing '/' directly (no ':')", span, "remove the ':'")
-    if kind in ("SLASH", "BP_SLASH"):
+    if kind in ("SLASH", "BP_SLASH", "BP_TERMS"):
         event = stack.current_event()
         if after_terms:
             return err("ES009", "only one term list per event", span, "put all terms in one /.../ list")
         if any(is_tok(x, "MEM") for x in event):
-            return err("ES009", "breakpoints take no terms (and only one /LEN)", span)
+            return err("ES009", "a breakpoint takes one /LEN and one /term list/ (a term list does not "
+                       "start with a digit)", span)
         if prev_type == "WORD":
             return err("ES009", "a term list must come before the modifiers", span)
     if prev_type == "COLON":
@@ -264,10 +265,10 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
     if kind == "COLON" and prev_type == "WORD":
         return err("ES008", "only one modifier list per event", span, "write all modifier letters after one ':'")
     if prev_type == "BP_SLASH":
-        return err("ES010", "expected a breakpoint length after '/' (breakpoints take no terms)", span)
+        return err("ES010", "expected a breakpoint length after '/'", span)
     if prev_type == "EQUALS":
         if char == "-" and _key_before_equals(stack).startswith("var:"):
-            number = "-" + text[pos + 1:].split("/", 1)[0].split(",", 1)[0]
+            number = "-" + re.compile(r"[^/,]*").match(text, pos + 1).group()  # type: ignore[union-attr]
             return err("ES010", "expected a value after '='", span,
                        f"a negative value of a var: term is written quoted: '{number}'")
         return err("ES010", "expected a value after '='", span,
@@ -279,7 +280,7 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
             and prev.end_pos == pos and char in _WORD_CHARS):
         if top == "SLASH":
             return err("ES001", "a value that starts with a digit must be a number (decimal or 0x-hex)",
-                       span, "quote it: name='1x'")
+                       span, _digit_value_help(text, stack, prev))  # type: ignore[arg-type]
         if len(stack.current_event()) == 1:
             return err("ES010", "a numeric event needs ':CONFIG' after the type", span)
     if prev_type == "RBRACE" and (kind in _WORDISH or char in _WORD_CHARS):
@@ -297,12 +298,56 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
             return err("ES011", "not a BPF object path: the name must end in .o, .obj or .c",
                        Span(pos, max(end, pos + 1)))
         return err("ES002", f"unexpected character {_describe_char(char)} at the start of an event", span,
-                   *(("quotes only delimit term values (name='...')",) if char == "'" else ()))
+                   *(("quotes only delimit term values (name='...')",) if char == "'" else ()),
+                   *_look_alike(text, pos))
     if tok is None:
         help_lines = ("events are separated by ','",) if char in ";|" else ()
-        return err("ES002", f"unexpected character {_describe_char(char)}", span, *help_lines)
+        return err("ES002", f"unexpected character {_describe_char(char)}", span, *help_lines,
+                   *_look_alike(text, pos))
     wanted = sorted({_EXPECTED[e] for e in expected if e in _EXPECTED})
     return err("ES001", f"unexpected {shown}", span, *((f"expected {', '.join(wanted)}",) if wanted else ()))
+
+
+_NAME_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-.:")
+_WORD_REACH = 80  # characters looked at on each side of a look-alike for the word it is in
+
+
+def _look_alike(text: str, pos: int) -> tuple[str, ...]:
+    """For a character drawn like an ASCII one (a Cyrillic 'с'): what it is, and the word it
+    stands in written with ASCII letters only."""
+    from evspec.suggest import ascii_twin, look_alike_note, without_look_alikes
+
+    said = look_alike_note(text[pos])
+    if said is None:
+        return ()
+    if ascii_twin(text[pos]) == " ":
+        return (f"{said}: write a blank where one is allowed (around ',', '{{' and '}}'), or nothing",)
+
+    def in_word(char: str) -> bool:
+        return char in _NAME_CHARS or (ascii_twin(char) or " ") in _NAME_CHARS
+
+    start = pos
+    while start > max(0, pos - _WORD_REACH) and in_word(text[start - 1]):
+        start -= 1
+    end = pos + 1
+    while end < min(len(text), pos + 1 + _WORD_REACH) and in_word(text[end]):
+        end += 1
+    return (f"{said}: did you mean '{without_look_alikes(text[start:end])}'?",)
+
+
+def _digit_value_help(text: str, stack: _Stack, number: Tok) -> str:
+    """How to write a value that starts with a digit and goes on as no number does: hex with a
+    capital X in lower case, a value of a name-valued term quoted, any other as a number."""
+    value = re.compile(r"[^,/\s]*").match(text, number.start_pos).group()  # type: ignore[union-attr]
+    value = value if len(value) <= 40 else value[:40] + "…"
+    if re.fullmatch(r"0X[0-9a-fA-F]+", value):
+        return f"a hex number is written with a lower-case x: '0x{value[2:]}'"
+    key = _key_before_equals(_Stack(stack.leaves[:-1], stack.opens, False)) if len(stack.leaves) > 2 else ""
+    term = lexicon.KEYWORD_TERMS.get(key)
+    if term is not None and term.value_type is lexicon.ValueType.STRING:
+        return f"quote it: {key}='{value}'"
+    what = f"'{key}' takes a number" if key else "a value is a number"
+    return f"{what}: decimal or 0x-hex ('{value}' is neither)"
 
 
 def _bpf_colon(text: str, path: Tok, span: Span) -> Diagnostic:

@@ -1,66 +1,82 @@
 """Error recovery: after a string fails to parse, every bad item gets its own diagnostic (COMPAT 1.11).
 
 ``recover`` parses item by item; ``split_items`` finds the top-level items of a string without the
-parser, so that parsing can restart after a bad one.
+parser, so that parsing can restart after a bad one. Each stretch of the string is parsed once
+(the parser starts where the last bad item ends and stops at the next error), so recovery costs
+O(n) however many items are bad.
 """
 
 from __future__ import annotations
 
 import re
+from bisect import bisect_right
 from functools import lru_cache
 
 from evspec.ast import Item
 from evspec.diagnostics import Diagnostic, error
 from evspec.grammar.lalr import BLANKS, LalrMachine, SyntaxStop
-from evspec.parser.builder import Fault
+from evspec.parser.builder import PARSER_ERROR, Fault
 from evspec.parser.diagnose import diagnose, trailing_comma
+from evspec.span import Span
 
-MAX_SYNTAX_ERRORS = 50
 
-
-def recover(text: str, parser: LalrMachine) -> tuple[tuple[Item, ...], list[Diagnostic]]:
-    """Parse item by item after the whole string failed.
+def recover(text: str, parser: LalrMachine, first: SyntaxStop | Fault | None = None
+            ) -> tuple[tuple[Item, ...], list[Diagnostic]]:
+    """Parse item by item after the whole string failed (with ``first``, when the caller has it).
 
     The first error comes from parsing the whole string (so it is exactly what the grammar sees);
-    then parsing restarts at the next top-level item, with the text before it blanked out, so spans
-    stay offsets into ``text``.
+    then parsing restarts at the next top-level item and runs to the next error, with spans
+    offsets into ``text``.
     """
     items: list[Item] = []
     diags: list[Diagnostic] = []
+    segments = split_items(text)
+    starts = [start for start, _ in segments]
     offset = 0
+    stop = first
     while True:
-        if offset and not text[offset:].strip(BLANKS):
-            diags.append(trailing_comma(offset - 1))
-            break
-        current = " " * offset + text[offset:] if offset else text
-        try:
-            items.extend(parser.parse(current, "events"))  # type: ignore[arg-type]
-            break
-        except Fault as fault:
-            diag = fault.diagnostic
-        except SyntaxStop as stop:
-            diag = diagnose(current, stop)
-        diags.append(diag)
-        segments = split_items(text, offset)
-        k = next(
-            (n for n, (s, e) in enumerate(segments) if s <= diag.span.start <= e), len(segments) - 1
-        )
-        if k > 0:
-            prefix_end = segments[k - 1][1]
+        if stop is None:
             try:
-                items.extend(parser.parse(" " * offset + text[offset:prefix_end], "events"))  # type: ignore[arg-type]
+                items.extend(parser.parse(text, "events", offset))  # type: ignore[arg-type]
+                break
+            except (SyntaxStop, Fault) as exc:
+                stop = exc
+        diag = stop.diagnostic if isinstance(stop, Fault) else diagnose(text, stop)
+        stop = None
+        diags.append(diag)
+        k = _segment_at(segments, starts, diag.span.start)
+        if segments[k][0] > offset:  # the good items before the bad one
+            try:
+                items.extend(parser.parse(text, "events", offset, segments[k - 1][1]))  # type: ignore[arg-type]
             except (SyntaxStop, Fault):
                 pass  # cannot happen if the split agrees with the grammar; then nothing to add
-        if k + 1 >= len(segments):
+        k += 1
+        while k < len(segments) and not text[segments[k][0]:segments[k][1]].strip(BLANKS):
+            empty = _empty_item(segments, k)
+            if empty.span != diag.span:  # the comma the error was about
+                diags.append(empty)
+            k += 1
+        if k >= len(segments):
             break
-        offset = segments[k + 1][0]
-        if len(diags) >= MAX_SYNTAX_ERRORS:
-            last = diags.pop()
-            diags.append(error(last.code, last.message, last.span, help=last.help,
-                               notes=(*last.notes, "further syntax errors are not shown"),
-                               perf_message=last.perf_message))
-            break
+        offset = segments[k][0]
     return tuple(items), diags
+
+
+def _segment_at(segments: list[tuple[int, int]], starts: list[int], pos: int) -> int:
+    """The first segment whose ``[start, end]`` holds ``pos`` (the last one if none does)."""
+    k = max(0, bisect_right(starts, pos) - 1)
+    if k > 0 and segments[k - 1][1] >= pos:  # pos is the end of the one before (an empty next)
+        k -= 1
+    return k if segments[k][0] <= pos <= segments[k][1] else len(segments) - 1
+
+
+def _empty_item(segments: list[tuple[int, int]], k: int) -> Diagnostic:
+    """The finding about an item that holds nothing: a trailing ',' at the end, else the ',' after it."""
+    start, end = segments[k]
+    if k == len(segments) - 1:
+        return trailing_comma(start - 1)
+    return error("ES001", "unexpected ',' (an event must come first)", Span(end, end + 1),
+                 perf_message=PARSER_ERROR)
 
 
 @lru_cache(maxsize=1)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evspec.diagnostics import Diagnostic, Severity
+from evspec.render.excerpt import clipped, clipped_all, excerpt, repeats_note
 from evspec.render.text import describe_source
 
 
@@ -24,12 +25,17 @@ def escape_property(text: str) -> str:
 
 
 def _message(diag: Diagnostic) -> str:
-    lines = [diag.message]
+    message = clipped(diag.message)
+    lines = [message]
     source = diag.source
     if source is not None and source.kind == "arg":
-        lines = [f"{describe_source(source)}: {diag.message}", f"in '{diag.event}' at col {diag.span.start + 1}"]
-    lines += [f"help: {h}" for h in diag.help]
-    lines += [f"note: {n}" for n in diag.notes]
+        part = excerpt(diag.event, diag.span)
+        shown = ("…" if part.cut_before else "") + part.text + ("…" if part.cut_after else "")
+        lines = [f"{describe_source(source)}: {message}", f"in '{shown}' at col {diag.span.start + 1}"]
+    lines += [f"help: {h}" for h in clipped_all(diag.help)]
+    lines += [f"note: {n}" for n in clipped_all(diag.notes)]
+    if diag.repeats:
+        lines.append(f"note: {repeats_note(diag.repeats)}")
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from collections.abc import Callable, Sequence
 
 from evspec.codes.bpfconfig import BPF_MAP_HINT as BPF_MAP_HINT  # the package exports it
 from evspec.diagnostics import Diagnostic
+from evspec.render.excerpt import clipped
 
 PREFIX = "event syntax error: "
 CONTEXT_BEFORE = 13  # characters perf keeps before the error column
@@ -82,7 +83,9 @@ def perf_help_of(diag: Diagnostic) -> str | None:
 
 def _block(diag: Diagnostic, column: int, columns: int) -> str:
     message = diag.perf_message if diag.perf_message is not None else diag.message
-    return perf_error_block(diag.event, column, message, perf_help_of(diag), columns)
+    help_text = perf_help_of(diag)
+    return perf_error_block(diag.event, column, clipped(message), None if help_text is None else clipped(help_text),
+                            columns)
 
 
 def render_perf(

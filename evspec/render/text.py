@@ -25,7 +25,8 @@ from __future__ import annotations
 import unicodedata
 
 from evspec.diagnostics import Diagnostic, Severity, Source
-from evspec.span import Slotted, set_field
+from evspec.render.excerpt import clipped, clipped_all, excerpt, repeats_note
+from evspec.span import Slotted, Span, set_field
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -34,6 +35,7 @@ if TYPE_CHECKING:
 _ESCAPED_CATEGORIES = frozenset({"Cc", "Cf", "Cs", "Co", "Cn", "Mn", "Me", "Zl", "Zp"})
 _SHORT_ESCAPES = {"\t": "\\t", "\n": "\\n", "\r": "\\r"}
 
+ELLIPSIS = "…"
 _RESET = "\x1b[0m"
 _BOLD = "\x1b[1m"
 _BLUE = "\x1b[1;34m"
@@ -193,22 +195,39 @@ def render_diagnostic(diag: Diagnostic, color: bool = False) -> str:
     bar = style.paint(f"{gutter} |", _BLUE)
 
     head = style.paint(f"{diag.severity.value}[{diag.code}]", _SEVERITY_STYLE[diag.severity])
-    out = [f"{head}{style.paint(': ' + diag.message, _BOLD)}"]
+    out = [f"{head}{style.paint(': ' + clipped(diag.message), _BOLD)}"]
     out.append(f"{gutter}{style.paint('-->', _BLUE)} {_location(diag)}")
     out.append(bar)
 
-    shown = DisplayLine.of(diag.event)
+    part = excerpt(diag.event, diag.span)
+    shown = DisplayLine.of(part.text)
+    lead = ELLIPSIS if part.cut_before else ""
     number = style.paint(f"{line_no.rjust(len(gutter))} |", _BLUE)
-    out.append(f"{number} {shown.text}" if shown.text else number)
-    marks = [_Mark(*shown.cells(diag.span.start, diag.span.end), "^", "")]
-    marks += [_Mark(*shown.cells(lb.span.start, lb.span.end), "-", lb.message) for lb in diag.labels]
+    text = lead + shown.text + (ELLIPSIS if part.cut_after else "")
+    out.append(f"{number} {text}" if text else number)
+    at, indent = part.start, len(lead)
+
+    def cells(span: Span) -> tuple[int, int]:
+        first, last = shown.cells(max(0, span.start - at), max(0, span.end - at))
+        return first + indent, last + indent
+
+    marks = [_Mark(*cells(diag.span), "^", "")]
+    marks += [_Mark(*cells(lb.span), "-", clipped(lb.message)) for lb in diag.labels if part.holds(lb.span)]
     out.extend(f"{bar} {line}" for line in _mark_lines(marks, style))
 
+    notes = diag.notes + tuple(f"{lb.message} (col {lb.span.start + 1})" for lb in diag.labels
+                               if not part.holds(lb.span))
+    notes = clipped_all(notes)
+    if diag.repeats:
+        notes += (repeats_note(diag.repeats),)
+    if not part.whole:
+        notes += (f"the string is {part.length:,} characters long; shown from col {part.start + 1}",)
     # perf's own wording is what users search for: shown whenever perf has one
-    perf = (diag.perf_message,) if diag.perf_message is not None and diag.perf_message != diag.message else ()
-    if diag.help or diag.notes or perf:
+    perf = (clipped(diag.perf_message),) if diag.perf_message is not None and diag.perf_message != diag.message \
+        else ()
+    if diag.help or notes or perf:
         out.append(bar)
-    for kind, texts in (("help", diag.help), ("note", diag.notes), ("perf", perf)):
+    for kind, texts in (("help", clipped_all(diag.help)), ("note", notes), ("perf", perf)):
         for text in texts:
             first, *rest = text.split("\n")
             out.append(f"{gutter} {style.paint('= ' + kind + ':', _BOLD)} {first}")
@@ -227,8 +246,13 @@ def _count(n: int, noun: str) -> str:
 
 
 def summary_line(diags: Sequence[Diagnostic]) -> str:
-    """``2 errors, 1 warning`` (``, 1 note`` when there are notes; no trailing newline)."""
+    """``2 errors, 1 warning`` (no trailing newline); ``, 1 note`` when there are notes."""
     errors = sum(1 for d in diags if d.is_error)
     notes = sum(1 for d in diags if d.severity is Severity.NOTE)
-    line = f"{_count(errors, 'error')}, {_count(len(diags) - errors - notes, 'warning')}"
+    return counts_line(errors, len(diags) - errors - notes, notes)
+
+
+def counts_line(errors: int, warnings: int, notes: int = 0) -> str:
+    """``summary_line`` from the counts."""
+    line = f"{_count(errors, 'error')}, {_count(warnings, 'warning')}"
     return f"{line}, {_count(notes, 'note')}" if notes else line

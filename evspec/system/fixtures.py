@@ -2,9 +2,10 @@
 
 ``corpus_system()`` is the machine the acceptance corpus describes (corpus/README.md: software,
 tracepoint, breakpoint, uprobe, power and msr PMUs; 2 CPUs; uprobe_events but no kprobe_events);
-``intel_system()`` adds an Intel-style ``cpu`` PMU and two uncore memory-controller PMUs;
-``hybrid_system()`` adds ``cpu_core``/``cpu_atom`` instead. Tracepoint ids are those of a real
-6.18 kernel.
+``intel_system()`` adds an Intel-style ``cpu`` PMU, two uncore memory-controller PMUs and
+``intel_pt``; ``hybrid_system()`` adds ``cpu_core``/``cpu_atom`` instead (``cpu_atom`` with the
+auto counter reload format ``acr_mask``). Tracepoint ids are those of a real 6.18 kernel. The
+perf parse-events tables run on the last two (tests/data/systems/).
 """
 
 from __future__ import annotations
@@ -83,6 +84,23 @@ INTEL_CORE_EVENTS = {
     "topdown-retiring": _alias("event=0x00,umask=0x80", scale="4", unit="slots"),
     "ocr.demand_data_rd": _alias("event=0xb7,umask=0x01,offcore_rsp=?"),
     "ld_lat.any": _alias("event=0xcd,umask=0x01,ldlat=?"),
+}
+
+INTEL_PT = {
+    "format": {
+        "pt": "config:0",
+        "cyc": "config:1",
+        "pwr_evt": "config:4",
+        "tsc": "config:10",
+        "noretcomp": "config:11",
+        "branch": "config:13",
+        "mtc_period": "config:14-17",
+        "cyc_thresh": "config:19-22",
+        "psb_period": "config:24-27",
+    },
+    "events": {},
+    "cpus": None,
+    "cpumask": None,
 }
 
 UNCORE_IMC = {
@@ -293,7 +311,14 @@ def corpus_system(cwd: str | None = None) -> SnapshotSystem:
     return SnapshotSystem(corpus_data(cwd), cwd=cwd or "/nonexistent-evspec-corpus")
 
 
-def _core_pmu(pmu_type: int, cpus: str | None) -> dict[str, Any]:
+#: the 9p module's trace system (its name starts with a digit: perf 7.3's parse-events test)
+TRACEPOINTS_9P = {"9p_client_req": 2401, "9p_client_res": 2400, "9p_protocol_dump": 2399, "9p_fid_ref": 2398}
+#: the s390 kvm module's trace system (a '-' in its name: perf's parse-events test, run on s390x)
+TRACEPOINTS_KVM_S390 = {"kvm_s390_create_vm": 2410, "kvm_s390_destroy_vm": 2411}
+
+
+def core_pmu_data(pmu_type: int, cpus: str | None) -> dict[str, Any]:
+    """The snapshot data of an Intel core PMU of this type (and CPU list, for a hybrid one)."""
     return {
         "type": pmu_type,
         "format": dict(INTEL_CORE_FORMAT),
@@ -304,12 +329,16 @@ def _core_pmu(pmu_type: int, cpus: str | None) -> dict[str, Any]:
 
 
 def intel_system(cwd: str | None = None) -> SnapshotSystem:
-    """The corpus machine plus an Intel ``cpu`` PMU and ``uncore_imc_0``/``uncore_imc_1``."""
+    """The corpus machine plus an Intel ``cpu`` PMU, ``uncore_imc_0``/``uncore_imc_1``, ``intel_pt``,
+    and the trace systems of perf's parse-events test (``9p``, ``kvm-s390``)."""
     data = corpus_data(cwd)
     data["cpus"] = "0-3"
-    data["pmus"]["cpu"] = _core_pmu(4, None)
+    data["pmus"]["cpu"] = core_pmu_data(4, None)
     data["pmus"]["uncore_imc_0"] = dict(copy.deepcopy(UNCORE_IMC), type=16)
     data["pmus"]["uncore_imc_1"] = dict(copy.deepcopy(UNCORE_IMC), type=17)
+    data["pmus"]["intel_pt"] = dict(copy.deepcopy(INTEL_PT), type=11)
+    data["tracefs"]["events"]["9p"] = dict(TRACEPOINTS_9P)
+    data["tracefs"]["events"]["kvm-s390"] = dict(TRACEPOINTS_KVM_S390)
     return SnapshotSystem(data, cwd=data["cwd"])
 
 
@@ -317,7 +346,9 @@ def hybrid_system(cwd: str | None = None) -> SnapshotSystem:
     """The corpus machine plus hybrid ``cpu_core`` (CPUs 0-7) and ``cpu_atom`` (CPUs 8-15)."""
     data = corpus_data(cwd)
     data["cpus"] = "0-15"
-    data["pmus"]["cpu_core"] = _core_pmu(4, "0-7")
-    data["pmus"]["cpu_atom"] = _core_pmu(12, "8-15")
+    data["pmus"]["cpu_core"] = core_pmu_data(4, "0-7")
+    data["pmus"]["cpu_atom"] = core_pmu_data(12, "8-15")
+    data["pmus"]["cpu_atom"]["format"]["acr_mask"] = "config2:0-63"
     del data["pmus"]["cpu_atom"]["events"]["topdown-retiring"]
+    data["tracefs"]["events"]["9p"] = dict(TRACEPOINTS_9P)
     return SnapshotSystem(data, cwd=data["cwd"])

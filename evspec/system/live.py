@@ -8,6 +8,7 @@ trace systems. ``root`` prefixes every path, so tests point it at a fake tree.
 from __future__ import annotations
 
 import os
+import stat
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
@@ -61,6 +62,23 @@ class FileReader:
             return path.is_dir() and os.access(path, os.R_OK | os.X_OK)
         except OSError:
             return False
+
+    def denied_dir(self, path: Path) -> str | None:
+        """``mode 0700, owner root`` for a directory that is there but that this user may not
+        read or search; None for any other."""
+        try:
+            info = path.stat()
+        except OSError:
+            return None
+        if not stat.S_ISDIR(info.st_mode) or os.access(path, os.R_OK | os.X_OK):
+            return None
+        try:
+            import pwd
+
+            owner = pwd.getpwuid(info.st_uid).pw_name
+        except (ImportError, KeyError):
+            owner = str(info.st_uid)
+        return f"mode {stat.S_IMODE(info.st_mode):04o}, owner {owner}"
 
 
 def mount_tracefs(target: Path) -> None:
@@ -191,6 +209,18 @@ class LiveSystem(System):
         if self._fs.readable_dir(legacy / "events"):
             self._tracing = legacy / "events"
             return self._tracing
+        denied = self._fs.denied_dir(primary)
+        if denied is not None:
+            where = f"/{TRACEFS_DIRS[0]}"
+            self._tracing_error = TracefsUnavailable(
+                f"tracefs at {where} cannot be read by this user ({denied}): its tracepoints cannot be "
+                "checked, and perf cannot open them either",
+                (f"as root, let every user read it: 'mount -o remount,mode=755 {where}' (perf says \"Try 'sudo "
+                 f"mount -o remount,mode=755 {where}/'\")",
+                 "or run the check as root, or check against a snapshot written by root: '--system FILE'"),
+                denied=where,
+            )
+            raise self._tracing_error
         self._tracing_error = TracefsUnavailable(
             "tracefs not available (no readable events/ under /sys/kernel/tracing or "
             "/sys/kernel/debug/tracing)",

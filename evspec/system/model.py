@@ -186,10 +186,15 @@ def pmu_suffix_matches(pmu_name: str, token: str) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Features:
+    """``hybrid_extended_type``: on a machine with several core PMUs, whether the kernel takes a
+    hardware or cache event with the PMU's type in config bits 32-63 (perf probes it with one
+    perf_event_open; a live system assumes so, a snapshot may say otherwise)."""
+
     kernel_release: str = ""
     kprobe_events: bool = False
     uprobe_events: bool = False
     btf_vmlinux: bool = False
+    hybrid_extended_type: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -233,12 +238,15 @@ class ExternFactsUnavailable(Exception):
 
 
 class TracefsUnavailable(Exception):
-    """Raised by tracepoint lookups when the system's tracefs cannot be read."""
+    """Raised by tracepoint lookups when the system's tracefs cannot be read. ``denied`` is the
+    tracefs mount point when it is there but this user may not read it (Debian mounts it mode
+    0700): then what it holds is unknown, not absent."""
 
-    def __init__(self, reason: str, help: tuple[str, ...] = ()) -> None:
+    def __init__(self, reason: str, help: tuple[str, ...] = (), denied: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
         self.help = help
+        self.denied = denied
 
 
 class System(ABC):

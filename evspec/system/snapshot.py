@@ -46,11 +46,13 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from evspec.cpus import parse_cpu_list
+from evspec.inputs import InputError
 from evspec.system.model import (
     ExternFacts,
     ExternFactsUnavailable,
@@ -67,32 +69,58 @@ SNAPSHOT_VERSION = 1
 BTF_ENCODING = "zlib+base64"
 EXTERN_SOURCES = "extern_sources"
 
+#: the largest snapshot file read (one written with --btf is about 3 MB)
+MAX_SNAPSHOT_BYTES = 64 << 20
+#: the most a compressed blob may say it holds, and inflate to (a kernel's BTF is 5-10 MB)
+MAX_BLOB_BYTES = 64 << 20
+#: the highest CPU number a snapshot's CPU lists may name (the kernel's NR_CPUS is at most 8192)
+MAX_CPU = 65535
 
-class SnapshotError(ValueError):
-    """A snapshot file that cannot be used (bad JSON, wrong shape, unknown version)."""
+
+class SnapshotError(InputError, ValueError):
+    """A snapshot that cannot be used (not a regular file, too big, not JSON, wrong shape, unknown
+    version); the message names the file (when there is one) and the field."""
 
 
 class SnapshotSystem(System):
-    """A system read from snapshot data (a parsed JSON document)."""
+    """A system read from snapshot data (a parsed JSON document). Every field but the compressed
+    blobs is checked here, so that a damaged snapshot is one ``SnapshotError`` naming the field
+    (and ``origin``, the file it came from) before any check runs; the blobs (``kernel_btf``,
+    ``extern_sources``) are inflated when first used, never past the size they declare."""
 
-    def __init__(self, data: Mapping[str, Any], *, cwd: str | None = None) -> None:
+    def __init__(self, data: Mapping[str, Any], *, cwd: str | None = None, origin: str | None = None) -> None:
+        self._origin = origin
+        if not isinstance(data, Mapping):
+            raise self._error(f"it holds {_kind(data)}, not a JSON object")
         if data.get("evspec_system") != SNAPSHOT_VERSION:
-            raise SnapshotError(
-                f"not an evspec system snapshot of version {SNAPSHOT_VERSION} "
-                f"(evspec_system = {data.get('evspec_system')!r})"
-            )
+            raise self._error(f"it is not an evspec system snapshot of version {SNAPSHOT_VERSION} "
+                              f"(evspec_system = {_shown(data.get('evspec_system'))})")
         self.notes = []
         self._data = data
-        self._cwd = cwd if cwd is not None else (data.get("cwd") or os.getcwd())
-        self._confine = bool(data.get("confine_files", False))
-        self._pmus: dict[str, Pmu] = {}
-        tracefs = data.get("tracefs") or {}
-        self._tracefs_available = bool(tracefs.get("available", False))
-        self._tracefs_reason = tracefs.get("reason") or "tracefs not available"
-        self._tracefs_help = tuple(tracefs.get("help") or ())
-        self._tracepoints: Mapping[str, Mapping[str, int]] = tracefs.get("events") or {}
+        try:
+            self._pmus = _pmus_from_json(_optional(data, "pmus", Mapping, {}, "an object"))
+            tracefs = _optional(data, "tracefs", Mapping, {}, "an object")
+            self._tracefs_available = _optional(tracefs, "available", bool, False, "true or false", "tracefs.")
+            self._tracefs_reason = (_optional(tracefs, "reason", str, None, "a string", "tracefs.")
+                                    or "tracefs not available")
+            self._tracefs_help = tuple(_strings(tracefs.get("help"), "tracefs.help"))
+            self._tracepoints = _tracepoints_from_json(_optional(tracefs, "events", Mapping, {}, "an object",
+                                                                 "tracefs."))
+            self._cpus = _cpus_from_json(_optional(data, "cpus", str, "0", "a string"), "cpus")
+            self._features = _features_from_json(_optional(data, "features", Mapping, {}, "an object"))
+            recorded_cwd = _optional(data, "cwd", str, None, "a string")
+            self._confine = _optional(data, "confine_files", bool, False, "true or false")
+            if data.get("kernel_btf") is not None:
+                _blob_header(data["kernel_btf"], "kernel_btf", owner="")
+        except SnapshotError as exc:
+            raise self._error(str(exc)) from None
+        self._cwd = cwd if cwd is not None else (recorded_cwd or os.getcwd())
         self._kernel_btf: bytes | None = None
         self._extern_facts: ExternFacts | None = None
+
+    def _error(self, problem: str) -> SnapshotError:
+        where = f"system snapshot {self._origin!r}" if self._origin is not None else "the system snapshot"
+        return SnapshotError(f"{where}: {problem}")
 
     # ---- the kernel's BTF
 
@@ -125,20 +153,10 @@ class SnapshotSystem(System):
     # ---- PMUs
 
     def pmu_names(self) -> tuple[str, ...]:
-        return tuple(sorted(self._data.get("pmus", {})))
+        return tuple(sorted(self._pmus))
 
     def pmu(self, name: str) -> Pmu | None:
-        if name in self._pmus:
-            return self._pmus[name]
-        raw = self._data.get("pmus", {}).get(name)
-        if raw is None:
-            return None
-        try:
-            pmu = _pmu_from_json(name, raw)
-        except (KeyError, TypeError, ValueError) as exc:
-            raise SnapshotError(f"PMU {name!r}: {exc}") from exc
-        self._pmus[name] = pmu
-        return pmu
+        return self._pmus.get(name)
 
     # ---- tracepoints
 
@@ -160,22 +178,15 @@ class SnapshotSystem(System):
 
     def tracepoint_id(self, system: str, event: str) -> int | None:
         self._require_tracefs()
-        value = self._tracepoints.get(system, {}).get(event)
-        return int(value) if value is not None else None
+        return self._tracepoints.get(system, {}).get(event)
 
     # ---- CPUs, features, files
 
     def possible_cpus(self) -> tuple[int, ...]:
-        return parse_cpu_list(self._data.get("cpus", "0"))
+        return self._cpus
 
     def features(self) -> Features:
-        f = self._data.get("features") or {}
-        return Features(
-            kernel_release=str(f.get("kernel_release", "")),
-            kprobe_events=bool(f.get("kprobe_events", False)),
-            uprobe_events=bool(f.get("uprobe_events", False)),
-            btf_vmlinux=bool(f.get("btf_vmlinux", False)),
-        )
+        return self._features
 
     @property
     def cwd(self) -> str:
@@ -190,19 +201,143 @@ class SnapshotSystem(System):
         return os.path.isfile(full)
 
 
-def _pmu_from_json(name: str, raw: Mapping[str, Any]) -> Pmu:
-    formats = {term: parse_format(term, text) for term, text in (raw.get("format") or {}).items()}
+# --------------------------------------------------------------------------------------------
+# reading the fields (each error names its field; SnapshotSystem adds the file)
+
+
+def _shown(value: Any) -> str:  # noqa: ANN401 - JSON data
+    text = json.dumps(value)
+    return text if len(text) <= 40 else text[:37] + "..."
+
+
+def _kind(value: Any) -> str:  # noqa: ANN401 - JSON data
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    if isinstance(value, str):
+        return "a string"
+    return "a list" if isinstance(value, list) else "an object"
+
+
+def _wrong(field: str, wanted: str, value: Any) -> SnapshotError:  # noqa: ANN401 - JSON data
+    return SnapshotError(f"{field} is {_kind(value)}, not {wanted}")
+
+
+def _optional(data: Mapping[str, Any], key: str, kind: type, default: Any, wanted: str,  # noqa: ANN401
+              prefix: str = "") -> Any:  # noqa: ANN401 - JSON data
+    """``data[key]`` if it is of ``kind`` (bool is no int), ``default`` if absent or null."""
+    value = data.get(key)
+    if value is None:
+        return default
+    if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+        raise _wrong(prefix + key, wanted, value)
+    return value
+
+
+def _strings(value: Any, field: str) -> list[str]:  # noqa: ANN401 - JSON data
+    if value is None:
+        return []
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SnapshotError(f"{field} is not a list of strings")
+    return value
+
+
+def _count(value: Any, field: str, limit: int = (1 << 32) - 1) -> int:  # noqa: ANN401 - JSON data
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise _wrong(field, "an integer", value)
+    if not 0 <= value <= limit:
+        raise SnapshotError(f"{field} is {value}, not an integer from 0 to {limit}")
+    return value
+
+
+def _pmus_from_json(raw: Mapping[str, Any]) -> dict[str, Pmu]:
+    return {name: _pmu_from_json(name, pmu) for name, pmu in raw.items()}
+
+
+def _pmu_from_json(name: str, raw: Any) -> Pmu:  # noqa: ANN401 - JSON data
+    where = f"pmus.{name}"
+    if not isinstance(raw, Mapping):
+        raise _wrong(where, "an object", raw)
+    formats = {}
+    for term, text in _optional(raw, "format", Mapping, {}, "an object", f"{where}.").items():
+        if not isinstance(text, str):
+            raise _wrong(f"{where}.format.{term}", "a string", text)
+        try:
+            formats[term] = parse_format(term, text)
+        except ValueError as exc:
+            raise SnapshotError(f"{where}.format.{term}: {exc}") from None
     aliases = {}
-    for alias_name, a in (raw.get("events") or {}).items():
+    for alias_name, a in _optional(raw, "events", Mapping, {}, "an object", f"{where}.").items():
+        at = f"{where}.events.{alias_name}"
+        if not isinstance(a, Mapping):
+            raise _wrong(at, "an object", a)
+        definition = a.get("definition")
+        if not isinstance(definition, str):
+            raise _wrong(f"{at}.definition", "a string", definition)
         aliases[alias_name.lower()] = PmuAlias(
             name=alias_name,
-            definition=a["definition"],
-            unit=a.get("unit"),
-            scale=a.get("scale"),
-            per_pkg=bool(a.get("per_pkg", False)),
-            snapshot=bool(a.get("snapshot", False)),
+            definition=definition,
+            unit=_optional(a, "unit", str, None, "a string", f"{at}."),
+            scale=_optional(a, "scale", str, None, "a string", f"{at}."),
+            per_pkg=_optional(a, "per_pkg", bool, False, "true or false", f"{at}."),
+            snapshot=_optional(a, "snapshot", bool, False, "true or false", f"{at}."),
         )
-    return Pmu(name, int(raw["type"]), formats, aliases, raw.get("cpus"), raw.get("cpumask"))
+    if "type" not in raw:
+        raise SnapshotError(f"{where}.type is missing")
+    cpus = _optional(raw, "cpus", str, None, "a string", f"{where}.")
+    cpumask = _optional(raw, "cpumask", str, None, "a string", f"{where}.")
+    for key, text in (("cpus", cpus), ("cpumask", cpumask)):
+        if text is not None:
+            _cpus_from_json(text, f"{where}.{key}")
+    return Pmu(name, _count(raw["type"], f"{where}.type"), formats, aliases, cpus, cpumask)
+
+
+def _tracepoints_from_json(raw: Mapping[str, Any]) -> dict[str, dict[str, int]]:
+    out: dict[str, dict[str, int]] = {}
+    for system, events in raw.items():
+        if not isinstance(events, Mapping):
+            raise _wrong(f"tracefs.events.{system}", "an object of event ids", events)
+        out[system] = {event: _count(tp_id, f"tracefs.events.{system}.{event}") for event, tp_id in events.items()}
+    return out
+
+
+_CPU_LIST = re.compile(r"\s*(?:\d+(?:-\d+)?(?:,\d+(?:-\d+)?)*)?\s*")
+
+
+def _cpus_from_json(text: str, field: str) -> tuple[int, ...]:
+    """A kernel CPU list (``0-3,8``) of CPUs up to ``MAX_CPU``."""
+    if not _CPU_LIST.fullmatch(text) or any(int(n) > MAX_CPU for n in re.findall(r"\d+", text)):
+        raise SnapshotError(f"{field} is {_shown(text)}, not a CPU list such as \"0-3,8\" (CPUs up to {MAX_CPU})")
+    try:
+        return parse_cpu_list(text)
+    except ValueError as exc:
+        raise SnapshotError(f"{field}: {exc}") from None
+
+
+def _features_from_json(raw: Mapping[str, Any]) -> Features:
+    def flag(key: str) -> bool | None:
+        return _optional(raw, key, bool, None, "true, false or null", "features.")  # type: ignore[no-any-return]
+
+    return Features(
+        kernel_release=_optional(raw, "kernel_release", str, "", "a string", "features."),
+        kprobe_events=bool(flag("kprobe_events")),
+        uprobe_events=bool(flag("uprobe_events")),
+        btf_vmlinux=bool(flag("btf_vmlinux")),
+        hybrid_extended_type=flag("hybrid_extended_type") is not False,
+    )
+
+
+def _blob_header(raw: Any, field: str, owner: str = "the snapshot's ") -> int | None:  # noqa: ANN401
+    """Check a compressed blob's header (``encode_btf``); its declared size, if it has one."""
+    if not isinstance(raw, Mapping) or raw.get("encoding") != BTF_ENCODING or not isinstance(raw.get("data"), str):
+        raise SnapshotError(f"{owner}{field} is not {BTF_ENCODING} data")
+    size = raw.get("size")
+    if size is None:
+        return None
+    return _count(size, f"{owner}{field}.size", MAX_BLOB_BYTES)
 
 
 def _format_json(f: FormatField) -> str:
@@ -224,14 +359,20 @@ def decode_btf(raw: Any, field: str = "kernel_btf") -> bytes:  # noqa: ANN401 - 
     import binascii
     import zlib
 
-    if not isinstance(raw, Mapping) or raw.get("encoding") != BTF_ENCODING or not isinstance(raw.get("data"), str):
-        raise SnapshotError(f"the snapshot's {field} is not {BTF_ENCODING} data")
+    size = _blob_header(raw, field)
+    limit = MAX_BLOB_BYTES if size is None else size
+    inflate = zlib.decompressobj()
     try:
-        data = zlib.decompress(base64.b64decode(raw["data"], validate=True))
+        data = inflate.decompress(base64.b64decode(raw["data"], validate=True), limit + 1)
     except (binascii.Error, zlib.error, ValueError) as exc:
         raise SnapshotError(f"the snapshot's {field} cannot be decoded: {exc}") from exc
-    if raw.get("size") is not None and raw["size"] != len(data):
-        raise SnapshotError(f"the snapshot's {field} is {len(data)} bytes, not the {raw['size']} it says")
+    if len(data) > limit:
+        said = f"the {size} bytes it says" if size is not None else f"{MAX_BLOB_BYTES} bytes (evspec's limit)"
+        raise SnapshotError(f"the snapshot's {field} is more than {said} (inflated)")
+    if not inflate.eof:
+        raise SnapshotError(f"the snapshot's {field} cannot be decoded: its compressed data is cut off")
+    if size is not None and size != len(data):
+        raise SnapshotError(f"the snapshot's {field} is {len(data)} bytes, not the {size} it says")
     return data
 
 
@@ -369,6 +510,7 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
             "cpus": pmu.cpus,
             "cpumask": pmu.cpumask,
         }
+    probes_unknown = False
     try:
         events: dict[str, dict[str, int]] = {}
         for sys_name in system.tracepoint_systems():
@@ -381,6 +523,10 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
         tracefs: dict[str, Any] = {"available": True, "reason": None, "help": [], "events": events}
     except TracefsUnavailable as exc:
         tracefs = {"available": False, "reason": exc.reason, "help": list(exc.help), "events": {}}
+        if exc.denied is not None:  # there, but unknown to its writer: never say there are none
+            probes_unknown = True
+            tracefs["reason"] = f"the snapshot holds no tracepoints: when it was written, {exc.reason[0].lower()}{exc.reason[1:]}"
+            tracefs["help"] = [f"write the snapshot again as root, or after 'mount -o remount,mode=755 {exc.denied}'"]
     f = system.features()
     out = {
         "evspec_system": SNAPSHOT_VERSION,
@@ -389,9 +535,11 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
         "cpus": _cpu_list_text(system.possible_cpus()),
         "features": {
             "kernel_release": f.kernel_release,
-            "kprobe_events": f.kprobe_events,
-            "uprobe_events": f.uprobe_events,
+            # probes are created through tracefs: unknown (null) when its writer could not read it
+            "kprobe_events": None if probes_unknown else f.kprobe_events,
+            "uprobe_events": None if probes_unknown else f.uprobe_events,
             "btf_vmlinux": f.btf_vmlinux,
+            **({} if f.hybrid_extended_type else {"hybrid_extended_type": False}),
         },
         "cwd": system.cwd,
         "confine_files": False,
@@ -427,25 +575,71 @@ def write_snapshot(system: System, path: str | os.PathLike[str]) -> None:
 
 def read_snapshot(path: str | os.PathLike[str], *, cwd: str | None = None) -> SnapshotSystem:
     """Load a snapshot file; relative paths in event strings resolve against ``cwd`` (default:
-    the current directory of the process, not the one recorded in the file)."""
+    the current directory of the process, not the one recorded in the file). Only a regular file
+    of at most ``MAX_SNAPSHOT_BYTES`` is read; every problem is a ``SnapshotError`` naming it."""
+    name = os.fspath(path)
+    where = f"system snapshot {name!r}"
+    import stat
+
     try:
-        data = json.loads(Path(path).read_text())
+        fd = os.open(name, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO must not block the open
     except OSError as exc:
-        raise SnapshotError(f"cannot read system snapshot {os.fspath(path)!r}: {exc.strerror}") from exc
+        raise SnapshotError(f"cannot read {where}: {exc.strerror}") from exc
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            what = "a directory" if stat.S_ISDIR(info.st_mode) else "not a regular file"
+            raise SnapshotError(f"cannot read {where}: it is {what}")
+        if info.st_size > MAX_SNAPSHOT_BYTES:
+            raise SnapshotError(f"{where} is {info.st_size} bytes, more than evspec reads "
+                                f"({MAX_SNAPSHOT_BYTES} bytes)")
+        chunks: list[bytes] = []
+        size = 0
+        while size <= MAX_SNAPSHOT_BYTES:  # the file may grow while it is read
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    except OSError as exc:
+        raise SnapshotError(f"cannot read {where}: {exc.strerror}") from exc
+    finally:
+        os.close(fd)
+    raw = b"".join(chunks)
+    if len(raw) > MAX_SNAPSHOT_BYTES:
+        raise SnapshotError(f"{where} is more than evspec reads ({MAX_SNAPSHOT_BYTES} bytes)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SnapshotError(f"{where} is not UTF-8 text (byte {exc.start}): not a snapshot") from None
+    if not text.strip():
+        raise SnapshotError(f"{where} is empty: write one with 'evspec system snapshot -o FILE'")
+    try:
+        data = json.loads(text)
     except json.JSONDecodeError as exc:
-        raise SnapshotError(f"system snapshot {os.fspath(path)!r} is not JSON: {exc}") from exc
-    if not isinstance(data, dict):
-        raise SnapshotError(f"system snapshot {os.fspath(path)!r} is not a JSON object")
-    return SnapshotSystem(data, cwd=cwd if cwd is not None else os.getcwd())
+        cut = " (the file is cut off)" if exc.pos >= len(text.rstrip()) else ""
+        raise SnapshotError(f"{where} is not JSON: {exc.msg} at line {exc.lineno} column {exc.colno}{cut}") from None
+    except RecursionError:
+        raise SnapshotError(f"{where} is not a snapshot: its JSON is nested too deeply") from None
+    return SnapshotSystem(data, cwd=cwd if cwd is not None else os.getcwd(), origin=name)
 
 
-def load_system(spec: str) -> System | None:
+SYSTEM_NAMES = ("live", "none")
+
+
+def load_system(spec: str, *, given_by: str = "--system") -> System | None:
     """``"live"`` -> this machine, ``"none"`` -> no system (skip semantic checks), else a snapshot
-    file path."""
+    file path. ``given_by`` names where ``spec`` came from, for the error when it is neither."""
     if spec == "none":
         return None
     if spec == "live":
         from evspec.system.live import LiveSystem
 
         return LiveSystem()
+    if not os.path.lexists(spec):
+        hint = f"{given_by} takes live, none or a snapshot file written by 'evspec system snapshot'"
+        close = next((name for name in SYSTEM_NAMES if name == spec.strip().lower()), None)
+        if close is not None:
+            hint += f"; did you mean '{close}'?"
+        raise SnapshotError(f"{given_by} {spec!r}: no such file ({hint})")
     return read_snapshot(spec)
