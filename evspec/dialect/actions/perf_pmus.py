@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import fnmatch
 
-from evspec.dialect import builtin_events
-from evspec.dialect.builtin_events import TableEvent
+from evspec.dialect.actions import builtin_events
+from evspec.dialect.actions.builtin_events import TableEvent
 from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms

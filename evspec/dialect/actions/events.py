@@ -11,11 +11,11 @@ from __future__ import annotations
 import fnmatch
 from collections.abc import Callable
 
-from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
-from evspec.dialect.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
-from evspec.dialect.cint import read_unsigned
-from evspec.dialect.errors import ErrorSlot
-from evspec.dialect.terms import NUM, STR, USER, Term, TermRules
+from evspec.dialect.actions.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.actions.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
+from evspec.dialect.actions.errors import ErrorSlot
+from evspec.dialect.actions.terms import NUM, STR, USER, Term, TermRules
+from evspec.dialect.engine.cint import read_unsigned
 from evspec.dialect.versions import Profile
 from evspec.span import Slotted, set_field
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 
-from evspec.dialect.flexscan import Loc, Token
+from evspec.dialect.engine.flexscan import Loc, Token
 from evspec.span import Slotted, set_field
 
 END = "$end"

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evspec.dialect.events import Evsel, Failed, PerfState
-from evspec.dialect.terms import NUM, STR, Term
+from evspec.dialect.actions.events import Evsel, Failed, PerfState
+from evspec.dialect.actions.terms import NUM, STR, Term
 from evspec.render.perf import BPF_MAP_HINT  # perf 6.1's, as the offline checks print it
 
 if TYPE_CHECKING:

@@ -13,13 +13,13 @@ from __future__ import annotations
 
 import fnmatch
 
-from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, parse_aliases
-from evspec.dialect.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
-from evspec.dialect.cint import read_unsigned
-from evspec.dialect.errors import ErrorSlot
-from evspec.dialect.events import NO_TRACEFS_HELP, SKIP_EVENTS, SKIP_SYSTEMS
-from evspec.dialect.perf_pmus import PerfPmu, perf_pmus
-from evspec.dialect.terms import NUM, STR, USER, PmuTermRules, Term
+from evspec.dialect.actions.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, parse_aliases
+from evspec.dialect.actions.cache_names import CACHE_VALID_OPS as CACHE_OP_SUPPORT
+from evspec.dialect.actions.errors import ErrorSlot
+from evspec.dialect.actions.events import NO_TRACEFS_HELP, SKIP_EVENTS, SKIP_SYSTEMS
+from evspec.dialect.actions.perf_pmus import PerfPmu, perf_pmus
+from evspec.dialect.actions.terms import NUM, STR, USER, PmuTermRules, Term
+from evspec.dialect.engine.cint import read_unsigned
 from evspec.dialect.versions import INTERNAL_TERMS, Profile
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms

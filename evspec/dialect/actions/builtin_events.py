@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, CACHE_VALID_OPS
+from evspec.dialect.actions.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, CACHE_VALID_OPS
 from evspec.span import Slotted, set_field
 
 

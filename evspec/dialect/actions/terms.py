@@ -3,8 +3,8 @@ and perf stat's restriction (perf-event-language.md §5)."""
 
 from __future__ import annotations
 
-from evspec.dialect.cint import U64_MAX, read_unsigned
-from evspec.dialect.errors import ErrorSlot
+from evspec.dialect.actions.errors import ErrorSlot
+from evspec.dialect.engine.cint import U64_MAX, read_unsigned
 from evspec.dialect.versions import INTERNAL_TERMS, STAT_TERMS, TRACEPOINT_TERMS, Profile
 from evspec.span import Slotted, set_field
 
