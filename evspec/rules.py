@@ -382,7 +382,7 @@ def _keyword(term: Term) -> Iterator[Diagnostic]:
     if not isinstance(value, Number):
         yield error("ES034", f"'{term.key}' expects a numeric value", value.span,
                     perf_message="expected numeric value",
-                    help=("a number is decimal or 0x-hex",))
+                    help=(value_help(term.key, value.text),))
         return
     if value.value > lexicon.U64_MAX:
         yield from _u64(value)
@@ -585,3 +585,16 @@ def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:
             help=(f"define the event before this one, e.g. 'bpf-output/no-inherit,name={term.value.text}/,' "
                   "and refer to it by that name",),
         )
+
+
+def value_help(key: str, value: str) -> str:
+    """How to write ``value`` of term ``key`` (empty: unknown) that is no number: hex with a
+    capital X in lower case, the value of a name-valued term quoted, any other as a number."""
+    value = value if len(value) <= 40 else value[:40] + "…"
+    if re.fullmatch(r"0X[0-9a-fA-F]+", value):
+        return f"a hex number is written with a lower-case x: '0x{value[2:]}'"
+    term = lexicon.KEYWORD_TERMS.get(key)
+    if term is not None and term.value_type is lexicon.ValueType.STRING:
+        return f"quote it: {key}='{value}'"
+    what = f"'{key}' takes a number" if key else "a value is a number"
+    return f"{what}: decimal or 0x-hex ('{value}' is neither)"
