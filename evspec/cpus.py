@@ -24,6 +24,19 @@ def parse_cpu_list(text: str) -> tuple[int, ...]:
     return tuple(sorted(cpus))
 
 
+def format_cpu_list(cpus: tuple[int, ...]) -> str:
+    """(0, 1, 2, 3, 8) -> ``0-3,8``: sorted CPUs as the kernel writes them."""
+    parts: list[str] = []
+    i = 0
+    while i < len(cpus):
+        j = i
+        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
+            j += 1
+        parts.append(f"{cpus[i]}-{cpus[j]}" if j > i else f"{cpus[i]}")
+        i = j + 1
+    return ",".join(parts)
+
+
 def possible_cpus(sysfs: str | os.PathLike[str] = POSSIBLE) -> int:
     """How many CPUs the kernel can ever bring up (``__NR_CPUS__`` of a compiled program, the
     size of per-CPU values and of a default perf event array)."""

@@ -49,7 +49,7 @@ from evspec.loader.output.typed_capture import TypedOutput, btf_file_id, is_bpf_
 from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
 from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, RING_BUFFER, UNSAMPLED_EVENT, WORKLOAD
-from evspec.cpus import parse_cpu_list
+from evspec.cpus import format_cpu_list, parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
 from evspec.references import program_event_name
 from evspec.system.model import System
@@ -553,6 +553,7 @@ class RecordSession:
             opened = self._event(ev.name, ev.attr.to_json(), sampling=sampled, target=target,  # type: ignore[attr-defined]
                                  own_period=ev.name in carriers or (sampled and not _is_output(ev)))  # type: ignore[attr-defined]
             opened.tracefs = ev.tracepoint  # type: ignore[attr-defined]
+            opened.cpus = _event_cpus(ev, target)
             if sampled and ev.tracepoint is not None:  # type: ignore[attr-defined]
                 plain.add(id(opened))
             by_spec.setdefault(ev.spec_index, []).append(opened)  # type: ignore[attr-defined]
@@ -1115,6 +1116,25 @@ def _sampled(ev: object, fed: set[str]) -> bool:
     return _is_output(ev) or (ev.tracepoint is not None and ev.name not in fed)  # type: ignore[attr-defined]
 
 
+def _event_cpus(ev: object, target: Target) -> tuple[int, ...] | None:
+    """The CPUs an event's ``cpu=`` term keeps of the recording's (None: all of them). A term
+    that keeps none is an error: the event would never count."""
+    wanted = ev.cpus  # type: ignore[attr-defined]
+    if wanted is None:
+        return None
+    if target.cpus == (-1,):
+        return tuple(wanted)
+    kept = tuple(cpu for cpu in target.cpus if cpu in wanted)
+    if not kept:
+        raise ObjectError(
+            UNSAMPLED_EVENT,
+            f"event '{ev.name}' (-e #{ev.spec_index + 1}) is limited by its cpu= term to CPUs "  # type: ignore[attr-defined]
+            f"{format_cpu_list(wanted)}, none of which this recording covers (CPUs {format_cpu_list(target.cpus)})",
+            help=("name CPUs the recording covers in the cpu= term, or record them with -C",),
+        )
+    return kept
+
+
 _KINDS = {PerfType.HARDWARE: "hardware", PerfType.SOFTWARE: "software", PerfType.HW_CACHE: "hardware cache",
           PerfType.RAW: "raw", PerfType.BREAKPOINT: "breakpoint"}
 
@@ -1125,6 +1145,14 @@ def _refuse_unsampled(planned: Sequence[object], fed: set[str]) -> None:
     for ev in planned:
         if _sampled(ev, fed) or ev.name in fed:  # type: ignore[attr-defined]
             continue
+        if ev.pmu == "tool":  # type: ignore[attr-defined]
+            raise ObjectError(
+                UNSAMPLED_EVENT,
+                f"event '{ev.name}' (-e #{ev.spec_index + 1}) cannot be recorded: it is one of perf's tool "  # type: ignore[attr-defined]
+                "events, which perf stat computes in user space (times, CPU counts); the kernel has no "
+                "such event to sample or to give a program",
+                help=("count it with perf stat",),
+            )
         kind = _KINDS.get(ev.attr.get("type"), f"{ev.pmu} PMU" if ev.pmu else "PMU")  # type: ignore[attr-defined]
         raise ObjectError(
             UNSAMPLED_EVENT,

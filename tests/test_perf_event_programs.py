@@ -70,6 +70,27 @@ def test_the_program_runs_on_the_ticks_of_the_workload(built: Path, root_kernel:
     assert "evspec record: perf_event program 'on_tick' set on 2 instance(s) of tick\n" in err
 
 
+def test_a_cpu_term_keeps_the_event_to_its_cpus(built: Path, root_kernel: None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """cpu=0 (perf 6.13+): the event is opened on CPU 0 only, so the program runs there only."""
+    monkeypatch.chdir(built)
+    status, out, err = _record("-v", "--format", "json", "-e", "cpu-clock/freq=1000,name=tick,cpu=0/",
+                               "-e", "./sampler.o/prog:on_tick.event=tick/", "--", "taskset", "-c", "0", "./spin", "200")
+    assert status == 0, err
+    records = [json.loads(line) for line in out.splitlines()][:-1]
+    assert records and {r["cpu"] for r in records} == {0}, err
+    assert "evspec record: perf_event program 'on_tick' set on 1 instance(s) of tick\n" in err
+
+
+def test_a_cpu_term_outside_the_recording_is_refused(built: Path, root_kernel: None,
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(built)
+    status, out, err = _record("-C", "0", "-e", "cpu-clock/cpu=1,name=tick/", "-e", "./sampler.o/prog:on_tick.event=tick/",
+                               "--", "true")
+    assert (status, out) == (2, ""), err
+    assert ("event 'tick' (-e #1) is limited by its cpu= term to CPUs 1, none of which this recording covers "
+            "(CPUs 0)") in err
+
+
 def test_the_program_goes_on_an_event_named_by_its_bare_name(built: Path, root_kernel: None,
                                                              monkeypatch: pytest.MonkeyPatch) -> None:
     """COMPAT 1.14's example: prog:on_tick.event=cpu-clock finds the earlier cpu-clock/freq=N/."""

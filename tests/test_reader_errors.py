@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 from bpf_build import build_bpf, build_program, require_tools
+from bpf_elf import SHF_ALLOC, SHF_WRITE, SHT_NOBITS, SHT_PROGBITS, bpf_elf
 from evspec.loader.btf.reader import MAX_NESTING, Btf, BtfError, BtfKind, RawType, type_info, write_btf
 from evspec.loader.errors import ObjectError
 from evspec.loader.object import reader
@@ -28,35 +29,7 @@ from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 from evspec.cli.app import main
 from evspec.codes import bpf as codes
 
-SHT_PROGBITS, SHT_STRTAB, SHT_NOBITS = 1, 3, 8
-SHF_WRITE, SHF_ALLOC = 1, 2
 EXIT_INTERNAL = 3
-
-
-def bpf_elf(sections: Sequence[tuple[str, int, int, bytes | int]]) -> bytes:
-    """A little-endian BPF relocatable ELF of ``sections`` (name, type, flags, contents, or the
-    size of a SHT_NOBITS section), with its section name table last."""
-    names = b"\0"
-    name_offsets = []
-    for name, *_ in (*sections, (".shstrtab",)):
-        name_offsets.append(len(names))
-        names += name.encode() + b"\0"
-    body = b""
-    headers = [bytes(64)]
-    for (_, type_, flags, contents), name_off in zip((*sections, (".shstrtab", SHT_STRTAB, 0, names)),
-                                                     name_offsets, strict=True):
-        offset = 64 + len(body)
-        if isinstance(contents, int):
-            size = contents
-        else:
-            size = len(contents)
-            body += contents
-        headers.append(struct.pack("<IIQQQQIIQQ", name_off, type_, flags, 0, offset, size, 0, 0, 1, 0))
-    shoff = 64 + len(body)
-    ident = b"\x7fELF" + bytes([2, 1, 1]) + bytes(9)
-    header = ident + struct.pack("<HHIQQQIHHHHHH", 1, 247, 1, 0, 0, shoff, 0, 64, 0, 0, 64, len(headers),
-                                 len(headers) - 1)
-    return header + body + b"".join(headers)
 
 
 LICENSE_ONLY = (("license", SHT_PROGBITS, SHF_ALLOC, b"GPL\0"),)

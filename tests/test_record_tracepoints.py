@@ -99,3 +99,14 @@ def test_a_counter_nothing_reads_is_refused_before_anything_runs(workdir: Path) 
             "of tracepoint and bpf-output events only, and those of a software event are instruction pointers") in err
     assert "help: or give it to a program of a BPF object: map:NAME.event=EVENT" in err
     assert not (workdir / "ran").exists()
+
+
+def test_a_tool_event_is_refused_as_what_it_is(workdir: Path) -> None:
+    """perf 7.2+ gives tool events a PMU type of their own that no kernel knows: opening one said
+    "no event of type 4294967294"."""
+    status, out, err = record("-e", "duration_time", "--", "touch", "ran")
+    assert (status, out) == (2, ""), err
+    assert ("evspec record: error: event 'duration_time' (-e #1) cannot be recorded: it is one of perf's tool "
+            "events, which perf stat computes in user space") in err
+    assert "help: count it with perf stat" in err and "4294967294" not in err
+    assert not (workdir / "ran").exists()

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from evspec.cpus import parse_cpu_list
+from evspec.cpus import format_cpu_list, parse_cpu_list
 from evspec.inputs import InputError
 from evspec.system.model import (
     ExternFacts,
@@ -532,7 +532,7 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
         "evspec_system": SNAPSHOT_VERSION,
         "pmus": pmus,
         "tracefs": tracefs,
-        "cpus": _cpu_list_text(system.possible_cpus()),
+        "cpus": format_cpu_list(system.possible_cpus()),
         "features": {
             "kernel_release": f.kernel_release,
             # probes are created through tracefs: unknown (null) when its writer could not read it
@@ -549,18 +549,6 @@ def snapshot(system: System, *, kernel_btf: bytes | None = None,
     if extern_facts is not None:
         out[EXTERN_SOURCES] = encode_extern_facts(extern_facts)
     return out
-
-
-def _cpu_list_text(cpus: tuple[int, ...]) -> str:
-    parts: list[str] = []
-    i = 0
-    while i < len(cpus):
-        j = i
-        while j + 1 < len(cpus) and cpus[j + 1] == cpus[j] + 1:
-            j += 1
-        parts.append(f"{cpus[i]}-{cpus[j]}" if j > i else f"{cpus[i]}")
-        i = j + 1
-    return ",".join(parts)
 
 
 def snapshot_text(system: System, *, kernel_btf: bytes | None = None, extern_facts: ExternFacts | None = None) -> str:
