@@ -286,9 +286,6 @@ def _legacy_cache_pattern() -> str:
 
 
 def _strtoull(text: str, base: int) -> int | None:
-    """C's strtoull, which takes base 16 with or without its ``0x``; None past 64 bits."""
-    if base == 16 and text[:2] in ("0x", "0X"):
-        text = text[2:]
     value = read_unsigned(text, base)
     return value if value <= U64_MAX else None
 
