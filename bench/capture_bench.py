@@ -84,7 +84,7 @@ def file_counts(path: Path) -> tuple[int, int]:
     import struct
 
     from evspec.loader.abi.perf import RecordType
-    from evspec.loader.output.perfdata import read_perf_data
+    from evspec.loader.output.saved.perfdata import read_perf_data
 
     data = read_perf_data(path)
     samples = reported = exact = 0
@@ -104,8 +104,8 @@ def offline_rates(path: Path, repeats: int = 3) -> dict[str, float]:
     """Records/s of live mode's renderer over a capture's data section (best of ``repeats``):
     decoding alone (ring bytes -> SampleRun columns, RingDecoder) and decoding plus text or JSON
     rendering (the bytes live mode writes, made, not written)."""
-    from evspec.loader.output.perfdata import read_perf_data
-    from evspec.loader.output.samples import RingDecoder
+    from evspec.loader.output.live.samples import RingDecoder
+    from evspec.loader.output.saved.perfdata import read_perf_data
     from evspec.loader.output.script import JsonRenderer, SampleRun, TextRenderer, paused_gc
 
     data = read_perf_data(path)

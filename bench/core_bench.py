@@ -38,9 +38,13 @@ TARGET_RATIO, TARGET_MS = 4.0, 100.0
 
 RESOLUTION = """
 import json, sys, time
-from evspec.loader.object.core_patch import relocate_object
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.target_btf import TargetBtf
+try:
+    from evspec.loader.btf.core_patch import relocate_object
+    from evspec.loader.btf.target import TargetBtf
+except ImportError:  # a --compare revision from before loader/btf/ (issue 23)
+    from evspec.loader.object.core_patch import relocate_object
+    from evspec.loader.object.target_btf import TargetBtf
 
 spec = read_object(sys.argv[1])
 opening, resolving = [], []

@@ -69,7 +69,7 @@ def build_fixtures(tmp: Path) -> Path:
 
 
 def build_big(tmp: Path, progs: int, maps: int) -> Path:
-    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.clang import compile_source
     from evspec.loader.object.testgen import generate_big_source
 
     source = tmp / "big" / "big.c"

@@ -121,10 +121,10 @@ def pipeline_rates(capture: bool) -> None:
 def _capture_rate(ring: HandRing, n: int, rounds: int = 15) -> float:
     """Capture.drain() of the whole ring into a perf.data file: records/s, the best of ``rounds``
     (each into a new file; opening it, and truncating the last one, are not timed)."""
-    from evspec.loader.output import perfdata as pd
     from evspec.loader.output.bpf_ringbuf import BpfRingReader
-    from evspec.loader.output.capture import Capture
-    from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
+    from evspec.loader.output.saved import perfdata as pd
+    from evspec.loader.output.saved.capture import Capture
+    from evspec.loader.output.saved.ringbuf_capture import RING_ID_BASE, ring_event_attr
 
     host = pd.HostInfo("bench", "", "", "x86_64", 1, 1, ("bench",))
     attrs = [pd.FileAttr.of("events", ring_event_attr(), (RING_ID_BASE,))]
@@ -148,9 +148,9 @@ def _capture_rate(ring: HandRing, n: int, rounds: int = 15) -> float:
 
 def _pipeline(ring: HandRing, n: int, payloads: str, capture: bool) -> None:
     from evspec.loader.output.bpf_ringbuf import BpfRingReader
-    from evspec.loader.output.follow import BpfSource, Follower
+    from evspec.loader.output.live.follow import BpfSource, Follower
+    from evspec.loader.output.live.spool import BPF, Frame
     from evspec.loader.output.script import JsonRenderer, TextRenderer, paused_gc
-    from evspec.loader.output.spool import BPF, Frame
 
     rates = {}
     with paused_gc():

@@ -4,7 +4,7 @@ Every node carries the span of the text it came from. Spans (and the source text
 equality, so ``parse(print(ast)) == ast`` compares structure only: the printer may normalise white
 space and separators, never meaning.
 
-Nodes are immutable value objects (``evspec.span.Record``) that behave like
+Nodes are immutable value objects (``evspec.span.Slotted``) that behave like
 ``@dataclass(frozen=True, slots=True)`` classes whose span fields are
 ``field(compare=False, repr=False)``.
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 _set = set_field
 
@@ -23,7 +23,7 @@ def _is_position(field_name: str) -> bool:
     return field_name in ("span", "source") or field_name.endswith(("_span", "_spans"))
 
 
-class _Node(Record):
+class _Node(Slotted):
     """Base of the AST nodes: records whose position fields are neither compared nor shown."""
 
     __slots__ = ()

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from evspec.diagnostics import Diagnostic, collapsed, note, warning
 from evspec.inputs import SpecInput
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 #: the codes of what a check without a system says (evspec.codes.semantic, evspec.codes.syntax)
 UNVERIFIED = "WM002"
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from evspec.system.model import System
 
 
-class CheckedSpec(Record):
+class CheckedSpec(Slotted):
     """One checked event string: its input, the items that parsed, and its findings in order."""
 
     __slots__ = ("input", "events", "diagnostics")
@@ -39,7 +39,7 @@ class CheckedSpec(Record):
         set_field(self, "diagnostics", diagnostics)
 
 
-class CheckOptions(Record, frozen=False):
+class CheckOptions(Slotted, frozen=False):
     """What to check against: a ``system`` (None: syntax and system-independent rules only), perf
     record's or perf stat's term rules (``mode``), the directory BPF object paths are relative
     to (``cwd``; None: the current directory), and the options clang gets for a BPF source
@@ -72,7 +72,7 @@ def iter_checked(inputs: Iterable[SpecInput], options: CheckOptions | None = Non
     file of a million lines is checked in the memory of one. Without a system, the names that
     could not be verified go to ``unverified``, and a word written like a raw event that is
     not one is a warning."""
-    from evspec import parser, rules
+    from evspec import parser, references
     options = options or CheckOptions()
     command: int | None = None
     earlier: list[str] = []
@@ -89,7 +89,7 @@ def iter_checked(inputs: Iterable[SpecInput], options: CheckOptions | None = Non
             if unverified is not None:
                 unverified.add(result.events, spec)
         for event in result.events.events():
-            earlier.extend(rules.event_reference_names(event, spec.text))
+            earlier.extend(references.event_reference_names(event, spec.text))
         diags.sort(key=lambda d: d.span.start)
         located = tuple(d.located(spec.text, spec.source) for d in collapsed(diags))
         yield CheckedSpec(spec, result.events, located)
@@ -178,7 +178,7 @@ def _shown_name(name: str) -> str:
     return f"'{name}'" if len(name) <= 80 else f"'{name[:60]}…' ({len(name):,} characters)"
 
 
-class _DefinedEvents(Record, frozen=False):
+class _DefinedEvents(Slotted, frozen=False):
     """The events earlier strings of one command defined, for ``map:NAME.event=`` checks: their
     facts by name, and the strings without BPF events whose facts are not taken yet (that takes
     the loader, which a command without BPF objects never imports)."""
@@ -206,7 +206,7 @@ def _semantic(events: EventList, options: CheckOptions, defined: _DefinedEvents)
         return diags
     from pathlib import Path
 
-    from evspec.loader.object.check import check_bpf_events
+    from evspec.loader.lint.event import check_bpf_events
 
     cwd = options.cwd if options.cwd is not None else Path.cwd()
     for earlier in defined.pending:  # no BPF event in them: this only records their facts

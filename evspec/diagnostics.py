@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -20,7 +20,7 @@ class Severity(str, Enum):
     NOTE = "note"  # says what evspec does differently (from libbpf, ...); never a failing finding
 
 
-class Label(Record):
+class Label(Slotted):
     """A secondary mark in the same event string: ``span`` with a short ``message``."""
 
     __slots__ = ("span", "message")
@@ -32,7 +32,7 @@ class Label(Record):
         set_field(self, "message", message)
 
 
-class Source(Record):
+class Source(Slotted):
     """Where an event string came from: the N-th ``-e`` argument, or a line of a file.
 
     ``kind`` is "arg" or "file"; ``index`` (for "arg") is the 0-based position among the ``-e``
@@ -56,7 +56,7 @@ class Source(Record):
         return {"kind": "file", "path": self.path, "line": self.line}
 
 
-class Diagnostic(Record, uncompared=("source",)):
+class Diagnostic(Slotted, uncompared=("source",)):
     """A finding about one event string.
 
     ``code`` is stable (see ``evspec explain CODE``); ``span`` is the primary range in ``event``,

@@ -6,7 +6,7 @@ import io
 import sys
 
 from evspec.diagnostics import Source
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from typing import BinaryIO
 
 
-class SpecInput(Record):
+class SpecInput(Slotted):
     """One event string and its origin. ``command`` groups the strings that form one perf command
     line (all ``-e`` arguments together; each line of a file on its own), which matters for
     ``map:NAME.event=EVT`` references to earlier events."""

@@ -14,7 +14,7 @@ from enum import Enum
 from functools import lru_cache
 
 from evspec.ast import SymbolKind
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 # --------------------------------------------------------------------------------------------
 # built-in symbolic events: spelling -> (kind, canonical perf name)
@@ -174,7 +174,7 @@ def _cache_type_at() -> re.Pattern[str]:
     )
 
 
-class CacheWord(Record):
+class CacheWord(Slotted):
     """A word split into its cache type and parts; the part offsets are relative to the word."""
 
     __slots__ = ("cache_type", "parts", "part_offsets")
@@ -288,7 +288,7 @@ class ValueType(str, Enum):
     CPUS = "CPU number, CPU list or PMU name"
 
 
-class KeywordTerm(Record):
+class KeywordTerm(Slotted):
     """A keyword term: its ``name``, the ``ValueType`` of its value, and the ``maximum`` of a
     number with a narrower range than 64 bits (or None)."""
 

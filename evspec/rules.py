@@ -37,14 +37,14 @@ from evspec.ast import (
     Word,
 )
 from evspec.diagnostics import Diagnostic, error, warning
+from evspec.references import add_reference_names, event_reference_names, program_event_reference
 from evspec.span import Span
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
-    from collections.abc import Collection, Iterable, Iterator, Sequence
+    from collections.abc import Iterable, Iterator, Sequence
 
-__all__ = ["add_reference_names", "check", "check_by_item", "check_event", "event_reference_names",
-           "program_event_name", "program_event_reference"]
+__all__ = ["check", "check_by_item", "check_event"]
 
 _TRACEPOINT_ONLY = "only " + ", ".join(lexicon.TRACEPOINT_TERMS)
 _MAP_HINT = ("object terms are map:NAME.value[INDICES]=NUMBER, map:NAME.event[INDICES]=EVENT or "
@@ -55,7 +55,7 @@ def check(events: EventList, earlier_names: Sequence[str] = ()) -> list[Diagnost
     """Every system-independent finding of ``events``, in order.
 
     ``earlier_names`` are the names defined by earlier event strings of the same command (for
-    ``map:NAME.event=`` references; see ``event_reference_names``).
+    ``map:NAME.event=`` references; see ``references.event_reference_names``).
     """
     return [d for diags in check_by_item(events, earlier_names) for d in diags]
 
@@ -85,76 +85,6 @@ def check_by_item(events: EventList, earlier_names: Sequence[str] = ()) -> list[
                 diags.extend(_combined_precise(item))
         out.append(tuple(diags))
     return out
-
-
-# Among reference names, an event's bare name (its event name without terms and modifiers) is kept
-# behind this mark: only prog:NAME.event= looks at it, and only when no name matches. A bare name
-# that two earlier events share is marked ambiguous.
-_BARE, _AMBIGUOUS = "\x00", "\x01"
-
-
-def event_reference_names(event: Event, source_text: str) -> tuple[str, ...]:
-    """The names a later ``map:NAME.event=`` may use for ``event`` (COMPAT 1.7, Decision 9): its
-    first ``name=`` value, else its literal text with modifiers (``bpf-output/no-inherit/``).
-    A BPF object's events are named by its sections, which only the object can tell: none here.
-
-    A built-in or cache event written with terms or modifiers also leaves its bare name, which a
-    later ``prog:NAME.event=`` may use when nothing else matches (COMPAT 1.14:
-    ``-e cpu-clock/freq=99/ -e ./sampler.bpf.o/prog:on_tick.event=cpu-clock/``).
-    """
-    if isinstance(event, BpfEvent):
-        return ()
-    bare = (_BARE + event.name,) if isinstance(event, (SymbolEvent, CacheEvent)) else ()
-    terms = getattr(event, "terms", None)
-    if terms is not None:
-        for term in terms.items:
-            if isinstance(term, Term) and term.kind is TermKind.KEYWORD and term.key == "name":
-                if isinstance(term.value, Word):
-                    return (term.value.text, *bare)
-    text = source_text[event.span.start:event.span.end] if source_text else ""
-    if not text:
-        from evspec.printer import print_event
-
-        text = print_event(event)
-    return (text, *bare) if bare and bare[0][1:] != text else (text,)
-
-
-def add_reference_names(names: set[str], new: Iterable[str]) -> None:
-    """``names`` with ``new`` (from ``event_reference_names``) added; a bare name seen twice is
-    marked ambiguous."""
-    for name in new:
-        if name.startswith(_BARE) and name in names:
-            names.add(_AMBIGUOUS + name[1:])
-        names.add(name)
-
-
-def program_event_name(text: str, earlier: Iterable[tuple[Event, str]]) -> str | None:
-    """The name (``name=`` value, else literal text: what the compiler names the evsel) of the
-    earlier event that ``prog:NAME.event=TEXT`` finds among ``earlier`` (events with the source text
-    of their string), by ``program_event_reference``'s rule; None when none or several match."""
-    names: set[str] = set()
-    by_bare: dict[str, str] = {}
-    for event, source in earlier:
-        found = event_reference_names(event, source)
-        add_reference_names(names, found)
-        for bare in found[1:]:
-            by_bare.setdefault(bare, found[0])
-    try:
-        key = program_event_reference(text, names)
-    except ValueError:
-        return None
-    return by_bare.get(key, key) if key is not None else None
-
-
-def program_event_reference(text: str, names: Collection[str]) -> str | None:
-    """The reference name ``prog:NAME.event=TEXT`` finds among ``names``: TEXT itself, else the
-    bare name of exactly one earlier event (the key to look it up with); None when there is none.
-    Raises ValueError when several earlier events share that bare name."""
-    if text in names:
-        return text
-    if _AMBIGUOUS + text in names:
-        raise ValueError(text)
-    return _BARE + text if _BARE + text in names else None
 
 
 def check_event(event: Event, names: Iterable[str] = ()) -> list[Diagnostic]:
@@ -451,7 +381,8 @@ def _keyword(term: Term) -> Iterator[Diagnostic]:
         return
     if not isinstance(value, Number):
         yield error("ES034", f"'{term.key}' expects a numeric value", value.span,
-                    perf_message="expected numeric value", help=(_number_help(term.key, value.text),))
+                    perf_message="expected numeric value",
+                    help=(value_help(term.key, value.text),))
         return
     if value.value > lexicon.U64_MAX:
         yield from _u64(value)
@@ -484,16 +415,6 @@ def _cpu_term(term: Term) -> Iterator[Diagnostic]:
                     perf_message="not a valid PMU or CPU number",
                     help=("cpu= takes a CPU number, a range such as 0-3, a quoted list such as '0,2-3', "
                           "or the name of a PMU (its CPUs)",))
-
-
-def _number_help(key: str, text: str) -> str:
-    """How to write the number a numeric term wants, from what was written instead."""
-    shown = text if len(text) <= 40 else text[:40] + "…"
-    if re.fullmatch(r"0X[0-9a-fA-F]+", text):
-        return f"a hex number is written with a lower-case x: '0x{text[2:]}'"
-    if text[:1].isdigit():
-        return f"'{key}' takes a number: decimal or 0x-hex ('{shown}' is neither)"
-    return "a number is decimal or 0x-hex"
 
 
 def _cpu_ranges_reversed(text: str) -> bool:
@@ -586,7 +507,7 @@ _VAR_HINT = "a variable term is var:NAME=VALUE: var:targ_pid=42, var:verbose=tru
 
 def _var_term(term: VarTerm, seen: dict[str, VarTerm]) -> Iterator[Diagnostic]:
     """``var:NAME=VALUE``: a name without '.', a value; a variable set again (the last wins) is a
-    warning. The variable and its value are checked against the object (loader/object/terms/variables.py)."""
+    warning. The variable and its value are checked against the object (loader/lint/terms/variables.py)."""
     if not term.name:
         yield error("ES049", "empty variable name", term.key_span, help=(_VAR_HINT,))
         return
@@ -664,3 +585,16 @@ def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:
             help=(f"define the event before this one, e.g. 'bpf-output/no-inherit,name={term.value.text}/,' "
                   "and refer to it by that name",),
         )
+
+
+def value_help(key: str, value: str) -> str:
+    """How to write ``value`` of term ``key`` (empty: unknown) that is no number: hex with a
+    capital X in lower case, the value of a name-valued term quoted, any other as a number."""
+    value = value if len(value) <= 40 else value[:40] + "…"
+    if re.fullmatch(r"0X[0-9a-fA-F]+", value):
+        return f"a hex number is written with a lower-case x: '0x{value[2:]}'"
+    term = lexicon.KEYWORD_TERMS.get(key)
+    if term is not None and term.value_type is lexicon.ValueType.STRING:
+        return f"quote it: {key}='{value}'"
+    what = f"'{key}' takes a number" if key else "a value is a number"
+    return f"{what}: decimal or 0x-hex ('{value}' is neither)"

@@ -1,7 +1,8 @@
-"""Half-open character ranges over an event string, and ``Record``: the base of the front end's
-value classes (``Span``, the AST nodes, diagnostics, inputs).
+"""Half-open character ranges over an event string, and ``Slotted``: the base of evspec's value
+classes on both sides (``Span``, the AST nodes, diagnostics, inputs; the loader's specs and
+results). "Record" is not its name: that word means a ring's records, and ``record``.
 
-A record class behaves like a ``@dataclass(frozen=True, slots=True)`` class: keyword construction,
+A value class behaves like a ``@dataclass(frozen=True, slots=True)`` class: keyword construction,
 equality and hashing over its compared fields, a dataclass ``repr``, ``FrozenInstanceError`` on
 assignment, pickling and copying, and ``dataclasses.fields``, ``replace``, ``asdict`` and
 ``is_dataclass``. Its methods are written out instead of generated, because the ``dataclass``
@@ -15,14 +16,14 @@ TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from dataclasses import Field
 
-set_field = object.__setattr__  # how a record's ``__init__`` sets its (frozen) fields
+set_field = object.__setattr__  # how a value class's ``__init__`` sets its (frozen) fields
 
 
 class _DataclassFields:
-    """``__dataclass_fields__`` of a record class, made the first time something asks (the
+    """``__dataclass_fields__`` of a value class, made the first time something asks (the
     ``dataclasses`` functions) and then kept on the class: checking event strings never asks."""
 
-    def __get__(self, record: object, cls: type[Record]) -> dict[str, Field[object]]:
+    def __get__(self, record: object, cls: type[Slotted]) -> dict[str, Field[object]]:
         import dataclasses
 
         names = cls.__slots__
@@ -44,12 +45,12 @@ class _DataclassFields:
         return fields
 
 
-class Record:
-    """Base of the value classes. A record class lists its fields in ``__slots__`` (in constructor
+class Slotted:
+    """Base of the value classes. A value class lists its fields in ``__slots__`` (in constructor
     order, annotated alike) and sets them in ``__init__`` with ``set_field``; it is final, as the
     methods here know only its own fields. Class keywords say
     what a ``field(...)`` would: ``uncompared`` fields are left out of equality and hashing,
-    ``hidden`` ones out of the repr; ``frozen=False`` makes a mutable, unhashable record."""
+    ``hidden`` ones out of the repr; ``frozen=False`` makes a mutable, unhashable one."""
 
     __slots__: tuple[str, ...] = ()
     _compared: tuple[str, ...] = ()
@@ -60,7 +61,7 @@ class Record:
                           frozen: bool = True) -> None:
         super().__init_subclass__()
         if any(base.__dict__.get("__slots__") for base in cls.__mro__[1:]):
-            raise TypeError(f"{cls.__name__}: a record class with fields cannot be subclassed")
+            raise TypeError(f"{cls.__name__}: a value class with fields cannot be subclassed")
         names = cls.__slots__
         if tuple(cls.__annotations__) != names:
             raise TypeError(f"{cls.__name__}: annotate exactly the fields of __slots__, in order")
@@ -101,7 +102,7 @@ class Record:
         return self.__class__, tuple([getattr(self, name) for name in self.__slots__])
 
 
-class Span(Record):
+class Span(Slotted):
     """``[start, end)``: 0-based offsets into the event string the node or diagnostic came from.
     Spans order as ``(start, end)`` tuples."""
 

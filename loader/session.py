@@ -23,54 +23,66 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
 
-from evspec.loader.abi.perf import (
-    PERF_ATTR_SIZE_VER7,
-    AttrFlag,
-    PerfEventAttr,
-    PerfType,
-    SampleType,
-    SwConfig,
-)
-from evspec.loader.attach.attacher import (
-    Attacher,
-    AttachOptions,
-    ProbeEvent,
-    ProgramAttach,
-    attach_program,
-    program_types,
-)
+from evspec.loader.abi.perf import PerfEventAttr
+from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
+from evspec.loader.attach.attacher import Attacher, attach_program, program_types
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
+from evspec.loader.lint.terms.bpf_stdout import plan_stdout
+from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
-from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
-from evspec.loader.object.btf import BtfError
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
-from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
-from evspec.loader.output.drain import DrainPlan, DrainProcess, favour_reader, run_rounds
-from evspec.loader.output.follow import BpfSource, FollowCounts, Follower, Line
+from evspec.loader.output.live.drain import DrainPlan, DrainProcess, favour_reader, run_rounds
+from evspec.loader.output.live.follow import BpfSource, FollowCounts, Follower, Line
+from evspec.loader.output.live.samples import RingDecoder
+from evspec.loader.output.live.spool import BPF, PERF, Frame, Spool, SpoolStats
 from evspec.loader.output.perf_ring import LostCount, PerfRing
-from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.printfmt import kernel_symbols
-from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
-from evspec.loader.output.samples import RingDecoder
+from evspec.loader.output.saved.perfdata import FileAttr
+from evspec.loader.output.saved.ringbuf_capture import RING_ID_BASE, ring_event_attr
+from evspec.loader.output.saved.typed_capture import TypedOutput, btf_file_id, is_bpf_output, output_file_attr
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine, SampleRun
-from evspec.loader.output.spool import BPF, PERF, Frame, Spool, SpoolStats
 from evspec.loader.output.tracefs_format import TracepointDecoders
 from evspec.loader.output.typed import RecordDecoder, TypedDecoders
-from evspec.loader.output.typed_capture import TypedOutput, btf_file_id, is_bpf_output, output_file_attr
 
 from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
 from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, UNSAMPLED_EVENT, WORKLOAD
 from evspec.cpus import format_cpu_list, parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
-from evspec.rules import program_event_name
+from evspec.references import program_event_name
 from evspec.system.model import System
 
 if TYPE_CHECKING:
+    from typing import Protocol
+
     from evspec.loader.object.map_dump import MapDump
+
+    class CompiledRecording(Protocol):
+        """What ``prepare`` reads of the front end's compiled recording
+        (``evspec.compiler.recording.RecordingPlan``; the loader imports no compiler)."""
+
+        @property
+        def plan(self) -> _CompiledPlan: ...
+        @property
+        def stdout_events(self) -> Sequence[object]: ...
+
+    class _CompiledPlan(Protocol):
+        @property
+        def events(self) -> Sequence[object]: ...
+        @property
+        def bpf(self) -> Sequence[_BpfReference]: ...
+
+    class _BpfReference(Protocol):
+        @property
+        def spec_index(self) -> int: ...
+        @property
+        def event(self) -> BpfEvent: ...
 
 CODE_WORKLOAD = WORKLOAD
 CODE_OBJECT = OBJECT
@@ -248,7 +260,7 @@ def read_bpf_object(path: str, is_source: bool, cwd: Path, clang_opts: Sequence[
     ``path`` as the user wrote it, not the compile cache's object."""
     from dataclasses import replace
 
-    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.clang import compile_source
     from evspec.loader.object.reader import read_object
 
     full = cwd / path
@@ -410,15 +422,14 @@ class RecordSession:
     # ------------------------------------------------------------------ setup
 
     def prepare(
-        self, lists: Sequence[EventList], system: System | None, cwd: Path, workload: Workload | None
+        self, lists: Sequence[EventList], compiled: CompiledRecording, system: System | None, cwd: Path,
+        workload: Workload | None,
     ) -> None:
-        """Compile, load, open, attach and apply; on failure everything made so far is closed."""
-        from evspec.compiler import compile_events
-        from evspec.parser import parse
-
+        """Load, open, attach and apply what ``compiled`` (the events of ``lists``, compiled by
+        ``evspec.compiler.recording``) plans; on failure everything made so far is closed."""
         try:
             self._sweep_dead_runs()
-            plan = compile_events(lists, system, "record")
+            plan = compiled.plan
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
             own = self._start_drain()
             self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=own))
@@ -445,7 +456,7 @@ class RecordSession:
                 self._record_types.append(record_types(ref.event, spec))
             if system is not None and hasattr(system, "notes"):
                 self.notes.extend(system.notes)
-            auto = compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events if stdout.create_event else ()
+            auto = compiled.stdout_events if stdout.create_event else ()
             target = Target.of(self.options, workload.pid if workload else None)
             self._lost_readable = self.kernel.lost_count_readable()
             _refuse_unsampled(plan.events, self._fed_to_programs())
@@ -1108,7 +1119,7 @@ def _map_updates(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_inde
 def _with_var_terms(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_index: int) -> ObjectSpec:
     """The object with the values of its var: terms written in; a refused term is reported in
     its event string."""
-    from evspec.loader.object.terms.variables import apply_var_terms
+    from evspec.loader.lint.terms.variables import apply_var_terms
 
     try:
         return apply_var_terms(event, spec)

@@ -8,8 +8,8 @@ from __future__ import annotations
 import struct
 from collections.abc import Sequence
 
-from evspec.loader.object.btf import Btf, BtfKind, RawType, type_info, write_btf
-from evspec.loader.object.target_btf import TargetBtf
+from evspec.loader.btf.reader import Btf, BtfKind, RawType, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf
 
 Member = tuple[str, int, int] | tuple[str, int, int, int]  # name, type, bit offset[, bitfield size]
 

@@ -20,8 +20,8 @@ def kernel_btf_mapped() -> None:
     """The kernel's BTF is mapped once per process and kept (``target_btf.kernel_blob``): mapped
     here, before any test counts its open descriptors, so that a test's first CO-RE load does not
     look like a leak."""
-    from evspec.loader.object.btf import BtfError
-    from evspec.loader.object.target_btf import KERNEL_BTF, kernel_blob
+    from evspec.loader.btf.reader import BtfError
+    from evspec.loader.btf.target import KERNEL_BTF, kernel_blob
 
     try:
         kernel_blob(KERNEL_BTF)

@@ -1,4 +1,4 @@
-"""A hand-written ``evspec.span.Record`` class held to the dataclass it stands for (its twin):
+"""A hand-written ``evspec.span.Slotted`` class held to the dataclass it stands for (its twin):
 fields, repr, equality, hashing, asdict, replace, pickling, copying and frozen-ness alike."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from collections.abc import Callable
 
 import pytest
 
-from evspec.span import Record
+from evspec.span import Slotted
 
 
 def body(text: str) -> str:
@@ -36,7 +36,7 @@ def assert_like_twin(record: type, twin: type, args: tuple[object, ...], other: 
                      *, more: Callable[[object, object], None] | None = None) -> None:
     """``record`` behaves as ``twin`` for instances of ``args`` and ``other`` (which differ in a
     compared field); ``more(a, c)`` checks what the caller adds, before fields are changed."""
-    assert issubclass(record, Record) and dataclasses.is_dataclass(record)
+    assert issubclass(record, Slotted) and dataclasses.is_dataclass(record)
     assert described(record) == described(twin)
     assert record.__match_args__ == twin.__match_args__  # type: ignore[attr-defined]
     a, b, c = record(*args), record(*args), record(*other)

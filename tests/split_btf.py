@@ -14,7 +14,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable, Mapping
 
-from evspec.loader.object.btf import Btf, BtfKind, BtfType, RawType, write_btf
+from evspec.loader.btf.reader import Btf, BtfKind, BtfType, RawType, write_btf
 from evspec.loader.object.elf import BpfElf
 
 _REFERRING = {BtfKind.PTR, BtfKind.TYPEDEF, BtfKind.VOLATILE, BtfKind.CONST, BtfKind.RESTRICT, BtfKind.FUNC,

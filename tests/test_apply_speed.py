@@ -16,8 +16,10 @@ from typing import Any
 
 import pytest
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import Call, FakeKernel
+from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, range_keys
 from evspec.loader.load import apply as ap
 from evspec.loader.load import array_fill
 from evspec.loader.load.apply import (
@@ -39,9 +41,7 @@ from evspec.loader.load.array_fill import (
     fill_program,
 )
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.btf import Btf, BtfKind
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgType
-from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, range_keys
 
 from evspec.parser import parse
 

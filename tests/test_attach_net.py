@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from evspec.loader.attach.attacher import KIND_ATTACHERS, Attacher, AttachOptions, ProgramAttach
+from evspec.loader.attach.attacher import KIND_ATTACHERS, Attacher
+from evspec.loader.attach.attachment import AttachOptions, ProgramAttach
 from evspec.loader.attach.net import (
     TC_H_EGRESS_HOOK,
     TC_H_INGRESS_HOOK,
@@ -32,8 +33,8 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.section import AttachKind
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.names import AttachKind
 
 from evspec.codes import lookup
 
@@ -542,7 +543,7 @@ def test_process_start_of_a_missing_process() -> None:
 
 
 def _section(prog: ProgramSpec):  # type: ignore[no-untyped-def]
-    from evspec.loader.object.section import parse_section
+    from evspec.loader.sections.names import parse_section
 
     return parse_section(prog.section)
 

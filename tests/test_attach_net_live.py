@@ -29,6 +29,8 @@ from evspec.loader.attach.net import STATE_ROOT
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.script import SampleLine
 
+from evspec.compiler.recording import recording_plan
+
 DATA = Path(__file__).parent / "data" / "net"
 PORT = 31337
 HEADERS = 14 + 20 + 8  # Ethernet, IPv4, UDP
@@ -145,7 +147,8 @@ def record(source: Path, *, dev: str | None, traffic: object, expect: int) -> tu
     samples: list[SampleLine] = []
     session = RecordSession(options=RecordOptions(system_wide=True, dev=dev))
     try:
-        session.prepare([parse(str(source))], load_system("live"), source.parent, None)
+        lists, system = [parse(str(source))], load_system("live")
+        session.prepare(lists, recording_plan(lists, system), system, source.parent, None)
         session.start()
         traffic()  # type: ignore[operator]
         for _ in range(100):
@@ -203,7 +206,7 @@ def test_a_clsact_qdisc_that_was_there_stays(sources: Path, veth: Veth) -> None:
 def _foreign_xdp(source: Path, index: int) -> object:
     """Attach xdp_count as somebody else would; returns the loaded object (keep it open)."""
     from evspec.loader.load.live import load_object
-    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.clang import compile_source
     from evspec.loader.object.reader import read_object
     from pyroute2 import IPRoute
 
@@ -233,8 +236,9 @@ def test_somebody_elses_xdp_program_is_refused_then_forced_away(sources: Path, v
 
 KILLED_RUN = """
 import sys, time
-from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
-from evspec.loader.object.compile import compile_source
+from evspec.loader.attach.attacher import Attacher, program_types
+from evspec.loader.attach.attachment import AttachOptions
+from evspec.loader.object.clang import compile_source
 from evspec.loader.kernel import Kernel
 from evspec.loader.load.live import load_object
 from evspec.loader.object.reader import read_object

@@ -20,6 +20,8 @@ from evspec.loader.kernel import BpfRingMapping, KernelError
 from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader, cut_records
 from record_cli import run_record as _record
 
+from evspec.compiler.recording import recording_plan
+
 PAGE = 4096
 
 
@@ -228,7 +230,8 @@ def test_ring_records_reach_the_renderer_in_order_and_render_as_the_line_functio
     renderer as RingRecordLines in order, discarded ones counted; the renderers print a batch of
     ring records (the same payloads cached, unique ones not) as ring_record_text and
     ring_record_json print each, mixed with samples too."""
-    from evspec.loader.output.follow import BpfSource, Follower
+    from evspec.loader.output.live.follow import BpfSource, Follower
+    from evspec.loader.output.live.spool import BPF, ROUND, Frame
     from evspec.loader.output.script import (
         JsonRenderer,
         RingRecordLine,
@@ -239,7 +242,6 @@ def test_ring_records_reach_the_renderer_in_order_and_render_as_the_line_functio
         sample_json,
         sample_text,
     )
-    from evspec.loader.output.spool import BPF, ROUND, Frame
 
     ring = FakeRing(16 * PAGE)
     payloads = [b"ring!" + bytes(11) if i % 3 else struct.pack("=Q", i) + b"x\0" for i in range(1000)]
@@ -416,7 +418,8 @@ def test_every_record_written_is_read_and_the_overflow_is_counted(
     session = RecordSession()
     read = 0
     try:
-        session.prepare([parse(f"./{obj}")], load_system("live"), built, workload)
+        lists, system = [parse(f"./{obj}")], load_system("live")
+        session.prepare(lists, recording_plan(lists, system), system, built, workload)
         session.start()
         workload.start()
 
@@ -468,7 +471,7 @@ def test_a_program_the_object_leaves_off_is_loaded_not_attached(
 ) -> None:
     """libbpf's SEC("?...") convention: the program is loaded (the verifier checks it) but no
     event carries it, so only the other program's records arrive."""
-    from evspec.loader.object.section import AttachKind, parse_section
+    from evspec.loader.sections.names import AttachKind, parse_section
 
     name = "?tracepoint/syscalls/sys_enter_getppid"
     section = parse_section(name)

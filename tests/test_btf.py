@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evspec.loader.object.btf import (
+from evspec.loader.btf.reader import (
     INT_BOOL,
     INT_CHAR,
     INT_SIGNED,
@@ -22,7 +22,7 @@ from evspec.loader.object.btf import (
     BtfKind,
     BtfType,
 )
-from evspec.loader.object.compile import arch_include_dir
+from evspec.loader.object.clang import arch_include_dir
 
 K = BtfKind
 

@@ -11,11 +11,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.abi import bpf as abi
-from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.load.live import load_object, probe_btf_features
-from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, RawType, write_btf
-from evspec.loader.object.btf_fixup import (
+from evspec.loader.btf.fixup import (
     ALL_FEATURES,
     BtfFeatures,
     BtfFixupError,
@@ -25,6 +21,10 @@ from evspec.loader.object.btf_fixup import (
     probe_blobs,
     program_btf_info,
 )
+from evspec.loader.btf.reader import Btf, BtfError, BtfExt, BtfKind, RawType, write_btf
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.load.live import load_object, probe_btf_features
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, SectionLayout
 
 K = BtfKind

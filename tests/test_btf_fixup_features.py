@@ -7,7 +7,7 @@ tools/mutation/pins.toml."""
 from __future__ import annotations
 
 from btf_builder import BtfBuilder
-from evspec.loader.object.btf_fixup import fixup_btf
+from evspec.loader.btf.fixup import fixup_btf
 
 
 def _used(build) -> frozenset[str]:  # noqa: ANN001 - a function of a BtfBuilder

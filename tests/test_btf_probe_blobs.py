@@ -4,9 +4,9 @@ probe loads, and each stays a well-formed blob of the kind it probes when read b
 
 from __future__ import annotations
 
+from evspec.loader.btf.fixup import probe_blobs
+from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.kernel import Kernel
-from evspec.loader.object.btf import Btf, BtfKind
-from evspec.loader.object.btf_fixup import probe_blobs
 
 
 def test_every_probe_loads_on_a_kernel_that_knows_every_feature(root_kernel: None) -> None:

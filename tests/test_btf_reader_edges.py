@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 from btf_builder import BtfBuilder
-from evspec.loader.object import btf as btf_module
-from evspec.loader.object.btf import (
+from evspec.loader.btf import reader as btf_module
+from evspec.loader.btf.reader import (
     INT_BOOL,
     INT_CHAR,
     INT_SIGNED,

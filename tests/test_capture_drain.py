@@ -8,13 +8,14 @@ from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
-from evspec.loader.abi.perf import MmapPage, PerfType, RecordType, SwConfig
+from evspec.loader.abi.perf import MmapPage, RecordType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
-from evspec.loader.output import capture as capture_module
-from evspec.loader.output import perfdata as pd
-from evspec.loader.output.capture import Capture, RecordCounts
 from evspec.loader.output.perf_ring import PerfRing
+from evspec.loader.output.saved import capture as capture_module
+from evspec.loader.output.saved import perfdata as pd
+from evspec.loader.output.saved.capture import Capture, RecordCounts
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))

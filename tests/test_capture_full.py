@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.abi.perf import RecordType
-from evspec.loader.output import perfdata as pd
-from evspec.loader.output.capture import Capture
+from evspec.loader.output.saved import perfdata as pd
+from evspec.loader.output.saved.capture import Capture
 from test_capture_drain import ATTRS, HOST, Ring, one_sample
 
 SAMPLE_BYTES = len(one_sample(0))

@@ -30,21 +30,21 @@ from typing import Any
 import pytest
 from bpf_build import build_bpf, require_tools
 from corpus_files import DATA
-from evspec.loader.kernel import Kernel
-from evspec.loader.load.live import _has_bpf_cookie
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import BtfKind, RawType, type_info, write_btf
-from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, this_machine_facts
-from evspec.loader.object.externs import (
+from evspec.loader.btf.reader import BtfKind, RawType, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf
+from evspec.loader.externs import kconfig as kc
+from evspec.loader.externs.module_ksyms import NO_FD, unopened_modules
+from evspec.loader.externs.resolve import (
     has_attach_cookie,
     offline_sources,
     resolve_externs,
     running_system,
 )
-from evspec.loader.object.module_ksyms import NO_FD, unopened_modules
+from evspec.loader.kernel import Kernel
+from evspec.loader.lint.event import ObjectEnvironment, check_bpf_event, this_machine_facts
+from evspec.loader.load.live import _has_bpf_cookie
 from evspec.loader.object.reader import read_object, read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.target_btf import TargetBtf
 from test_module_btf import blobs, built  # noqa: F401  (fixtures)
 
 from evspec.ast import BpfEvent
@@ -299,7 +299,7 @@ def _findings(env: ObjectEnvironment, obj: str) -> list[tuple[str, bool, str, tu
 
 
 def _snapshot_env(objects: Path, data: dict[str, Any]) -> ObjectEnvironment:
-    from evspec.loader.object.check import environment_from_system
+    from evspec.loader.lint.event import environment_from_system
 
     return environment_from_system(SnapshotSystem({**corpus_data(str(objects)), **data}, cwd=str(objects)), objects)
 

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.object import compile as compile_mod
-from evspec.loader.object.compile import (
+from evspec.loader.object import clang as compile_mod
+from evspec.loader.object.clang import (
     cache_refusal,
     compile_flags,
     compile_source,
@@ -211,7 +211,7 @@ def test_world_writable_cache_is_refused(clang: str, source: Path, tmp_path: Pat
     cache.mkdir()
     cache.chmod(0o777)
     assert "writable by group or others (mode 0777)" in (cache_refusal(cache) or "")
-    with caplog.at_level(logging.WARNING, logger="evspec.loader.object.compile"):
+    with caplog.at_level(logging.WARNING, logger="evspec.loader.object.clang"):
         first = compile_source(source, cache_dir=cache)
         second = compile_source(source, cache_dir=cache)
     assert len(calls.compiles) == 2  # no cache: clang ran twice

@@ -390,6 +390,9 @@ def test_listing() -> None:
 
 
 def test_checking_imports_nothing_heavy() -> None:
+    """Semantic checks import no BPF side, no ctypes: of the loader, only the perf ABI's numbers
+    (``abi.perf_ids``, two small enums), which the compiler shares with the kernel layer; the
+    tables of bits (``abi.perf_bits``) are made when a compile first asks for them."""
     import subprocess
     import sys
 
@@ -399,9 +402,40 @@ def test_checking_imports_nothing_heavy() -> None:
         "from evspec.compiler.resolve import check_semantics\n"
         "from evspec.system import load_system\n"
         "check_semantics(analyze('cycles,msr/tsc/').events, load_system('live'))\n"
-        "heavy = [m for m in sys.modules if m.split('.')[0] in ('elftools', 'pyroute2')\n"
-        "         or m.startswith(('evspec.loader', 'evspec.compiler.compile', 'evspec.compiler.listing'))]\n"
+        "data = ('evspec.loader', 'evspec.loader.abi', 'evspec.loader.abi.perf_ids')  # the ABI's numbers\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('elftools', 'pyroute2', 'ctypes')\n"
+        "         or (m.startswith('evspec.loader') and m not in data)\n"
+        "         or m.startswith(('evspec.compiler.compile', 'evspec.compiler.listing'))]\n"
         "print(heavy)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/").stdout
     assert out.strip() == "[]"
+
+
+def test_branch_sample_bits_are_named_as_perf_prints_them() -> None:
+    """perf -vv names branch_sample_type bits by their UAPI names (PERF_SAMPLE_BRANCH_ANY_RETURN
+    prints ANY_RETURN); the term value any_ret sets that bit."""
+    from evspec.compiler import attr as A
+
+    assert A.flag_names(A.BRANCH_SAMPLE_TYPES["any_ret"] | A.BRANCH_SAMPLE_TYPES["u"], A.BRANCH_SAMPLE_BITS) == (
+        "USER|ANY_RETURN")
+    assert A.parse_flag_names("ANY_CALL|ANY_RETURN", A.BRANCH_SAMPLE_BITS) == 0x30
+
+
+def test_the_tables_of_bits_are_made_when_first_asked_for() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from evspec.compiler import attr as A\n"
+        "print('evspec.loader.abi.perf_bits' in sys.modules)\n"
+        "print(A.SAMPLE['IP'], A.READ_FORMAT['LOST'], A.ATTR_FIELDS.index('precise_ip'), 'evspec.loader.abi.perf_bits' in sys.modules)\n"
+        "print(A.Attr.build({'type': 1, 'config': 9, 'disabled': 1}).to_json())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, cwd="/").stdout
+    assert out.splitlines() == ["False", "1 16 22 True", "{'type': 1, 'config': 9, 'disabled': 1}"]
+    from evspec.compiler import attr as A
+
+    with pytest.raises(AttributeError, match="no attribute 'NOT_A_TABLE'"):
+        A.NOT_A_TABLE  # noqa: B018

@@ -10,11 +10,11 @@ import random
 import struct
 
 import pytest
+from evspec.loader.btf.core_patch import relocate_object
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.core_patch import relocate_object
 from evspec.loader.object.elf import BpfElf
 from evspec.loader.object.reader import read_object_bytes
-from evspec.loader.object.target_btf import TargetBtf
 from test_core_resolve import btf_of, build
 
 

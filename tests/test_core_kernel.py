@@ -18,14 +18,15 @@ from pathlib import Path
 
 import pytest
 from corpus_files import DATA
+from evspec.loader.btf import name_index
+from evspec.loader.btf.core_patch import POISON_HELPER, core_findings, relocate_object
+from evspec.loader.btf.fixup import program_btf_info
+from evspec.loader.btf.target import KERNEL_BTF, TargetBtf, essential_name
 from evspec.loader.kernel import Kernel, VerifierError
-from evspec.loader.load.live import LiveObject, link_program, load_object
-from evspec.loader.object import name_index
-from evspec.loader.object.btf_fixup import program_btf_info
-from evspec.loader.object.core_patch import POISON_HELPER, core_findings, relocate_object
+from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.object.link import link_program
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
-from evspec.loader.object.target_btf import KERNEL_BTF, TargetBtf, essential_name
 
 from evspec.cli.record import add_record_parser, record_main
 

@@ -10,13 +10,13 @@ import struct
 
 import pytest
 from btf_builder import BtfBuilder
+from evspec.loader.btf.core import CoreError, CoreKind, CoreResult
+from evspec.loader.btf.core_patch import POISON_HELPER, CorePatch, core_check, patch_insns, relocate_object
+from evspec.loader.btf.reader import BtfError
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import BtfError
-from evspec.loader.object.core import CoreError, CoreKind, CoreResult
-from evspec.loader.object.core_patch import POISON_HELPER, CorePatch, core_check, patch_insns, relocate_object
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, replace
-from evspec.loader.object.target_btf import TargetBtf
 
 INSN = struct.Struct("<BBhi")
 BPF_LDX_MEM = 0x61  # class LDX | mode MEM | size W

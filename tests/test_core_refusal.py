@@ -13,15 +13,15 @@ from pathlib import Path
 
 import pytest
 from corpus_files import DATA
+from evspec.loader.btf import target as target_btf
+from evspec.loader.btf.reader import Btf, BtfExt
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import load_object
-from evspec.loader.object import target_btf
-from evspec.loader.object.btf import Btf, BtfExt
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.reader import read_object_bytes
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.check import CheckOptions, check_specs
 from evspec.diagnostics import Source
@@ -64,8 +64,8 @@ def _check(built: Path, name: str = "./core.o", *, this_kernel: bool = True) -> 
     machine's and the kernel's BTF (``this_kernel``: as for --system live), or as for a snapshot."""
     from dataclasses import replace
 
-    from evspec.loader.object.check import check_bpf_event, environment_from_system
-    from evspec.loader.object.core_patch import load_target
+    from evspec.loader.btf.core_patch import load_target
+    from evspec.loader.lint.event import check_bpf_event, environment_from_system
 
     from evspec.ast import BpfEvent
     from evspec.span import Span

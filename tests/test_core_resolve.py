@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 from corpus_files import DATA
+from evspec.loader.btf.core import CoreError, CoreKind, CoreResolver
+from evspec.loader.btf.core_patch import POISON_HELPER, core_findings, relocate_object, unloadable_reason
+from evspec.loader.btf.reader import Btf
+from evspec.loader.btf.target import TargetBtf, essential_name
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf
-from evspec.loader.object.core import CoreError, CoreKind, CoreResolver
-from evspec.loader.object.core_patch import POISON_HELPER, core_findings, relocate_object
 from evspec.loader.object.elf import BpfElf
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.target_btf import TargetBtf, essential_name
 
 CORE = DATA / "core"
 INSN = struct.Struct("<BBhi")
@@ -126,7 +126,7 @@ def test_instructions_are_patched(spec: ObjectSpec, target: TargetBtf) -> None:
         14: (0x79, 120, 0)}
     assert before[14][0] == 0x61
     assert all(r.applied for _, r in relocated.core_relocations())
-    assert relocated.unloadable_reason(target) is None and relocated.unloadable_reason() is None
+    assert unloadable_reason(relocated, target) is None and unloadable_reason(relocated) is None
     types = _insns({p.name: p for p in relocated.programs}["types"].insns)
     assert types[1][3] == 128  # ALU immediate: the type's size
     [poisoned] = findings

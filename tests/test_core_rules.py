@@ -16,10 +16,7 @@ import pytest
 from btf_builder import BtfBuilder
 from conftest import oracle
 from corpus_files import DATA
-from evspec.loader.kernel import Kernel
-from evspec.loader.load.live import load_object
-from evspec.loader.object.btf import BtfKind, write_btf
-from evspec.loader.object.core import (
+from evspec.loader.btf.core import (
     CoreError,
     CoreKind,
     CoreResolver,
@@ -28,10 +25,13 @@ from evspec.loader.object.core import (
     types_compat,
     types_match,
 )
-from evspec.loader.object.core_patch import relocate_object
+from evspec.loader.btf.core_patch import relocate_object
+from evspec.loader.btf.reader import BtfKind, write_btf
+from evspec.loader.btf.target import TargetBtf
+from evspec.loader.kernel import Kernel
+from evspec.loader.load.live import load_object
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, ProgType
-from evspec.loader.object.target_btf import TargetBtf
 from test_core_kernel import _load_with_kernel_core as load_with_kernel_core
 
 INSN = struct.Struct("<BBhi")

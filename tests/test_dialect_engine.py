@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 
 from evspec.dialect import predict
-from evspec.dialect.errors import ErrorSlot, PerfError
-from evspec.dialect.flexscan import Cursor, Loc, Rule, Scanner, Token, literals, token, user_reject
-from evspec.dialect.lalr import Abort, Production, build, parse
-from evspec.dialect.pmu_symbols import PmuSymbols, SymbolKind
+from evspec.dialect.actions.errors import ErrorSlot, PerfError
+from evspec.dialect.actions.pmu_symbols import PmuSymbols, SymbolKind
+from evspec.dialect.engine.flexscan import Cursor, Loc, Rule, Scanner, Token, literals, token, user_reject
+from evspec.dialect.engine.lalr import Abort, Production, build, parse
 from evspec.system.fixtures import corpus_system
 
 # ---- flex semantics

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from evspec.dialect import predict
-from evspec.dialect.installed import ReleaseError, release_of
-from evspec.dialect.perf_pmus import (
+from evspec.dialect.actions.perf_pmus import (
     PerfPmus,
     _suffix_match_72,
     _suffix_match_612,
     name_cmp,
     name_len_no_suffix,
 )
-from evspec.dialect.terms import c_strtod, cpu_list_valid
+from evspec.dialect.actions.terms import c_strtod, cpu_list_valid
+from evspec.dialect.installed import ReleaseError, release_of
 from evspec.dialect.versions import profile
 from evspec.system import read_snapshot
 from evspec.system.fixtures import corpus_system, hybrid_system, intel_system

@@ -148,7 +148,7 @@ def test_47_term_set_and_modifiers():
 @pytest.fixture(scope="module")
 def kprobe_object(tmp_path_factory: pytest.TempPathFactory, bpf_fixtures: Path) -> Path:
     """a.c with a 4.7-style kprobe section (4.7 knew no tracepoint programs)."""
-    from evspec.loader.object.compile import compile_flags, find_clang
+    from evspec.loader.object.clang import compile_flags, find_clang
 
     folder = tmp_path_factory.mktemp("kprobe47")
     source = (bpf_fixtures / "a.c").read_text().replace('SEC("raw_syscalls:sys_enter")', 'SEC("func=do_sys_openat2")')

@@ -12,11 +12,11 @@ import threading
 import pytest
 from evspec.loader.abi.perf import MmapPage
 from evspec.loader.kernel import RingMapping
-from evspec.loader.output import drain as drain_module
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
-from evspec.loader.output.drain import DrainPlan, SpoolDrain, run_rounds
+from evspec.loader.output.live import drain as drain_module
+from evspec.loader.output.live.drain import DrainPlan, SpoolDrain, run_rounds
+from evspec.loader.output.live.spool import BPF, MIN_MEMORY, PERF, ROUND, Frame, Spool
 from evspec.loader.output.perf_ring import PerfRing
-from evspec.loader.output.spool import BPF, MIN_MEMORY, PERF, ROUND, Frame, Spool
 from evspec.loader.session import SAMPLE_TYPE
 from perf_records import full_sample
 from test_bpf_ringbuf import FakeRing

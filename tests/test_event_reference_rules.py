@@ -1,4 +1,4 @@
-"""How a `prog:NAME.event=TEXT` term finds an earlier event (evspec.rules): by its name= term
+"""How a `prog:NAME.event=TEXT` term finds an earlier event (evspec.references): by its name= term
 only (another keyword term with a word value, call-graph=dwarf, is no name), else its text or
 its bare name; nothing found is None. And the raw term's number span inside a term list. The
 mutants these tests were written to kill are listed in tools/mutation/pins.toml."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 from evspec.parser import analyze, parse
-from evspec.rules import (
+from evspec.references import (
     add_reference_names,
     event_reference_names,
     program_event_name,

@@ -9,7 +9,7 @@ from evspec.check import check_specs
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.parser import parse
-from evspec.rules import program_event_name
+from evspec.references import program_event_name
 
 
 def _findings(*strings: str) -> list[tuple[str, str, str]]:

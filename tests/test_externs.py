@@ -14,12 +14,15 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.fixup import fixup_btf
+from evspec.loader.btf.reader import Btf, BtfError, BtfKind, RawType, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import Btf, BtfError, BtfKind, RawType, type_info, write_btf
-from evspec.loader.object.btf_fixup import fixup_btf
-from evspec.loader.object.externs import (
+from evspec.loader.externs import kconfig as kc
+from evspec.loader.externs.module_ksyms import ModuleBtf
+from evspec.loader.externs.resolve import (
     POISON_KFUNC_BASE,
     ExternSources,
     ExternValues,
@@ -30,10 +33,8 @@ from evspec.loader.object.externs import (
     type_text,
 )
 from evspec.loader.object.inspect import inspect_report, inspect_text
-from evspec.loader.object.module_ksyms import ModuleBtf
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import ExternSpec, ObjectSpec
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes
 
@@ -202,7 +203,7 @@ def test_kfuncs_get_their_btf_ids_and_a_weak_missing_one_is_poisoned(build) -> N
     spec = build("kfuncs")
     applied = apply_externs(spec, resolve_externs(spec, sources()))
     lock = _insn(applied, _rel(spec, "bpf_rcu_read_lock", "kfunc"))
-    assert (lock.code, lock.src_reg, lock.imm, lock.off) == (abi.OP_CALL, abi.BPF_PSEUDO_KFUNC_CALL, 3, 0)
+    assert (lock.code, lock.src_reg, lock.imm, lock.off) == (asm.OP_CALL, abi.BPF_PSEUDO_KFUNC_CALL, 3, 0)
     assert _insn(applied, _rel(spec, "bpf_rcu_read_unlock", "kfunc")).imm == 4
     poisoned = _insn(applied, _rel(spec, "evspec_no_such_kfunc", "kfunc"))
     assert (poisoned.src_reg, poisoned.imm) == (0, POISON_KFUNC_BASE + 2)
@@ -233,7 +234,7 @@ def test_a_weak_missing_kfunc_is_poisoned_with_its_index_in_libbpfs_extern_list(
     for name in ("aa_evspec_missing", "zz_evspec_missing"):
         call = _insn(applied, _rel(spec, name, "kfunc"))
         assert (call.code, call.src_reg, call.dst_reg, call.off, call.imm) == (
-            abi.OP_CALL, 0, 0, 0, POISON_KFUNC_BASE + ORDER_C_LIBBPF.index(name))
+            asm.OP_CALL, 0, 0, 0, POISON_KFUNC_BASE + ORDER_C_LIBBPF.index(name))
     assert _insn(applied, _rel(spec, "bpf_rcu_read_unlock", "kfunc")).imm == 4
     offsets = {e.name: e.offset for e in spec.externs if e.kind == "kconfig"}
     assert offsets == {"CONFIG_EVSPEC_NO_SUCH_U64": 0, "CONFIG_HZ": 8, "LINUX_KERNEL_VERSION": 12,

@@ -15,21 +15,22 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import Btf
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel, VerifierError
-from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object import kconfig as kc
-from evspec.loader.object.btf import Btf
-from evspec.loader.object.externs import (
+from evspec.loader.externs import kconfig as kc
+from evspec.loader.externs.resolve import (
     POISON_KFUNC_BASE,
     apply_externs,
     libbpf_order,
     resolve_externs,
     running_system,
 )
+from evspec.loader.kernel import Kernel, VerifierError
+from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import bpf as codes
 
@@ -114,7 +115,7 @@ def test_kfunc_calls_load_and_run_and_a_weak_missing_one_is_dropped(kernel: Kern
         assert kernel.run_program(live.program("call_kfuncs").fd, ctx=bytes(8)) == 1
         insns = live.program("call_kfuncs").insns
     calls = [abi.BpfInsn.from_buffer_copy(insns, i) for i in range(0, len(insns), abi.INSN_SIZE)]
-    assert any(c.code == abi.OP_CALL and c.src_reg == abi.BPF_PSEUDO_KFUNC_CALL and c.imm == lock for c in calls)
+    assert any(c.code == asm.OP_CALL and c.src_reg == abi.BPF_PSEUDO_KFUNC_CALL and c.imm == lock for c in calls)
 
 
 def test_a_typed_ksym_is_a_btf_id_load_the_verifier_answers_as_for_libbpf(kernel: Kernel, built: Path) -> None:
@@ -184,7 +185,7 @@ def _map_fds_masked(insns: bytes) -> list[abi.BpfInsn]:
     """The instructions with the map fds of ld_imm64s zeroed (each loader has its own fds)."""
     out = [abi.BpfInsn.from_buffer_copy(insns, at) for at in range(0, len(insns), abi.INSN_SIZE)]
     for insn in out:
-        if insn.code == abi.OP_LD_IMM64 and insn.src_reg in (abi.BPF_PSEUDO_MAP_FD, abi.BPF_PSEUDO_MAP_VALUE):
+        if insn.code == asm.OP_LD_IMM64 and insn.src_reg in (abi.BPF_PSEUDO_MAP_FD, abi.BPF_PSEUDO_MAP_VALUE):
             insn.imm = 0
     return out
 
@@ -215,8 +216,8 @@ def test_weak_missing_kfuncs_are_poisoned_with_their_index_in_libbpfs_extern_lis
     assert len(poisoned) == 2
     for at, (a, b) in enumerate(zip(mine, theirs, strict=True)):
         if at in poisoned:
-            assert _fields(b) == (abi.OP_CALL, 0, abi.BPF_PSEUDO_KFUNC_CALL, 0, 0)  # libbpf 1.1's call #0
-            assert _fields(a) == (abi.OP_CALL, 0, 0, 0, POISON_KFUNC_BASE + order.index(poisoned[at]))
+            assert _fields(b) == (asm.OP_CALL, 0, abi.BPF_PSEUDO_KFUNC_CALL, 0, 0)  # libbpf 1.1's call #0
+            assert _fields(a) == (asm.OP_CALL, 0, 0, 0, POISON_KFUNC_BASE + order.index(poisoned[at]))
         else:
             assert _fields(a) == _fields(b), f"instruction {at}"
 

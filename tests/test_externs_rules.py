@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 from btf_builder import BtfBuilder
+from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf, BtfKind
-from evspec.loader.object.externs import (
+from evspec.loader.externs.resolve import (
     UndefinedSymbol,
     apply_externs,
     collect_externs,

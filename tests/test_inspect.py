@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from bpf_build import BPF_FLAGS, require_tools
 from corpus_files import DATA
+from evspec.loader.lint.terms.variables import apply_var_terms
 from evspec.loader.object.inspect import global_entries, inspect_report
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.terms.variables import apply_var_terms
 from golden_files import check_golden
 
 from evspec.cli.app import main

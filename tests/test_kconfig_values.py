@@ -9,7 +9,7 @@ import struct
 
 import pytest
 from btf_builder import BtfBuilder
-from evspec.loader.object.kconfig import (
+from evspec.loader.externs.kconfig import (
     KconfigError,
     KconfigType,
     encode_letter,

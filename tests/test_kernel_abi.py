@@ -13,8 +13,11 @@ import shutil
 import subprocess
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as b
 from evspec.loader.abi import perf as p
+from evspec.loader.abi import perf_bits as pb
+from evspec.loader.abi import perf_ids as pi
 from evspec.loader.kernel import syscalls
 
 # struct -> (size, {field: offset}); from include/uapi/linux/bpf.h and perf_event.h (Linux 6.4).
@@ -271,11 +274,13 @@ CONSTANTS: dict[str, int] = {
     **{f"BPF_F_{f.name}": f.value for f in b.MapFlag},
     **{f"BPF_{f.name}": f.value for f in b.UpdateFlag},
     **{f"PERF_EVENT_IOC_{i.name}": i.value for i in p.Ioctl},
-    **{f"PERF_SAMPLE_{s.name}": s.value for s in p.SampleType},
+    **{f"PERF_SAMPLE_{s.name}": s.value for s in pb.SampleType},
     **{f"PERF_RECORD_{r.name}": r.value for r in p.RecordType},
-    **{f"PERF_TYPE_{t.name}": t.value for t in p.PerfType},
-    **{f"PERF_COUNT_SW_{c.name}": c.value for c in p.SwConfig},
-    **{f"PERF_ATTR_SIZE_VER{n}": getattr(p, f"PERF_ATTR_SIZE_VER{n}") for n in range(8)},
+    **{f"PERF_TYPE_{t.name}": t.value for t in pi.PerfType},
+    **{f"PERF_COUNT_SW_{c.name}": c.value for c in pi.SwConfig},
+    **{f"PERF_FORMAT_{f.name}": f.value for f in pb.ReadFormat if f is not pb.ReadFormat.LOST},
+    **{f"PERF_SAMPLE_BRANCH_{b.name}": b.value for b in pb.BranchSampleType},
+    **{f"PERF_ATTR_SIZE_VER{n}": getattr(pi, f"PERF_ATTR_SIZE_VER{n}") for n in range(8)},
     "BPF_PERF_EVENT": b.BPF_PERF_EVENT,
     "BPF_PSEUDO_MAP_FD": b.BPF_PSEUDO_MAP_FD,
     "BPF_PSEUDO_MAP_VALUE": b.BPF_PSEUDO_MAP_VALUE,
@@ -284,18 +289,34 @@ CONSTANTS: dict[str, int] = {
     "BPF_FUNC_map_lookup_elem": b.FUNC_MAP_LOOKUP_ELEM,
     "BPF_OBJ_NAME_LEN": b.BPF_OBJ_NAME_LEN,
     "BPF_TAG_SIZE": b.BPF_TAG_SIZE,
-    "BPF_LD | BPF_IMM | BPF_DW": b.OP_LD_IMM64,
-    "BPF_JMP | BPF_CALL": b.OP_CALL,
-    "BPF_JMP | BPF_EXIT": b.OP_EXIT,
+    "BPF_LD | BPF_IMM | BPF_DW": asm.OP_LD_IMM64,
+    "BPF_JMP | BPF_CALL": asm.OP_CALL,
+    "BPF_JMP | BPF_EXIT": asm.OP_EXIT,
+    "BPF_JMP | BPF_JA": asm.OP_JA,
+    "BPF_JMP | BPF_JEQ | BPF_K": asm.OP_JEQ_IMM,
+    "BPF_JMP | BPF_JNE | BPF_K": asm.OP_JNE_IMM,
+    "BPF_ALU64 | BPF_MOV | BPF_K": asm.OP_MOV64_IMM,
+    "BPF_ALU64 | BPF_MOV | BPF_X": asm.OP_MOV64_REG,
+    "BPF_ALU64 | BPF_ADD | BPF_K": asm.OP_ADD64_IMM,
+    "BPF_ALU64 | BPF_ADD | BPF_X": asm.OP_ADD64_REG,
+    "BPF_ALU64 | BPF_LSH | BPF_K": asm.OP_LSH64_IMM,
+    "BPF_ALU64 | BPF_RSH | BPF_K": asm.OP_RSH64_IMM,
+    "BPF_ALU64 | BPF_ARSH | BPF_K": asm.OP_ARSH64_IMM,
+    "BPF_LDX | BPF_MEM | BPF_DW": asm.ldx(8),
+    "BPF_LDX | BPF_MEM | BPF_H": asm.ldx(2),
+    "BPF_STX | BPF_MEM | BPF_W": asm.stx(4),
+    "BPF_STX | BPF_MEM | BPF_B": asm.stx(1),
+    "BPF_ST | BPF_MEM | BPF_DW": asm.st(8),
+    "BPF_JMP32": asm.JMP32,
     "PERF_FLAG_FD_NO_GROUP": p.PERF_FLAG_FD_NO_GROUP,
     "PERF_FLAG_FD_OUTPUT": p.PERF_FLAG_FD_OUTPUT,
     "PERF_FLAG_PID_CGROUP": p.PERF_FLAG_PID_CGROUP,
     "PERF_FLAG_FD_CLOEXEC": p.PERF_FLAG_FD_CLOEXEC,
 }
-GATED_CONSTANTS = {"PERF_ATTR_SIZE_VER8": p.PERF_ATTR_SIZE_VER8}  # #ifdef'd: newer headers only
+GATED_CONSTANTS = {"PERF_ATTR_SIZE_VER8": pi.PERF_ATTR_SIZE_VER8}  # #ifdef'd: newer headers only
 # Enumerators of newer headers than some (no #ifdef for them): name -> (first Linux version, value).
 VERSIONED_CONSTANTS = {
-    "PERF_FORMAT_LOST": ((6, 0), p.PERF_FORMAT_LOST),
+    "PERF_FORMAT_LOST": ((6, 0), pb.ReadFormat.LOST),
     "BPF_FUNC_loop": ((5, 17), b.FUNC_LOOP),
 }
 
@@ -318,10 +339,27 @@ def test_structure_matches_the_uapi_numbers(cls: type[ctypes.Structure]) -> None
 
 
 def test_encoded_instructions_are_struct_bpf_insn() -> None:
-    encoded = b.encode_insn(b.OP_LD_IMM64, 3, b.BPF_PSEUDO_MAP_FD, -2, -7)
+    encoded = asm.encode(asm.OP_LD_IMM64, 3, b.BPF_PSEUDO_MAP_FD, -2, -7)
     assert len(encoded) == b.INSN_SIZE == ctypes.sizeof(b.BpfInsn)
     insn = b.BpfInsn.from_buffer_copy(encoded)
     assert (insn.code, insn.dst_reg, insn.src_reg, insn.off, insn.imm) == (0x18, 3, 1, -2, -7)
+    assert asm.decode(encoded, 0) == (0x18, 3, 1, -2, -7)
+    assert asm.src_reg(encoded[1]) == 1
+
+
+def test_ld_imm64_and_rewriting_an_instruction() -> None:
+    value = 0x1234_5678_9ABC_DEF0
+    pair = asm.ld_imm64(2, value, b.BPF_PSEUDO_MAP_VALUE)
+    first, second = asm.decode(pair, 0), asm.decode(pair, 1)
+    assert asm.count(pair) == 2 and (first.code, first.dst, first.src) == (asm.OP_LD_IMM64, 2, 2)
+    assert (first.imm & 0xFFFFFFFF) | (second.imm & 0xFFFFFFFF) << 32 == value and second.code == 0
+    assert asm.decode(asm.ld_imm64(0, -1), 1).imm == -1
+    buf = bytearray(pair)
+    asm.put(buf, 1, second._replace(imm=7))
+    assert buf[:8] == pair[:8] and asm.decode(buf, 1).imm == 7
+    assert asm.s32(0xFFFF_FFFF) == -1 and asm.s32(1 << 32 | 5) == 5 and asm.s32(0x7FFF_FFFF) == 0x7FFF_FFFF
+    with pytest.raises(KeyError):
+        asm.ldx(3)  # no load moves 3 bytes
 
 
 def test_bitfields_and_flag_helpers() -> None:
@@ -329,9 +367,9 @@ def test_bitfields_and_flag_helpers() -> None:
     assert bytes(insn) == bytes([0x18, 0x21, 0xFF, 0xFF, 0xFE, 0xFF, 0xFF, 0xFF])
     info = bytes(b.ProgInfo(gpl_compatible=1))
     assert info.index(1) == 84 and info.count(0) == len(info) - 1
-    assert p.precise_ip(3) == p.AttrFlag.PRECISE_IP_LOW | p.AttrFlag.PRECISE_IP_HIGH
+    assert pb.precise_ip(3) == pb.AttrFlag.PRECISE_IP_LOW | pb.AttrFlag.PRECISE_IP_HIGH
     with pytest.raises(ValueError):
-        p.precise_ip(4)
+        pb.precise_ip(4)
     assert p.Ioctl.ENABLE == 0x2400 and p.Ioctl.SET_BPF == 0x40042408 and p.Ioctl.ID == 0x80082407
 
 
@@ -388,7 +426,7 @@ def _c_program() -> str:
         out.append(f'#ifdef {name}\nV("{name}", {name});\n#endif')
     for name, ((major, minor), _) in VERSIONED_CONSTANTS.items():
         out.append(f'#if LINUX_VERSION_CODE >= KERNEL_VERSION({major}, {minor}, 0)\nV("{name}", {name});\n#endif')
-    for flag in p.AttrFlag:
+    for flag in pb.AttrFlag:
         assert flag.name is not None
         if flag.name.startswith("PRECISE_IP"):
             member, value = "precise_ip", 1 if flag.name.endswith("LOW") else 2
@@ -466,7 +504,7 @@ def test_constants_match_the_installed_header(uapi: dict[str, tuple[int, int]]) 
 
 
 def test_bitfields_match_the_installed_header(uapi: dict[str, tuple[int, int]]) -> None:
-    for flag in p.AttrFlag:
+    for flag in pb.AttrFlag:
         assert uapi[f"flag.{flag.name}"][0] == flag.value, flag.name
     assert uapi["insn.regs"][0] == bytes(b.BpfInsn(dst_reg=1, src_reg=2))[1]
     assert uapi["gpl_compatible"][0] == bytes(b.ProgInfo(gpl_compatible=1)).index(1)

@@ -17,16 +17,17 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
-from evspec.loader.abi.perf import PerfEventAttr, PerfType
+from evspec.loader.abi.perf import PerfEventAttr
+from evspec.loader.abi.perf_ids import PerfType
+from evspec.loader.btf.fixup import BtfFeatures, fixup_btf
+from evspec.loader.btf.reader import Btf, BtfKind, RawType, type_info, write_btf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.btf import Btf, BtfKind, RawType, type_info, write_btf
-from evspec.loader.object.btf_fixup import BtfFeatures, fixup_btf
-from evspec.loader.object.compile import compile_source
+from evspec.loader.object.clang import compile_source
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.section import parse_section
 from evspec.loader.object.spec import ObjectSpec, ProgType
+from evspec.loader.sections.names import parse_section
 
 from evspec.diagnostics import EvspecError
 

@@ -12,8 +12,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SampleType, SwConfig
+from evspec.loader.abi.perf import PerfEventAttr
+from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.kernel import Kernel, KernelError, RingMapping, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.reader import read_object
@@ -29,12 +32,12 @@ HELPER_PERF_EVENT_OUTPUT = 25
 # --------------------------------------------------------- a tiny assembler
 
 
-insn = abi.encode_insn
+insn = asm.encode
 
 
 def ld_map(dst: int) -> bytes:
     """ld_imm64 dst, <map> (imm 0: the relocation fills it in)."""
-    return insn(abi.OP_LD_IMM64, dst) + insn(0)
+    return insn(asm.OP_LD_IMM64, dst) + insn(0)
 
 
 def mov64_reg(dst: int, src: int) -> bytes:
@@ -54,10 +57,10 @@ def add64_imm(dst: int, imm: int) -> bytes:
 
 
 def call(helper: int) -> bytes:
-    return insn(abi.OP_CALL, imm=helper)
+    return insn(asm.OP_CALL, imm=helper)
 
 
-EXIT = insn(abi.OP_EXIT)
+EXIT = insn(asm.OP_EXIT)
 
 
 def bpf_output_attr() -> PerfEventAttr:

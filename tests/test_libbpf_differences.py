@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, require_tools
 from corpus_files import CORPUS, DATA
+from evspec.loader.lint.libbpf_differences import LIBBPF_LEGACY_MAPS, libbpf_differences
 from evspec.loader.object.inspect import inspect_report, inspect_text
-from evspec.loader.object.libbpf_differences import LIBBPF_LEGACY_MAPS, libbpf_differences
 from evspec.loader.object.reader import read_object
 from record_cli import run_record
 

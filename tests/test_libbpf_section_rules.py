@@ -1,4 +1,4 @@
-"""libbpf 1.1's section table as data (loader/object/libbpf_sections.py) at the edges the corpus
+"""libbpf 1.1's section table as data (loader/sections/libbpf.py) at the edges the corpus
 leaves: the attach type numbers against the kernel's UAPI header (/usr/include/linux/bpf.h,
 from linux-libc-dev), the attach name (everything after the first '/', slashes included), and
 a program with no BTF target. The mutants these tests were written to kill are listed in
@@ -10,8 +10,8 @@ import re
 from pathlib import Path
 
 import pytest
-from evspec.loader.object.btf import BtfKind
-from evspec.loader.object.libbpf_sections import BpfAttachType, BtfLookup, LoadParams, attach_target
+from evspec.loader.btf.reader import BtfKind
+from evspec.loader.sections.libbpf import BpfAttachType, BtfLookup, LoadParams, attach_target
 
 
 def test_attach_types_are_the_kernels() -> None:

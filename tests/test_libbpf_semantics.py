@@ -26,12 +26,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import LiveObject, load_object, on_bpffs
-from evspec.loader.object.btf import Btf, BtfKind
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
@@ -286,7 +287,7 @@ def test_a_pinned_map_that_differs_is_refused_by_both(
 def test_a_failed_load_removes_the_pins_it_made(kernel: Kernel, builder: Builder, pin_root: Path) -> None:
     spec = builder.spec("pin")
     broken = dataclasses.replace(spec, programs=tuple(
-        dataclasses.replace(p, insns=abi.encode_insn(abi.OP_EXIT), relocations=(), line_info=())
+        dataclasses.replace(p, insns=asm.encode(asm.OP_EXIT), relocations=(), line_info=())
         for p in spec.programs))
     with pytest.raises(VerifierError):  # r0 is never set
         evspec_load(kernel, broken, pin_root)

@@ -3,12 +3,12 @@ names as the tracking records say; the follower's decoding, naming and stopping 
 
 from __future__ import annotations
 
-from evspec.loader.output.follow import BpfSource, Follower
-from evspec.loader.output.order import TimeOrder, first_time, merge
-from evspec.loader.output.samples import Lost, RingDecoder, TaskEvent
+from evspec.loader.output.live.follow import BpfSource, Follower
+from evspec.loader.output.live.order import TimeOrder, first_time, merge
+from evspec.loader.output.live.samples import Lost, RingDecoder, TaskEvent
+from evspec.loader.output.live.spool import BPF, END, MIN_MEMORY, PERF, ROUND, Frame, Spool
+from evspec.loader.output.live.tasks import TaskNames
 from evspec.loader.output.script import LostLine, RingRecordLine, SampleRun
-from evspec.loader.output.spool import BPF, END, MIN_MEMORY, PERF, ROUND, Frame, Spool
-from evspec.loader.output.tasks import TaskNames
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -159,7 +159,7 @@ def test_a_drain_gone_without_its_end_is_an_error() -> None:
 def test_an_error_of_the_drain_is_raised_with_its_message() -> None:
     import pytest
     from evspec.loader.kernel import KernelError
-    from evspec.loader.output.spool import ERROR
+    from evspec.loader.output.live.spool import ERROR
 
     with Spool(MIN_MEMORY) as spool:
         spool.put(ERROR, 0, 0, [b"corrupt perf ring buffer record: header at position 8 says 4 bytes"])

@@ -1,7 +1,7 @@
 """The records of the ``evspec verify`` path behave like the dataclasses they were.
 
 Specs, section names, ELF pieces, kernel descriptions, live objects and verify's results are
-``evspec.span.Record`` classes (the ``dataclass`` decorator brings ``inspect`` and compiles every
+``evspec.span.Slotted`` classes (the ``dataclass`` decorator brings ``inspect`` and compiles every
 class's methods when the module is imported: 20 ms of a cold ``evspec verify``). Each is held here
 to a dataclass twin made from its former definition: fields in order with their defaults and
 ``field(repr=False)`` / ``field(compare=False)``, frozen or not. ``[]`` and ``{}`` stand for
@@ -14,16 +14,22 @@ import ast
 import dataclasses
 
 import pytest
+from evspec.loader.btf import fixup as btf_fixup
+from evspec.loader.externs import kconfig
+from evspec.loader.externs import resolve as externs
 from evspec.loader.kernel import maps, perf, programs, syscalls
 from evspec.loader.kernel import verifier as kernel_verifier
 from evspec.loader.load import live
-from evspec.loader.object import btf_fixup, elf, externs, kconfig, libbpf_sections, reader, section, spec
+from evspec.loader.object import elf, link, map_attrs, reader, spec
 from evspec.loader.object.spec import replace
+from evspec.loader.sections import libbpf as libbpf_sections
+from evspec.loader.sections import names as section
+from evspec.loader.verify import objects as verify_objects
+from evspec.loader.verify import results as verify_results
 from record_twins import assert_like_twin, body
 
 from evspec import codes
-from evspec.cli import verify
-from evspec.span import Record
+from evspec.span import Slotted
 
 NO_MODULE = "<no-module>"  # ExternSources.modules's default: a function that gives none
 
@@ -84,20 +90,20 @@ FORMER_DATACLASSES: list[tuple[type, bool, list[str]]] = [
     (programs._Attempt, True, ["fd", "error", "log_true_size"]),
     (syscalls.SyscallNumbers, True, ["bpf", "perf_event_open", "ioctl", "mmap", "munmap", "close"]),
     (kernel_verifier.VerifierSummary, True, ["message", "insn_index=None", "insn_text=None", "source=None"]),
-    (live.LinkedProgram, True, ["insns", "line_info", "layout"]),
+    (link.LinkedProgram, True, ["insns", "line_info", "layout"]),
     (live.LiveMap, True, ["spec", "fd", "with_btf", "pinned=None", "reused=False"]),
     (live.LiveProgram, True, ["spec", "fd", "prog_type", "insns"]),
-    (live.MapAttributes, True, ["max_entries", "flags"]),
-    (verify.ProgramResult, False, ["object", "name", "section", "loaded=False", "insns=0", "xlated=None",
+    (map_attrs.MapAttributes, True, ["max_entries", "flags"]),
+    (verify_results.ProgramResult, False, ["object", "name", "section", "loaded=False", "insns=0", "xlated=None",
                                    "verifier=None", "error=None", "errno=None", "relocations=0", "poisoned=[]",
                                    "attach_target=None"]),
-    (verify.MapResult, False, ["object", "name", "type", "created=False", "error=None"]),
-    (verify.ObjectResult, False, ["path", "error=None", "programs=[]", "maps=[]", "notes=[]"]),
-    (verify.ProgramLoad, True, ["prog_type", "expected_attach_type=0", "attach_btf_id=0", "prog_flags=0"]),
+    (verify_results.MapResult, False, ["object", "name", "type", "created=False", "error=None"]),
+    (verify_results.ObjectResult, False, ["path", "error=None", "programs=[]", "maps=[]", "notes=[]"]),
+    (verify_objects.ProgramLoad, True, ["prog_type", "expected_attach_type=0", "attach_btf_id=0", "prog_flags=0"]),
     (codes.CodeInfo, True, ["code", "title", "explanation", "example=''", "fix=''"]),
 ]
 MODULES = (spec, section, libbpf_sections, elf, externs, kconfig, btf_fixup, reader, maps, perf, programs, syscalls,
-           kernel_verifier, live, verify, codes)
+           kernel_verifier, live, link, map_attrs, verify_objects, verify_results, codes)
 MISSING = dataclasses.MISSING
 
 
@@ -141,7 +147,7 @@ def _arguments(cls: type, salt: str) -> tuple[object, ...]:
 
 def test_every_record_of_the_verify_path_has_its_former_dataclass_here() -> None:
     records = {cls for module in MODULES for cls in vars(module).values()
-               if isinstance(cls, type) and issubclass(cls, Record) and cls.__module__ == module.__name__}
+               if isinstance(cls, type) and issubclass(cls, Slotted) and cls.__module__ == module.__name__}
     assert records == {cls for cls, _, _ in FORMER_DATACLASSES}
 
 

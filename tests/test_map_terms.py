@@ -6,8 +6,7 @@ import re
 import sys
 
 import pytest
-from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, Relocation
-from evspec.loader.object.terms.maps import (
+from evspec.loader.lint.terms.maps import (
     BPF_MAP_HINT,
     EventFacts,
     EventKind,
@@ -18,6 +17,7 @@ from evspec.loader.object.terms.maps import (
     range_keys,
     unread_event_arrays,
 )
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, Relocation
 
 from evspec.ast import (
     AllIndices,

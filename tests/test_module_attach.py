@@ -22,23 +22,26 @@ from pathlib import Path
 
 import pytest
 from bpf_build import build_bpf, require_tools
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.attach.attacher import Attacher, AttachOptions, program_types
+from evspec.loader.attach.attacher import Attacher, program_types
+from evspec.loader.attach.attachment import AttachOptions
+from evspec.loader.btf import target as target_btf
+from evspec.loader.btf.reader import Btf, BtfKind
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.lint.event import ObjectEnvironment, check_bpf_event, core_target_of, extern_facts_of
 from evspec.loader.load.live import load_object
-from evspec.loader.object import target_btf
-from evspec.loader.object.btf import Btf, BtfKind
-from evspec.loader.object.check import ObjectEnvironment, check_bpf_event, core_target_of, extern_facts_of
-from evspec.loader.object.libbpf_sections import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec, replace
-from evspec.loader.object.target_btf import TargetBtf
+from evspec.loader.sections.libbpf import BpfAttachType, ModuleTypeId, attach_btf_obj_fd, load_params
+from evspec.loader.verify.objects import KernelBtf, verify_object
 from split_btf import btf_section, split_btf
 
 from evspec.ast import BpfEvent
-from evspec.cli.verify import KernelBtf, _render_text, verify_object
+from evspec.cli.verify import _render_text
 from evspec.span import Span
 from evspec.system.model import ExternFacts
 from evspec.system.snapshot import SNAPSHOT_VERSION, SnapshotSystem, encode_btf, encode_extern_facts
@@ -329,7 +332,7 @@ def test_a_module_type_id_keeps_its_module(blobs: dict[str, bytes], fake: FakeKe
 
 def test_the_fake_kernel_checks_the_obj_fd(blobs: dict[str, bytes], fake: FakeKernel) -> None:
     kernel = Kernel(fake)
-    insns = abi.encode_insn(0xB7) + abi.encode_insn(abi.OP_EXIT)
+    insns = asm.encode(0xB7) + asm.encode(asm.OP_EXIT)
     tracing = dict(expected_attach_type=BpfAttachType.TRACE_FENTRY, attach_btf_id=30)
     module = kernel.btf_fd_by_id(TESTMOD_ID)
     program_btf = kernel.btf_fd_by_id(3)

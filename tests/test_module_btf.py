@@ -40,15 +40,14 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, require_tools
 from corpus_files import DATA
+from evspec.loader.btf import name_index
+from evspec.loader.btf import target as target_btf
+from evspec.loader.btf.core import CoreError, CoreResolver, types_compat
+from evspec.loader.btf.core_patch import relocate_object
+from evspec.loader.btf.reader import Btf, BtfError, BtfKind, BtfType, RawType, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf, essential_name, read_module_blobs
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.kernel.btf_objects import open_module_btfs
-from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.object import name_index, target_btf
-from evspec.loader.object.btf import Btf, BtfError, BtfKind, BtfType, RawType, type_info, write_btf
-from evspec.loader.object.core import CoreError, CoreResolver, types_compat
-from evspec.loader.object.core_patch import relocate_object
-from evspec.loader.object.module_ksyms import (
+from evspec.loader.externs.module_ksyms import (
     FD_ARRAY_LIMIT,
     FdArray,
     KsymError,
@@ -58,9 +57,11 @@ from evspec.loader.object.module_ksyms import (
     kfunc_calls,
     ld_imm64_values,
 )
+from evspec.loader.kernel import Kernel, KernelError
+from evspec.loader.kernel.btf_objects import open_module_btfs
+from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.target_btf import TargetBtf, essential_name, read_module_blobs
 from split_btf import btf_section, split_btf
 
 MODBTF = DATA / "modbtf"

@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf import target as target_btf
 from evspec.loader.kernel import Kernel
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import load_object
-from evspec.loader.object import target_btf
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import ProgType
 from test_module_btf import CT_COUNT, CT_SET_MARK, NAT_FLAGS, blobs, built  # noqa: F401  (fixtures)

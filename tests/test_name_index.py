@@ -14,10 +14,11 @@ from array import array
 from pathlib import Path
 
 import pytest
-from evspec.loader.object import name_index, user_cache
-from evspec.loader.object.btf import Btf, BtfError, BtfKind, RawType, type_info, write_btf
-from evspec.loader.object.name_index import NameIndex
-from evspec.loader.object.target_btf import TargetBtf, essential_name
+from evspec.loader import user_cache
+from evspec.loader.btf import name_index
+from evspec.loader.btf.name_index import NameIndex
+from evspec.loader.btf.reader import Btf, BtfError, BtfKind, RawType, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf, essential_name
 
 NAMES = ["int", "task_struct", "task_struct___v1", "task_struct___v2___x", "my_file", "a___b", "____fput",
          "x___", "file___y", "é___1", "sched"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.check import (
+from evspec.loader.lint.event import (
     SYNTAX_STAGE_CODES,
     ObjectEnvironment,
     TracefsTracepoints,
@@ -24,8 +24,8 @@ from evspec.loader.object.check import (
     elf_function_symbols,
     environment_from_system,
 )
+from evspec.loader.lint.terms.maps import EventFacts, EventKind, facts_for_event
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.maps import EventFacts, EventKind, facts_for_event
 
 from evspec.ast import BpfEvent, Event, EventList, Group, SymbolEvent, SymbolKind, Term, TermKind, Terms
 from evspec.diagnostics import Diagnostic, Severity
@@ -503,7 +503,7 @@ def _event_kinds_ok(events: tuple[Event, ...]) -> bool:
     )
 
 
-def _run_full(analyze: Callable, rules: object, text: str, env: ObjectEnvironment) -> tuple[list, list[Diagnostic]]:
+def _run_full(analyze: Callable, references: object, text: str, env: ObjectEnvironment) -> tuple[list, list[Diagnostic]]:
     result = analyze(text)
     events = result.events.events()
     defined: dict[str, EventFacts] = {}
@@ -515,7 +515,7 @@ def _run_full(analyze: Callable, rules: object, text: str, env: ObjectEnvironmen
             for name, facts in created.items():
                 defined.setdefault(name, facts)
             continue
-        for name in rules.event_reference_names(ev, text):  # type: ignore[attr-defined]
+        for name in references.event_reference_names(ev, text):  # type: ignore[attr-defined]
             defined.setdefault(name, facts_for_event(ev))
     return list(events), found
 
@@ -526,14 +526,14 @@ def test_full_corpus_rows_with_bpf_objects(corpus: list, bpf_fixtures: Path, tra
     a syntax error that leaves no BPF event, say — are out of scope), or the row is FULL-ok and
     holds only BPF events and software (bpf-output) events. For these, the first error of the BPF
     checks (object, sections, probes, terms) must have the FULL span and perf's message."""
-    from evspec import parser, rules
+    from evspec import parser, references
     env = ObjectEnvironment.from_tracefs(bpf_fixtures, tracefs)
     covered: list[int] = []
     failures: list[str] = []
     for row in corpus:
         if not any(s in row.string for s in (".o", ".c", ".obj")):
             continue
-        events, found = _run_full(parser.analyze, rules, row.string, env)
+        events, found = _run_full(parser.analyze, references, row.string, env)
         bpf = [e for e in events if isinstance(e, BpfEvent)]
         if not bpf:
             continue  # the object never became an event (syntax error, no BPF suffix)
@@ -579,7 +579,7 @@ def test_full_same_object_twice(bpf_fixtures: Path, tracefs: Path) -> None:
 
 
 def test_check_bpf_events_with_the_corpus_system(bpf_fixtures: Path) -> None:
-    from evspec.loader.object.check import check_bpf_events
+    from evspec.loader.lint.event import check_bpf_events
 
     from evspec import parser
     from evspec.system import fixtures
@@ -618,7 +618,7 @@ def test_uprobe_targets_include_ifunc_resolvers() -> None:
     """libc's strlen is an STT_GNU_IFUNC symbol: a uprobe may name it (check and attach agree)."""
     import ctypes.util
 
-    from evspec.loader.object.check import elf_function_symbols
+    from evspec.loader.lint.event import elf_function_symbols
 
     libc = next((p for p in (Path("/lib/x86_64-linux-gnu/libc.so.6"), Path("/lib/aarch64-linux-gnu/libc.so.6"))
                  if p.exists()), None)

@@ -21,8 +21,8 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from evspec.loader.btf.reader import Btf
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf
 from evspec.loader.object.elf import BpfElf
 from evspec.loader.object.map_dump import decode_map, dumpable, is_per_cpu, per_cpu_stride
 from evspec.loader.object.reader import read_object_bytes

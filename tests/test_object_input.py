@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.object import compile as compile_module
+from evspec.loader.object import clang as compile_module
 from evspec.loader.object import input_file
-from evspec.loader.object.compile import compile_source
+from evspec.loader.object.clang import compile_source
 from evspec.loader.object.input_file import MAX_INPUT_BYTES, read_input
 from evspec.loader.object.reader import read_object
 

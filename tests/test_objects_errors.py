@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.compile import arch_include_dir
+from evspec.loader.object.clang import arch_include_dir
 from evspec.loader.object.reader import read_object, read_object_bytes
 
 INC = f"-I{arch_include_dir() or '/usr/include'}"  # asm/types.h, as compile_source adds it

@@ -11,7 +11,7 @@ import struct
 from pathlib import Path
 
 import pytest
-from evspec.loader.object.compile import compile_source
+from evspec.loader.object.clang import compile_source
 from evspec.loader.object.reader import data_map_name, read_object
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgramSpec, Relocation
 

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 from corpus_files import SEED_COMMITS
-from evspec.loader.object.compile import compile_source, linux_version_code, possible_cpus
+from evspec.loader.object.clang import compile_source, linux_version_code, possible_cpus
 from evspec.loader.object.inspect import inspect_report, inspect_text, map_type_name
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapType, ObjectSpec
@@ -97,7 +97,7 @@ def test_report_with_attach_descriptions(cache: Path) -> None:
 
 
 def test_report_with_the_section_parser(cache: Path) -> None:
-    from evspec.loader.object import section
+    from evspec.loader.sections import names as section
     spec = read_object(compile_source(DATA / "test_bpf_trace.c", cache_dir=cache))
     report = inspect_report(spec, lambda name: section.parse_section(name).to_json())
     assert [p["type"] for p in report["programs"]] == ["kprobe", "kprobe"]

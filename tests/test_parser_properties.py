@@ -8,6 +8,7 @@ import os
 
 import pytest
 from corpus_files import read_corpus
+from evspec.grammar.lalr import SyntaxStop
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from lark.exceptions import UnexpectedInput
@@ -16,7 +17,6 @@ from evspec import lexicon
 from evspec.ast import AllIndices, BpfEvent, EventList, Group, IndexList, SymbolKind
 from evspec.parser import analyze, earley_parser, machine, parse
 from evspec.parser.builder import AstBuilder, Fault
-from evspec.parser.driver import SyntaxStop
 from evspec.printer import print_events
 from evspec.span import Span
 

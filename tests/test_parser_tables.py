@@ -15,11 +15,11 @@ import sys
 from typing import Any
 
 import pytest
+from evspec.grammar.lalr import LalrMachine, SyntaxStop, Tok
+from evspec.grammar.tablegen import build_tables, generate, render_tables
+from evspec.grammar.tables import TABLES_FILE, LalrTables, load_tables, read_tables_text
 
 from evspec.parser import grammar_text
-from evspec.parser.driver import LalrMachine, SyntaxStop, Tok
-from evspec.parser.tablegen import build_tables, generate, render_tables
-from evspec.parser.tables import TABLES_FILE, LalrTables, load_tables, read_tables_text
 
 STALE = "grammar/events_tables.json is out of date with grammar/events.lark: run python scripts/gen_tables.py"
 
@@ -32,7 +32,7 @@ def test_committed_tables_match_the_grammar() -> None:
 
 @pytest.mark.parametrize("seed", ["1", "2"])
 def test_generation_does_not_depend_on_the_hash_seed(seed: str, tmp_path: object) -> None:
-    code = ("import sys; from evspec.parser import grammar_text; from evspec.parser.tablegen import generate; "
+    code = ("import sys; from evspec.parser import grammar_text; from evspec.grammar.tablegen import generate; "
             "sys.stdout.write(generate(grammar_text()))")
     env = {**os.environ, "PYTHONHASHSEED": seed}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(tmp_path), check=True,

@@ -6,7 +6,8 @@ import ctypes
 import struct
 
 import pytest
-from evspec.loader.abi.perf import MmapPage, RecordType, SampleType
+from evspec.loader.abi.perf import MmapPage, RecordType
+from evspec.loader.abi.perf_bits import SampleType
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.output import perf_ring

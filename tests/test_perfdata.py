@@ -11,15 +11,18 @@ import struct
 from pathlib import Path
 
 import pytest
-from evspec.loader.abi.perf import PERF_ATTR_SIZE_VER7, MmapPage, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.abi.perf import MmapPage, RecordType
+from evspec.loader.abi.perf_bits import SampleType
+from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
-from evspec.loader.output import perfdata as pd
-from evspec.loader.output.capture import Capture, comm_record, count_records, count_span
 from evspec.loader.output.perf_ring import LostCount, PerfRing
+from evspec.loader.output.saved import perfdata as pd
+from evspec.loader.output.saved.capture import Capture, comm_record, count_records, count_span
+from evspec.loader.output.saved.replay import script_lines
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
-from evspec.cli.script import add_script_parser, script_lines, script_main
+from evspec.cli.script import add_script_parser, script_main
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 4, 2, ("evspec", "record", "-o", "x"))
 PAGE = 4096

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.probe_args import (
+from evspec.loader.sections.names import ProbeArg
+from evspec.loader.sections.probe_args import (
     AARCH64,
     X86_64,
     Deref,
@@ -27,7 +28,6 @@ from evspec.loader.object.probe_args import (
     parse_type,
     resolve_args,
 )
-from evspec.loader.object.section import ProbeArg
 
 from evspec.span import Span
 

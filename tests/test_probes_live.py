@@ -26,6 +26,7 @@ from evspec.loader.attach.probe_events import Owner
 from evspec.loader.object.elf_symbols import read_elf_symbols, uprobe_sites
 
 from evspec.cli.record import add_record_parser, record_main
+from evspec.compiler.recording import recording_plan
 
 DATA = Path(__file__).parent / "data" / "probes"
 UPROBE_EVENTS = Path("/sys/kernel/tracing/uprobe_events")
@@ -219,7 +220,8 @@ def _session(workdir: Path, source: str, argv: list[str], options: object = None
     workload = Workload(argv)
     session = RecordSession(options=options)  # type: ignore[arg-type]
     try:
-        session.prepare([parse(source)], load_system("live"), workdir, workload)
+        lists, system = [parse(source)], load_system("live")
+        session.prepare(lists, recording_plan(lists, system), system, workdir, workload)
     except BaseException:
         session.close()
         workload.close()
@@ -286,7 +288,7 @@ def test_uprobe_pmu_when_tracefs_cannot_be_used(workdir: Path, monkeypatch: pyte
     slot); nothing appears in tracefs."""
     from evspec.loader.attach import attacher as attach
     from evspec.loader.attach.probes import UprobeAttacher
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
     from evspec.loader.session import RecordOptions
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
@@ -314,7 +316,7 @@ def test_uprobe_pmu_events_follow_the_task_on_every_cpu(workdir: Path, monkeypat
     (cpu -1), so every hit runs the program once, not once per CPU event."""
     from evspec.loader.attach import attacher as attach
     from evspec.loader.attach.probes import UprobeAttacher
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.UPROBE, lambda kernel, options: UprobeAttacher(
         kernel, options, tracefs_root=workdir / "no-tracefs"))
@@ -496,7 +498,7 @@ def _perf_payloads(script: str) -> Counter[str]:
 
 def test_differential_against_perf(workdir: Path, perf_binary: str) -> None:
     """perf 6.1 records the same payloads from the same object (a glob over two functions)."""
-    from evspec.loader.object.compile import compile_source
+    from evspec.loader.object.clang import compile_source
 
     shutil.copy(compile_source(workdir / "glob.c"), workdir / "glob.o")
     rec = subprocess.run([perf_binary, "record", "-q", "-o", "perf.data", "-e", "./glob.o", "--", "./target", str(N)],

@@ -11,8 +11,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
-from evspec.loader.abi.perf import PerfType
-from evspec.loader.attach.attacher import AttachOptions, ProgramAttach
+from evspec.loader.abi.perf_ids import PerfType
+from evspec.loader.attach.attachment import AttachOptions, ProgramAttach
 from evspec.loader.attach.probe_events import (
     Owner,
     ProbeKind,
@@ -29,10 +29,11 @@ from evspec.loader.attach.probes import KprobeAttacher, ProbeDetail, UprobeAttac
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.object.section import parse_section
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.names import parse_section
 
 from evspec.codes import kernel as codes
+from evspec.compiler.recording import recording_plan
 
 TARGET_C = Path(__file__).parent / "data" / "probes" / "target.c"
 IN_CI = os.environ.get("CI") == "true"
@@ -551,7 +552,7 @@ def test_session_opens_and_attaches_kprobes_on_the_fake_kernel(
             raise RuntimeError("clang is required in CI")
         pytest.skip("clang not installed")
     from evspec.loader.attach import attacher as attach
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
     from evspec.loader.session import RecordOptions, RecordSession
 
     from evspec.parser import parse
@@ -569,7 +570,8 @@ def test_session_opens_and_attaches_kprobes_on_the_fake_kernel(
         a["type"] == 8 and symbols.append(ctypes.string_at(a["config1"]))))
     session = RecordSession(Kernel(funnel), RecordOptions(cpus=(0, 1)))
     try:
-        session.prepare([parse("./kprobe.c")], None, tmp_path, None)
+        lists = [parse("./kprobe.c")]
+        session.prepare(lists, recording_plan(lists, None), None, tmp_path, None)
         if way == "tracefs":
             assert fake.writes == [f"p:{GROUP}/func do_sys_openat2", f"r:{GROUP}/kretprobe_vfs_read vfs_read"]
             keys = [(2, 2000), (2, 2001)]

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import pytest
-from evspec.loader.object.program_events import program_events
+from evspec.loader.sections.program_events import program_events
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,6 @@
 """Every section name of libbpf 1.1's table, as evspec reads, verifies, checks and records it.
 
-* The table (loader/object/libbpf_sections.py) against the installed libbpf itself: the program
+* The table (loader/sections/libbpf.py) against the installed libbpf itself: the program
   type and expected attach type ``libbpf_prog_type_by_name`` gives each name.
 * ``evspec verify`` against libbpf (tests/libbpf_parity.py, the runner tests/data/heldout/load_one.c)
   on this folder's fixtures (tests/data/progtypes/*.c: every family of section names, with and
@@ -25,7 +25,8 @@ from pathlib import Path
 import pytest
 from bpf_build import BPF_FLAGS, require_tools
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.libbpf_sections import (
+from evspec.loader.object.spec import ProgType
+from evspec.loader.sections.libbpf import (
     BPF_F_SLEEPABLE,
     BPF_F_XDP_HAS_FRAGS,
     SECTION_DEFS,
@@ -34,8 +35,7 @@ from evspec.loader.object.libbpf_sections import (
     load_params,
     section_prog_flags,
 )
-from evspec.loader.object.section import AttachKind, BtfTarget, parse_section
-from evspec.loader.object.spec import ProgType
+from evspec.loader.sections.names import AttachKind, BtfTarget, parse_section
 from libbpf_parity import Row, build_runner, compare, evspec_verdicts, libbpf_verdicts, table
 from record_cli import run_record as _record
 

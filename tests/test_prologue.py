@@ -21,8 +21,6 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.probe_args import AARCH64, U64, X86_64, FetchPlace, ValueType
-from evspec.loader.object.section import ProbeArg
 from evspec.loader.object.spec import (
     LineInfo,
     MapSpec,
@@ -32,6 +30,8 @@ from evspec.loader.object.spec import (
     ProgType,
     Relocation,
 )
+from evspec.loader.sections.names import ProbeArg
+from evspec.loader.sections.probe_args import AARCH64, U64, X86_64, FetchPlace, ValueType
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

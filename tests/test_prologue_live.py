@@ -18,12 +18,12 @@ from evspec.loader.abi.perf import PerfEventAttr
 from evspec.loader.attach.prologue import PrologueCache, build_prologue
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.load.live import LiveObject, load_object
-from evspec.loader.object.compile import compile_source
+from evspec.loader.object.clang import compile_source
 from evspec.loader.object.elf_symbols import read_elf_symbols, uprobe_sites
-from evspec.loader.object.probe_args import body_address
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.section import ProbeArg, ProbeTarget, parse_section
 from evspec.loader.object.spec import ProgType
+from evspec.loader.sections.names import ProbeArg, ProbeTarget, parse_section
+from evspec.loader.sections.probe_args import body_address
 
 from evspec.span import Span
 

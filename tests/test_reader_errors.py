@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, require_tools
 from bpf_elf import SHF_ALLOC, SHF_WRITE, SHT_NOBITS, SHT_PROGBITS, bpf_elf
+from evspec.loader.btf.reader import MAX_NESTING, Btf, BtfError, BtfKind, RawType, type_info, write_btf
 from evspec.loader.errors import ObjectError
 from evspec.loader.object import reader
-from evspec.loader.object.btf import MAX_NESTING, Btf, BtfError, BtfKind, RawType, type_info, write_btf
 from evspec.loader.object.elf import BpfElf
 from evspec.loader.object.elf_symbols import read_elf_symbols
 from evspec.loader.object.map_dump import decode_map, decode_type

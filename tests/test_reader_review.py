@@ -22,9 +22,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
+from evspec.loader.btf.reader import Btf, BtfKind, RawType, type_info, write_btf
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, VerifierError
-from evspec.loader.object.btf import Btf, BtfKind, RawType, type_info, write_btf
 from evspec.loader.object.elf import BpfElf
 from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.reader import data_map_name, read_object, read_object_bytes

@@ -15,6 +15,7 @@ from evspec.loader.object import reader
 from evspec.loader.session import RecordOptions, RecordSession
 
 from evspec.cli.record import _check
+from evspec.compiler.recording import recording_plan
 from evspec.system import load_system
 
 
@@ -44,7 +45,7 @@ def test_an_object_checked_then_loaded_is_read_once(
     assert len(reads) == 1, "the check did not read the object"
     session = RecordSession(options=RecordOptions(pid=os.getpid()))
     try:
-        session.prepare(lists, system, Path.cwd(), None)  # type: ignore[arg-type]
+        session.prepare(lists, recording_plan(lists, system), system, Path.cwd(), None)  # type: ignore[arg-type]
         assert [Path(o.path).resolve() for o in session.objects] == [target]
     finally:
         session.close()

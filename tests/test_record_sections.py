@@ -9,6 +9,7 @@ import pytest
 from record_cli import run_record as _record
 
 from evspec.check import CheckOptions, check_specs
+from evspec.compiler.recording import recording_plan
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.system.fixtures import corpus_system
@@ -110,7 +111,8 @@ def test_a_term_refused_while_loading_keeps_its_event_string(bpf_fixtures: Path,
     session = RecordSession()
     try:
         with pytest.raises(EvspecError) as exc:
-            session.prepare([parse("cpu-clock"), parse(text)], None, bpf_fixtures, None)
+            lists = [parse("cpu-clock"), parse(text)]
+            session.prepare(lists, recording_plan(lists, None), None, bpf_fixtures, None)
     finally:
         session.close()
     [d] = exc.value.diagnostics

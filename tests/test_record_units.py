@@ -7,6 +7,8 @@ import json
 import pytest
 from evspec.loader.attach.attacher import plan_attachments, program_types
 from evspec.loader.errors import ObjectError
+from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
+from evspec.loader.lint.terms.maps import MapUpdate
 from evspec.loader.load.apply import (
     MSG_EVTDIM,
     MSG_EVTINH,
@@ -16,9 +18,7 @@ from evspec.loader.load.apply import (
     EventInstances,
     check_event_update,
 )
-from evspec.loader.object.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.maps import MapUpdate
 from evspec.loader.output.script import (
     LostLine,
     SampleLine,
@@ -211,8 +211,8 @@ class _RecordingKind:
         self.notes = ["1 program served 2 probe points"]
 
     def plan(self, spec: ObjectSpec, prog: ProgramSpec, section: object) -> object:
-        from evspec.loader.attach.attacher import ProbeEvent, ProgramAttach
-        from evspec.loader.object.section import AttachKind
+        from evspec.loader.attach.attachment import ProbeEvent, ProgramAttach
+        from evspec.loader.sections.names import AttachKind
 
         self.calls.append(f"plan {prog.name}")
         return ProgramAttach(prog.name, 6, (ProbeEvent("xdp:" + prog.name, {"type": 1}),), deferred=True, kind=AttachKind.XDP)
@@ -231,9 +231,10 @@ class _RecordingKind:
 
 def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatch) -> None:
     from evspec.loader.attach import attacher as attach
+    from evspec.loader.attach.attachment import AttachOptions
     from evspec.loader.kernel import Kernel
     from evspec.loader.kernel.fake import FakeKernel
-    from evspec.loader.object.section import AttachKind
+    from evspec.loader.sections.names import AttachKind
 
     made: list[_RecordingKind] = []
 
@@ -243,7 +244,7 @@ def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatc
 
     monkeypatch.setitem(attach.KIND_ATTACHERS, AttachKind.XDP, factory)
     spec = _obj("n.o", programs=(_prog("a", "xdp"), _prog("b", "xdp"), _prog("t", "raw_syscalls:sys_enter")))
-    attacher = attach.Attacher(Kernel(FakeKernel()), attach.AttachOptions(lambda s, e: 5, dev="veth0"))
+    attacher = attach.Attacher(Kernel(FakeKernel()), AttachOptions(lambda s, e: 5, dev="veth0"))
     plan = attacher.plan(spec)
     assert len(made) == 1 and made[0].options.dev == "veth0"  # type: ignore[attr-defined]
     assert [p.deferred for p in plan] == [True, True, False]

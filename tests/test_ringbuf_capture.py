@@ -21,13 +21,16 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
-from evspec.loader.abi.perf import PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.abi.perf import PerfEventAttr, RecordType
+from evspec.loader.abi.perf_bits import SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
-from evspec.loader.output import perfdata as pd
 from evspec.loader.output.bpf_ringbuf import DISCARD_BIT, BpfRingReader, RecordRun
-from evspec.loader.output.capture import Capture
 from evspec.loader.output.perf_ring import SampleLayout
-from evspec.loader.output.ringbuf_capture import (
+from evspec.loader.output.saved import perfdata as pd
+from evspec.loader.output.saved.capture import Capture
+from evspec.loader.output.saved.replay import name_width, script_lines
+from evspec.loader.output.saved.ringbuf_capture import (
     MAX_RECORD,
     RING_ID_BASE,
     RING_SAMPLE_TYPE,
@@ -40,8 +43,6 @@ from evspec.loader.output.script import RingRecordLine, ring_record_json, ring_r
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 from record_cli import run_record, run_script
 from test_bpf_ringbuf import PAGE, FakeRing
-
-from evspec.cli.script import name_width, script_lines
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))
 TRACKING = pd.FileAttr.of("dummy:tracking", perf_attr({"type": PerfType.SOFTWARE, "config": SwConfig.DUMMY,

@@ -11,7 +11,7 @@ import pytest
 from evspec.loader.abi.perf import RecordType
 from evspec.loader.kernel import KernelError
 from evspec.loader.output import perf_ring
-from evspec.loader.output.samples import Lost, RingDecoder, TaskEvent
+from evspec.loader.output.live.samples import Lost, RingDecoder, TaskEvent
 from evspec.loader.output.script import LostLine, SampleLine, SampleRun
 from evspec.loader.output.tracefs_format import TracepointDecoders
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE

@@ -5,7 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from evspec.loader.object.section import (
+from evspec.loader.object.spec import ProgType
+from evspec.loader.sections.names import (
     AttachKind,
     NetHookTarget,
     ProbeTarget,
@@ -19,7 +20,6 @@ from evspec.loader.object.section import (
     parse_perf_bool,
     parse_section,
 )
-from evspec.loader.object.spec import ProgType
 
 from evspec.diagnostics import EvspecError, Severity
 from evspec.span import Span
@@ -660,7 +660,7 @@ def test_to_json_network_hooks() -> None:
 
 
 def test_section_grammar_cache_is_private(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from evspec.loader.object import section
+    from evspec.loader.sections import names as section
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     cache = section.grammar_cache_file()
     assert cache == str(tmp_path / "evspec" / "grammar" / "section.lark-cache")

@@ -4,7 +4,7 @@ The mutants these tests were written to kill are listed in tools/mutation/pins.t
 
 from __future__ import annotations
 
-from evspec.loader.object.section import parse_section
+from evspec.loader.sections.names import parse_section
 
 
 def test_a_question_mark_turns_autoload_off_and_keeps_the_spans_in_the_name() -> None:

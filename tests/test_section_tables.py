@@ -1,11 +1,11 @@
 """The committed tables of the section grammar (grammar/section_tables.json) and the parser that
-runs them (``section_lalr``), which parses section names without Lark.
+runs them (``sections.lalr``), which parses section names without Lark.
 
 The tables must be exactly what the generator makes from grammar/section.lark today (regenerate
 with ``python scripts/gen_tables.py``), in any hash seed; the parser must build the trees
 Lark builds (names, kept tokens, spans) and fail where and how Lark fails, on every start rule:
 checked on a corpus of section names, on seeded mutations of it, and on a small grammar with every
-tree-shaping feature (inlined rules, ``?rule``, ``%ignore``, literals folded into patterns).
+tree-shaping feature (inlined rules, ``?rule``, literals folded into patterns).
 """
 
 from __future__ import annotations
@@ -22,9 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from evspec.loader.object import section, section_lalr
-from evspec.loader.object.section_lalr import SectionParser, SectionSyntaxError, load_parser
-from evspec.loader.object.section_tablegen import STARTS, build_tables, generate, render_tables
+from evspec.grammar.lalr import Tok
+from evspec.grammar.tables import read_tables_text
+from evspec.loader.sections import lalr as section_lalr
+from evspec.loader.sections import names as section
+from evspec.loader.sections.lalr import SectionParser, SectionSyntaxError, load_parser
+from evspec.loader.sections.tablegen import STARTS, build_tables, generate, render_tables
 from lark import Lark, Token, Tree
 from lark.exceptions import UnexpectedCharacters, UnexpectedInput, UnexpectedToken
 
@@ -39,7 +42,7 @@ def _grammar() -> str:
 
 
 def test_committed_tables_match_the_grammar() -> None:
-    committed = section_lalr.read_tables_text()
+    committed = read_tables_text(section_lalr.TABLES_FILE)
     assert json.loads(committed)["grammar_sha256"] == hashlib.sha256(_grammar().encode()).hexdigest(), STALE
     assert committed == generate(_grammar()), STALE
 
@@ -47,16 +50,16 @@ def test_committed_tables_match_the_grammar() -> None:
 @pytest.mark.parametrize("seed", ["1", "2"])
 def test_generation_does_not_depend_on_the_hash_seed(seed: str, tmp_path: object) -> None:
     code = ("import sys; from importlib.resources import files; "
-            "from evspec.loader.object.section_tablegen import generate; "
+            "from evspec.loader.sections.tablegen import generate; "
             "sys.stdout.write(generate((files('evspec.grammar') / 'section.lark').read_text(encoding='utf-8')))")
     env = {**os.environ, "PYTHONHASHSEED": seed}
     out = subprocess.run([sys.executable, "-c", code], env=env, cwd=str(tmp_path), check=True,
                          capture_output=True, text=True).stdout
-    assert out == section_lalr.read_tables_text()
+    assert out == read_tables_text(section_lalr.TABLES_FILE)
 
 
 def test_tables_are_consistent() -> None:
-    data = json.loads(section_lalr.read_tables_text())
+    data = json.loads(read_tables_text(section_lalr.TABLES_FILE))
     terminals = {name for name, _ in data["terminals"]}
     nonterminals = {rule[0] for rule in data["rules"]}
     for names, folds in data["lexers"]:
@@ -76,8 +79,8 @@ def test_tables_are_consistent() -> None:
 
 
 def _shape(node: object) -> object:
-    """A Lark or ``section_lalr`` tree as plain data: names, tokens and every span."""
-    if isinstance(node, (Token, section_lalr.Token)):
+    """A Lark or ``sections.lalr`` tree as plain data: names, tokens and every span."""
+    if isinstance(node, (Token, Tok)):
         return (node.type, str(node), node.start_pos, node.end_pos)
     assert isinstance(node, (Tree, section_lalr.Tree)), node
     meta = node.meta
@@ -164,7 +167,7 @@ def test_the_parser_agrees_with_lark() -> None:
 def test_parse_section_imports_no_lark(tmp_path: Path) -> None:
     code = ("import sys\n"
             "from evspec.diagnostics import EvspecError\n"
-            "from evspec.loader.object.section import parse_section\n"
+            "from evspec.loader.sections.names import parse_section\n"
             "for name in ('tracepoint/raw_syscalls/sys_enter', 'ev=func a', 'a:b', 'kprobe/f+8', 'tp/x', 'a=f +'):\n"
             "    try:\n"
             "        parse_section(name)\n"
@@ -196,12 +199,11 @@ KEY: "key"
 WORD: /[a-z]+/
 NUMBER: /[0-9]+/
 _LEAD: /\/+/
-%ignore " "
 """
 TOY_STARTS = ["start", "other"]
 TOY_TEXTS = [
-    "a=1", "a = 1 ; key;(b=2,c=[3]);!x", "//a=<<4>>", "a=1+b", "a=[1]", "(a=1)", "key", "keyx", "a=", "a=1;",
-    "(a=1", "a==1", "a=1]", "a=#", "a=[]", "!key", "(key,key)", "  a=1  ", "a=1 2", "=1", "", ";", "a=<1",
+    "a=1", "a=1;key;(b=2,c=[3]);!x", "a = 1", "//a=<<4>>", "a=1+b", "a=[1]", "(a=1)", "key", "keyx", "a=", "a=1;",
+    "(a=1", "a==1", "a=1]", "a=#", "a=[]", "!key", "(key,key)", "a=1 2", "=1", "", ";", "a=<1",
     "x", "key", "1",
 ]
 
@@ -231,5 +233,11 @@ def test_the_toy_grammar_exercises_what_it_should() -> None:
         ("item", 27, 30, [("KEY", "key", 27, 30)]),  # 'key' matched by WORD, folded into KEY
     ])
     with pytest.raises(SectionSyntaxError) as stop:
-        ours.parse("a=1 ]", "start")
-    assert stop.value.token is not None and (stop.value.token.type, stop.value.pos) == ("RSQB", 4)
+        ours.parse("a=1]", "start")
+    assert stop.value.token is not None and (stop.value.token.type, stop.value.pos) == ("RSQB", 3)
+
+
+def test_a_grammar_with_ignored_terminals_is_refused() -> None:
+    """The LALR runtime skips nothing between tokens: blanks are written into the rules."""
+    with pytest.raises(ValueError, match="%ignore .* is not supported"):
+        build_tables(TOY + '%ignore " "\n', TOY_STARTS)

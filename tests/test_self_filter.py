@@ -5,6 +5,7 @@ records shifted with the program)."""
 from __future__ import annotations
 
 import pytest
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
 from evspec.loader.kernel import Kernel
 from evspec.loader.kernel.fake import FakeKernel
@@ -12,8 +13,8 @@ from evspec.loader.load.live import load_object
 from evspec.loader.load.self_filter import GET_CURRENT_PID_TGID, prelude_for, skip_task
 from evspec.loader.object.spec import LineInfo, ObjectSpec, ProgramSpec, ProgType
 
-MOV0 = abi.encode_insn(0xB7, dst=0, imm=0)
-EXIT = abi.encode_insn(abi.OP_EXIT)
+MOV0 = asm.encode(0xB7, dst=0, imm=0)
+EXIT = asm.encode(asm.OP_EXIT)
 
 
 def decoded(code: bytes) -> list[tuple[int, int, int, int, int]]:
@@ -24,11 +25,11 @@ def decoded(code: bytes) -> list[tuple[int, int, int, int, int]]:
 def test_the_prelude_returns_0_in_the_recordings_own_process() -> None:
     assert decoded(skip_task(4242)) == [
         (0xBF, 6, 1, 0, 0),  # r6 = r1
-        (abi.OP_CALL, 0, 0, 0, GET_CURRENT_PID_TGID),
+        (asm.OP_CALL, 0, 0, 0, GET_CURRENT_PID_TGID),
         (0x77, 0, 0, 0, 32),  # r0 >>= 32: the tgid
         (0x55, 0, 0, 2, 4242),  # if r0 != 4242 goto the program
         (0xB7, 0, 0, 0, 0),  # r0 = 0
-        (abi.OP_EXIT, 0, 0, 0, 0),
+        (asm.OP_EXIT, 0, 0, 0, 0),
         (0xBF, 1, 6, 0, 0),  # r1 = r6
     ]
     with pytest.raises(ValueError, match="not a process id"):
@@ -40,13 +41,13 @@ def test_the_prelude_of_several_processes_returns_0_in_each() -> None:
     the return; a tuple of one is the single tgid's prelude."""
     assert decoded(skip_task(4242, 77, 78)) == [
         (0xBF, 6, 1, 0, 0),
-        (abi.OP_CALL, 0, 0, 0, GET_CURRENT_PID_TGID),
+        (asm.OP_CALL, 0, 0, 0, GET_CURRENT_PID_TGID),
         (0x77, 0, 0, 0, 32),
         (0x15, 0, 0, 2, 77),  # if r0 == 77 goto r0 = 0
         (0x15, 0, 0, 1, 78),  # if r0 == 78 goto r0 = 0
         (0x55, 0, 0, 2, 4242),
         (0xB7, 0, 0, 0, 0),
-        (abi.OP_EXIT, 0, 0, 0, 0),
+        (asm.OP_EXIT, 0, 0, 0, 0),
         (0xBF, 1, 6, 0, 0),
     ]
     assert prelude_for(ProgType.TRACEPOINT, (4242, 77, 78)) == skip_task(4242, 77, 78)
@@ -80,7 +81,7 @@ def test_load_object_puts_it_in_front_of_tracing_programs_only() -> None:
 
 
 def test_a_prefixed_program_keeps_its_line_records_on_its_instructions() -> None:
-    from evspec.loader.load.live import LinkedProgram
+    from evspec.loader.object.link import LinkedProgram
 
     line = LineInfo(1, "t.c", 3, 1, "return 0;")
     linked = LinkedProgram(MOV0 + EXIT, (line,), (("p", 0),))

@@ -10,8 +10,8 @@ import time
 from pathlib import Path
 
 import pytest
-from evspec.loader.output import spool as spool_mod
-from evspec.loader.output.spool import BPF, END, MIN_MEMORY, PERF, Frame, Spool
+from evspec.loader.output.live import spool as spool_mod
+from evspec.loader.output.live.spool import BPF, END, MIN_MEMORY, PERF, Frame, Spool
 from hypothesis import given, settings
 from hypothesis import strategies as st
 

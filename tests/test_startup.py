@@ -3,7 +3,7 @@
 Cold start is a stated target (bench/parse_bench.py (b): at most 5x `python3 -c pass`); these
 tests keep the modules that would break it off the path, without timing anything. Each run is a
 fresh interpreter outside the source tree, so the installed package is what is measured.
-The records on that path (``evspec.span.Record``) are written out instead of made by the
+The records on that path (``evspec.span.Slotted``) are written out instead of made by the
 ``dataclass`` decorator; the last tests hold them to the dataclasses they stand for.
 """
 
@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 from bpf_build import BPF_FLAGS, require_tools
+from evspec.grammar.tables import decode_json, read_tables_text
 from record_twins import assert_like_twin
 
 from evspec.check import CheckedSpec, CheckOptions
@@ -24,8 +25,7 @@ from evspec.diagnostics import Diagnostic, Label, Severity, Source
 from evspec.inputs import SpecInput
 from evspec.lexicon import CacheWord, KeywordTerm, ValueType
 from evspec.parser import parse
-from evspec.parser.tables import decode_json, read_tables_text
-from evspec.span import Record, Span
+from evspec.span import Slotted, Span
 
 # Never on the syntax-only path: what they would cost a cold start, roughly, on the dev machine.
 HEAVY = {
@@ -44,7 +44,7 @@ AVOIDABLE = {
     "typing": "annotations need no typing at run time (2-3 ms)",
     "hashlib": "nothing is hashed",
     "shutil": "the CLI sizes argparse's help itself; shutil brings bz2, lzma and zlib",
-    "dataclasses": "records are evspec.span.Record classes; dataclasses brings inspect (8 ms with it)",
+    "dataclasses": "records are evspec.span.Slotted classes; dataclasses brings inspect (8 ms with it)",
     "inspect": "it brings ast, dis, tokenize and linecache (6 ms)",
     "pathlib": "inputs are read with open(); pathlib costs 1-2 ms",
     "copy": "nothing is copied (dataclasses used to bring it)",
@@ -77,7 +77,7 @@ def _loaded(modules: set[str], top: str) -> list[str]:
 def test_check_of_a_valid_string_imports_only_what_it_needs(tmp_path: Path) -> None:
     status, modules = _modules_after(["check", "-e", "cycles:u"], tmp_path)
     assert status == 0
-    assert "evspec.parser.driver" in modules, "the import log did not cover the parser"
+    assert "evspec.grammar.lalr" in modules, "the import log did not cover the parser"
     for top, why in {**HEAVY, **AVOIDABLE}.items():
         assert not _loaded(modules, top), f"{top} imported by 'evspec check -e cycles:u': {why}"
 
@@ -134,11 +134,11 @@ char _license[] SEC("license") = "GPL";
 """
 # Never on the path of `evspec verify OBJ.o`: what each would cost it.
 VERIFY_AVOIDS = {
-    "lark": "section names are parsed over the committed tables (section_lalr): 40-80 ms",
+    "lark": "section names are parsed over the committed tables (sections.lalr): 40-80 ms",
     "elftools": "objects are read by evspec's own ELF reader",
     "pyroute2": "verify attaches nothing (300 ms)",
     "importlib.resources": "package data is read through the package's loader (20 ms of imports)",
-    "dataclasses": "the loader's records are evspec.span.Record classes; the decorator, with inspect, cost "
+    "dataclasses": "the loader's records are evspec.span.Slotted classes; the decorator, with inspect, cost "
                    "verify 20 ms",
     "inspect": "it brings ast, dis, tokenize and linecache (6 ms)",
     "typing": "annotations need no typing at run time (2-3 ms)",
@@ -148,7 +148,7 @@ VERIFY_AVOIDS = {
 }
 # Nor, when every section name is one of libbpf's table, what only evspec's own names need.
 LIBBPF_NAMES_AVOID = {
-    "evspec.loader.object.section": "libbpf's names are looked up in its table (the section grammar: 3 ms)",
+    "evspec.loader.sections.names": "libbpf's names are looked up in its table (the section grammar: 3 ms)",
     "json": "only --format json and the section grammar's tables need it (1.5 ms)",
 }
 PERF_STYLE_SOURCE = r"""
@@ -179,7 +179,7 @@ def test_verify_of_a_core_object_stays_light(root_kernel: None, tmp_path: Path) 
     """A libbpf-style section and CO-RE relocations against the kernel: the parts of verify
     that once imported Lark (the section grammar), walked all of vmlinux's BTF, or made dataclasses."""
     modules = _verify_imports(tmp_path, CORE_SOURCE)
-    assert {"evspec.loader.object.core_patch", "evspec.loader.object.libbpf_sections"} <= modules, (
+    assert {"evspec.loader.btf.core_patch", "evspec.loader.sections.libbpf"} <= modules, (
         "the import log did not cover CO-RE or libbpf's section table")
     for top, why in LIBBPF_NAMES_AVOID.items():
         assert not _loaded(modules, top), f"{top} imported by 'evspec verify obj.o' of a libbpf section: {why}"
@@ -188,15 +188,15 @@ def test_verify_of_a_core_object_stays_light(root_kernel: None, tmp_path: Path) 
 def test_verify_of_a_perf_style_section_stays_light(root_kernel: None, tmp_path: Path) -> None:
     """perf's ``SYS:EVENT`` is not a libbpf name: verify parses it over the committed tables."""
     modules = _verify_imports(tmp_path, PERF_STYLE_SOURCE)
-    assert "evspec.loader.object.section_lalr" in modules, "the import log did not cover the section parser"
+    assert "evspec.loader.sections.lalr" in modules, "the import log did not cover the section parser"
 
 
 def test_the_kernels_copy_of_perf_format_lost_is_the_abis() -> None:
     """``Kernel.PERF_FORMAT_LOST`` is written out so that verify does not import the perf ABI."""
-    from evspec.loader.abi.perf import PERF_FORMAT_LOST
+    from evspec.loader.abi.perf_bits import ReadFormat
     from evspec.loader.kernel import Kernel
 
-    assert Kernel.PERF_FORMAT_LOST == PERF_FORMAT_LOST
+    assert Kernel.PERF_FORMAT_LOST == ReadFormat.LOST
 
 
 @pytest.mark.parametrize("order", ["<", ">"])
@@ -206,13 +206,14 @@ def test_register_classes_of_the_loader_imm_scan_hold_exactly_their_bytes(monkey
     of single bytes took the regex compiler 1 ms at import): the same bytes, in either byte order."""
     import re
 
+    from evspec.loader import asm
     from evspec.loader.object import reader
 
-    monkeypatch.setattr(reader, "_NATIVE", order)
+    monkeypatch.setattr(asm, "_LITTLE", order == "<")
     for wanted in (range(1, 3), range(1, 16), range(0, 1), range(15, 16)):
         body = reader._regs_with_src(wanted)
         matched = {b for b in range(256) if re.fullmatch(b"[" + body + b"]", bytes([b]), re.DOTALL)}
-        assert matched == {b for b in range(256) if reader._src_reg(b) in wanted}, (order, wanted)
+        assert matched == {b for b in range(256) if asm.src_reg(b) in wanted}, (order, wanted)
 
 
 def test_help_still_lists_every_command(tmp_path: Path) -> None:
@@ -391,7 +392,7 @@ def test_spans_order_validate_and_measure_like_before() -> None:
 
 def test_a_record_must_annotate_its_slots_in_order_and_is_final() -> None:
     with pytest.raises(TypeError, match="annotate exactly"):
-        class Broken(Record):
+        class Broken(Slotted):
             __slots__ = ("a", "b")
             b: int
             a: int

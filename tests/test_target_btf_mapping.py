@@ -8,9 +8,9 @@ import os
 from pathlib import Path
 
 import pytest
-from evspec.loader.object import target_btf
-from evspec.loader.object.btf import BtfError
-from evspec.loader.object.target_btf import KERNEL_BTF, TargetBtf, kernel_blob
+from evspec.loader.btf import target as target_btf
+from evspec.loader.btf.reader import BtfError
+from evspec.loader.btf.target import KERNEL_BTF, TargetBtf, kernel_blob
 
 
 def _fds() -> set[str]:

@@ -138,7 +138,9 @@ def test_every_format_of_this_machine_parses(tracefs: Path) -> None:
 
 def _samples(event: str, argv: list[str]) -> list[tuple[int, bytes]]:
     """(pid, raw) of every sample of ``event`` while ``argv`` runs (opened for that child only)."""
-    from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SampleType
+    from evspec.loader.abi.perf import PerfEventAttr
+    from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+    from evspec.loader.abi.perf_ids import PerfType
     from evspec.loader.kernel import Kernel
     from evspec.loader.output.perf_ring import PerfRing, Sample
 

@@ -26,16 +26,17 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
-from evspec.loader.abi.perf import PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.abi.perf import PerfEventAttr, RecordType
+from evspec.loader.abi.perf_bits import SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
+from evspec.loader.btf.reader import Btf, BtfKind, find_record_type
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf, BtfKind, find_record_type
 from evspec.loader.object.reader import read_object
-from evspec.loader.output import perfdata as pd
-from evspec.loader.output.capture import Capture, comm_record
-from evspec.loader.output.ringbuf_capture import is_ring_event, ring_event_attr
-from evspec.loader.output.script import JsonRenderer, SampleLine, TextRenderer, hexdump_text
-from evspec.loader.output.typed import RecordDecoder
-from evspec.loader.output.typed_capture import (
+from evspec.loader.output.saved import perfdata as pd
+from evspec.loader.output.saved.capture import Capture, comm_record
+from evspec.loader.output.saved.replay import name_width, script_lines
+from evspec.loader.output.saved.ringbuf_capture import is_ring_event, ring_event_attr
+from evspec.loader.output.saved.typed_capture import (
     TypedOutput,
     config_type,
     is_typed_output_event,
@@ -43,10 +44,12 @@ from evspec.loader.output.typed_capture import (
     type_config,
     typed_output_attr,
 )
+from evspec.loader.output.script import JsonRenderer, SampleLine, TextRenderer, hexdump_text
+from evspec.loader.output.typed import RecordDecoder
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, RecordSession, perf_attr
 from record_cli import run_record, run_script
 
-from evspec.cli.script import name_width, script_lines
+from evspec.compiler.recording import recording_plan
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))
 TRACKING_ID, OUTPUT_ID, PLAIN_ID = 1, 7, 8
@@ -199,10 +202,10 @@ def live_lines(built: Path, samples: bytes) -> list[SampleLine]:
     (one per event), with __bpf_stdout__ typed as record types it (map:__bpf_stdout__.type=sample)."""
     from functools import partial
 
-    from evspec.loader.output.follow import Follower
-    from evspec.loader.output.samples import RingDecoder
+    from evspec.loader.output.live.follow import Follower
+    from evspec.loader.output.live.samples import RingDecoder
+    from evspec.loader.output.live.spool import PERF, Frame
     from evspec.loader.output.script import SampleRun
-    from evspec.loader.output.spool import PERF, Frame
     from evspec.loader.output.typed import TypedDecoders
 
     typed = TypedDecoders()
@@ -375,7 +378,7 @@ def test_the_kernel_opens_the_events_as_their_strings_say_and_the_file_names_the
     workload = Workload([str(built / WORKLOAD), "1"])
     try:
         with RecordSession() as session:
-            session.prepare(lists, system, built, workload)  # type: ignore[arg-type]
+            session.prepare(lists, recording_plan(lists, system), system, built, workload)  # type: ignore[arg-type]
             opened = {ev.name: bytes(ev.attr) for ev in session.events}
             files = {a.name: a for a in session.file_attrs()}
             btfs = session.file_btfs()

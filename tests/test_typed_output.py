@@ -14,10 +14,10 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
+from evspec.loader.btf.reader import Btf, BtfError, BtfKind, RawType, find_record_type, type_info, write_btf
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf, BtfError, BtfKind, RawType, find_record_type, type_info, write_btf
+from evspec.loader.lint.terms.maps import check_map_terms, plan_map_updates, record_types
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.object.terms.maps import check_map_terms, plan_map_updates, record_types
 from evspec.loader.output.script import (
     RingRecordLine,
     SampleLine,

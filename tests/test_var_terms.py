@@ -10,13 +10,14 @@ from pathlib import Path
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import CORPUS, DATA
-from evspec.loader.object.btf import Btf
+from evspec.loader.btf.reader import Btf
+from evspec.loader.lint.terms.variables import apply_var_terms, global_variables
 from evspec.loader.object.reader import read_object
-from evspec.loader.object.terms.variables import apply_var_terms, global_variables
 from golden_files import check_golden
 from record_cli import run_record as _record
 
 from evspec.check import CheckOptions, check_specs
+from evspec.compiler.recording import recording_plan
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput
 from evspec.parser import parse
@@ -163,7 +164,7 @@ def test_rodata_stays_frozen_after_the_write(built: Path, root_kernel: None) -> 
     workload = Workload([str(built / "varswork"), "1"])
     try:
         with RecordSession() as session:
-            session.prepare(lists, system, built, workload)  # type: ignore[arg-type]
+            session.prepare(lists, recording_plan(lists, system), system, built, workload)  # type: ignore[arg-type]
             live = session.objects[0].live
             rodata = live.map("vars.rodata")
             value = session.kernel.lookup(rodata.fd, bytes(4), rodata.spec.value_size)

@@ -361,7 +361,7 @@ def test_libbpf_still_says_what_was_committed(root_kernel: None, built: Path, tm
 def test_a_legacy_maps_object_loads_with_a_note_quoting_libbpf(root_kernel: None, built: Path,
                                                                monkeypatch: pytest.MonkeyPatch) -> None:
     """libbpf 1.8 refuses the object (bpftool_sid.json); verify loads it and says so in libbpf's words."""
-    from evspec.loader.object.libbpf_differences import LIBBPF_LEGACY_MAPS
+    from evspec.loader.lint.libbpf_differences import LIBBPF_LEGACY_MAPS
 
     said = _libbpf_verdicts()["legacy_maps"]
     assert said["status"] != 0 and f"libbpf: {LIBBPF_LEGACY_MAPS}" in said["lines"]  # type: ignore[operator]

@@ -20,8 +20,7 @@ from pathlib import Path
 import pytest
 from bpf_build import BPF_FLAGS, require_tools
 from corpus_files import DATA
-
-from evspec.cli.verify_pins import owner_of
+from evspec.loader.verify.pins import owner_of
 
 MAP = "es_verify_pinned"
 WAIT = 120.0  # seconds at most for verify to pin its map (the machine may be busy)

@@ -14,7 +14,7 @@ from evspec.system.model import System
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from evspec.loader.object.program_events import ProgramEvent
+    from evspec.loader.sections.program_events import ProgramEvent
     from evspec.system.model import Features, Pmu
 
 
@@ -112,9 +112,9 @@ def _with_program_events(lists: list[EventList], system: System | None
     record will create."""
     from pathlib import Path
 
-    from evspec.loader.object.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
-    from evspec.loader.object.program_events import program_events
-    from evspec.loader.object.terms.maps import plan_map_updates
+    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+    from evspec.loader.lint.terms.maps import plan_map_updates
+    from evspec.loader.sections.program_events import program_events
     from evspec.loader.session import read_bpf_object
     from evspec.parser import parse
 

@@ -16,8 +16,8 @@ def inspect_main(args: argparse.Namespace) -> int:
     the object is this command's input, as for ``verify``."""
     from evspec.loader.errors import ObjectError
     from evspec.loader.object.inspect import inspect_report, inspect_text
-    from evspec.loader.object.section import describe_section
     from evspec.loader.object.user_object import read_user_object
+    from evspec.loader.sections.names import describe_section
 
     try:
         spec = read_user_object(args.object, clang_opts=args.clang_opts)

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 if TYPE_CHECKING:
-    from evspec.loader.output.capture import Capture
+    from evspec.loader.output.saved.capture import Capture
     from evspec.loader.session import RecordSession
 
 EXIT_FINDINGS = 1
@@ -77,7 +77,7 @@ def _pages(text: str) -> int:
 
 
 def _size(text: str) -> int:
-    from evspec.loader.output.spool import MIN_MEMORY
+    from evspec.loader.output.live.spool import MIN_MEMORY
 
     number, unit = text.rstrip("BKMGbkmg"), text[len(text.rstrip("BKMGbkmg")):].upper()
     if not number.isdigit() or unit not in _SIZE_UNITS:
@@ -177,6 +177,7 @@ def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bo
 
 
 def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stderr: TextIO | None = None) -> int:
+    from evspec.compiler.recording import recording_plan
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
@@ -243,7 +244,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 workload = Workload(command)
                 forward.append(workload.pid)
             try:
-                session.prepare(lists, system, Path.cwd(), workload)  # type: ignore[arg-type]
+                session.prepare(lists, recording_plan(lists, system), system, Path.cwd(), workload)  # type: ignore[arg-type]
             finally:
                 for warning in session.warnings:
                     err.write(f"evspec record: warning: {warning}\n")
@@ -415,9 +416,9 @@ def _reported(lost: int, reported: int) -> str:
 def _open_capture(args: argparse.Namespace, session: RecordSession) -> Capture:
     """The perf.data file of ``-o``, with COMM records for the tasks that exist already."""
     from evspec import __version__
-    from evspec.loader.output.capture import Capture, existing_tasks
     from evspec.loader.output.perf_clock import PerfClock
-    from evspec.loader.output.perfdata import HostInfo
+    from evspec.loader.output.saved.capture import Capture, existing_tasks
+    from evspec.loader.output.saved.perfdata import HostInfo
 
     host = HostInfo.current(["evspec", *sys.argv[1:]], f"evspec {__version__}")
     rings = session.ring_events()

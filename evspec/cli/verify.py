@@ -1,17 +1,5 @@
-"""``evspec verify``: load every program and map of BPF objects into this kernel's verifier, attach
-nothing, close everything, and say per program whether it loaded (instructions, CO-RE relocations
-applied and poisoned) or why not (the verifier's summary: failing instruction and source line).
-
-Like ``bpftool prog loadall``, but one verdict per program: the object's BTF and maps are created
-once, then each program is linked and loaded on its own, so that one the verifier refuses does not
-hide the others. A section name of libbpf 1.1's table is loaded as libbpf loads it (program type,
-expected attach type, BPF_F_SLEEPABLE / BPF_F_XDP_HAS_FRAGS, the attach_btf_id of an ``fentry/``,
-``lsm/``, ``iter/`` or ``tp_btf/`` target in the running kernel's BTF, or in a module's when
-vmlinux's lacks it: then with that module's BTF as attach_btf_obj_fd), whatever else its target
-says, since only attaching reads it; the other names of evspec's language (perf's ``SYS:EVENT`` and
-``EVENT=PROBE``, ``tc/egress``) get the program type ``record`` gives them. No probe, tracepoint
-event or link is created. Maps pinned by name are pinned under a private bpffs directory that is
-removed again. A prog-array slot whose program did not load stays empty, an error of its map.
+"""``evspec verify``: the command line of ``evspec.loader.verify`` — its arguments, reading the
+objects named, and the text and JSON reports of what ``verify_object`` found per program and map.
 """
 
 from __future__ import annotations
@@ -19,23 +7,19 @@ from __future__ import annotations
 import argparse
 import os
 import sys
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 
 from evspec.cli.object_errors import print_object_error
-from evspec.span import Record, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from typing import Any, TextIO
 
-    from evspec.loader.kernel import Kernel
-    from evspec.loader.object.module_ksyms import ModuleBtf
-    from evspec.loader.object.spec import ObjectSpec, ProgramSpec
-    from evspec.loader.object.target_btf import TargetBtf
+    from evspec.loader.btf.target import TargetBtf
+    from evspec.loader.object.spec import ObjectSpec
+    from evspec.loader.verify.results import ObjectResult
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
-ENOTSUPP = 524  # the kernel's own errno (struct_ops, ...), which userspace has no name for
 
 
 def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private subparsers action
@@ -49,432 +33,6 @@ def add_verify_parser(sub: Any) -> None:  # noqa: ANN401 - argparse's private su
     from evspec.cli.app import add_clang_opt
 
     add_clang_opt(p)
-
-
-class ProgramResult(Record, frozen=False):
-    __slots__ = ("object", "name", "section", "loaded", "insns", "xlated", "verifier", "error", "errno",
-                 "relocations", "poisoned", "attach_target")
-    object: str
-    name: str
-    section: str
-    loaded: bool
-    insns: int
-    xlated: int | None  # instructions as the kernel reports them once loaded
-    verifier: str | None  # the verifier's summary, when it refused the program
-    error: str | None  # any other reason it was not loaded
-    errno: str | None  # the kernel's errno (its name), when the kernel refused the load
-    relocations: int  # CO-RE relocations applied to the program and the functions it calls
-    poisoned: list[dict[str, object]]
-    attach_target: str | None  # ``MODULE:NAME`` of a BTF target only a module's BTF has
-
-    def __init__(
-        self, object: str, name: str, section: str, loaded: bool = False, insns: int = 0,
-        xlated: int | None = None, verifier: str | None = None, error: str | None = None,
-        errno: str | None = None, relocations: int = 0, poisoned: list[dict[str, object]] | None = None,
-        attach_target: str | None = None,
-    ) -> None:
-        set_field(self, "object", object)
-        set_field(self, "name", name)
-        set_field(self, "section", section)
-        set_field(self, "loaded", loaded)
-        set_field(self, "insns", insns)
-        set_field(self, "xlated", xlated)
-        set_field(self, "verifier", verifier)
-        set_field(self, "error", error)
-        set_field(self, "errno", errno)
-        set_field(self, "relocations", relocations)
-        set_field(self, "poisoned", [] if poisoned is None else poisoned)
-        set_field(self, "attach_target", attach_target)
-
-    def to_json(self) -> dict[str, object]:
-        return {"object": self.object, "name": self.name, "section": self.section, "loaded": self.loaded,
-                "insns": self.insns, "xlated": self.xlated, "verifier": self.verifier, "error": self.error,
-                "errno": self.errno, "relocations": self.relocations, "poisoned": self.poisoned,
-                "attach_target": self.attach_target}
-
-
-class MapResult(Record, frozen=False):
-    __slots__ = ("object", "name", "type", "created", "error")
-    object: str
-    name: str
-    type: str
-    created: bool
-    error: str | None
-
-    def __init__(
-        self, object: str, name: str, type: str, created: bool = False, error: str | None = None,
-    ) -> None:
-        set_field(self, "object", object)
-        set_field(self, "name", name)
-        set_field(self, "type", type)
-        set_field(self, "created", created)
-        set_field(self, "error", error)
-
-    def to_json(self) -> dict[str, object]:
-        return {"object": self.object, "name": self.name, "type": self.type, "created": self.created,
-                "error": self.error}
-
-
-class ObjectResult(Record, frozen=False):
-    __slots__ = ("path", "error", "programs", "maps", "notes")
-    path: str
-    error: str | None  # the object could not be read or relocated at all
-    programs: list[ProgramResult]
-    maps: list[MapResult]
-    notes: list[str]  # what evspec loads on purpose differently from libbpf
-
-    def __init__(
-        self, path: str, error: str | None = None, programs: list[ProgramResult] | None = None,
-        maps: list[MapResult] | None = None, notes: list[str] | None = None,
-    ) -> None:
-        set_field(self, "path", path)
-        set_field(self, "error", error)
-        set_field(self, "programs", [] if programs is None else programs)
-        set_field(self, "maps", [] if maps is None else maps)
-        set_field(self, "notes", [] if notes is None else notes)
-
-
-class VerifyUsageError(Exception):
-    """Bad arguments or unreadable files: exit 2."""
-
-
-# ------------------------------------------------------------------------------------------ model
-
-
-def _map_type_name(t: int) -> str:
-    from evspec.loader.object.spec import MapType
-
-    try:
-        return MapType(t).name.lower()
-    except ValueError:
-        return str(t)
-
-
-class ProgramLoad(Record):
-    """What BPF_PROG_LOAD gets for a program besides its instructions."""
-
-    __slots__ = ("prog_type", "expected_attach_type", "attach_btf_id", "prog_flags")
-    prog_type: int
-    expected_attach_type: int
-    attach_btf_id: int
-    prog_flags: int
-
-    def __init__(
-        self, prog_type: int, expected_attach_type: int = 0, attach_btf_id: int = 0, prog_flags: int = 0,
-    ) -> None:
-        set_field(self, "prog_type", prog_type)
-        set_field(self, "expected_attach_type", expected_attach_type)
-        set_field(self, "attach_btf_id", attach_btf_id)
-        set_field(self, "prog_flags", prog_flags)
-
-
-class KernelBtf:
-    """The running kernel's BTF, read once when a program's attach_btf_id needs it (the kernel
-    takes ids of its own BTF, whatever ``--btf`` gives CO-RE), and its module BTFs, opened through
-    ``kernel`` (default: this system's) the first time a target is not in vmlinux's; their
-    descriptors stay open until ``close`` (the programs are loaded with them)."""
-
-    def __init__(self, kernel: Kernel | None = None) -> None:
-        self._btf: TargetBtf | None = None
-        self._kernel = kernel
-        self._modules: tuple[ModuleBtf, ...] | None = None
-
-    def get(self) -> TargetBtf:
-        if self._btf is None:
-            from evspec.loader.object.core_patch import load_target
-
-            self._btf = load_target(None)
-        return self._btf
-
-    def modules(self) -> tuple[ModuleBtf, ...]:
-        if self._modules is None:
-            from evspec.codes import kernel as codes
-            from evspec.loader.errors import ObjectError
-            from evspec.loader.kernel import Kernel, KernelError
-            from evspec.loader.kernel.btf_objects import open_module_btfs
-            from evspec.loader.object.btf import BtfError
-
-            self._kernel = self._kernel or Kernel()
-            try:
-                self._modules = open_module_btfs(self._kernel, self.get())
-            except (KernelError, BtfError) as exc:
-                raise ObjectError(codes.ATTACH_UNSUPPORTED, "the target is not in vmlinux's BTF, and the module "
-                                  f"BTFs cannot be read: {getattr(exc, 'message', exc)}") from None
-        return self._modules
-
-    def close(self) -> None:
-        modules, self._modules = self._modules or (), None
-        if modules and self._kernel is not None:
-            self._kernel.close_all(m.fd for m in modules)
-
-
-def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
-    """How a program of ``section`` is loaded: as libbpf 1.1 loads it for a name of its table,
-    else with the program type ``record`` gives the section. ``EvspecError`` (a section evspec
-    cannot read) or ``ObjectError`` (one libbpf cannot load from its name, a target the kernel
-    lacks). A target only a module's BTF has is a ``ModuleTypeId`` (``attach_target_name`` says
-    ``MODULE:TARGET``), its descriptor held by ``kernel_btf``."""
-    from evspec.loader.object.libbpf_sections import load_params
-
-    params = load_params(section)
-    if params is None:  # settings in front of a libbpf name (dev=eth0;xdp), or evspec's own names
-        from evspec.loader.object.section import parse_section  # 3 ms of imports, needed only here
-
-        parsed = parse_section(section)
-        main = parsed.main_span.text(section)
-        params = load_params(main) if main != section else None
-        if params is None:
-            return ProgramLoad(int(parsed.program_type))
-    btf_id = params.attach_btf_id(kernel_btf.get(), kernel_btf.modules) if params.btf_name else 0
-    return ProgramLoad(params.prog_type, params.expected_attach_type, btf_id, params.prog_flags)
-
-
-def _functions_of(spec: ObjectSpec, prog: ProgramSpec) -> list[ProgramSpec]:
-    """``prog`` and every function it reaches through calls (as ``link_program`` appends them)."""
-    by_name = {fn.name: fn for fn in (*spec.programs, *spec.subprograms)}
-    seen = {prog.name}
-    out, todo = [prog], [prog]
-    while todo:
-        fn = todo.pop()
-        for reloc in fn.relocations:
-            if reloc.kind in ("call", "func"):
-                target = by_name.get(reloc.target)
-                if target is not None and target.name not in seen:
-                    seen.add(target.name)
-                    out.append(target)
-                    todo.append(target)
-    return out
-
-
-def _count_core(functions: Sequence[ProgramSpec], result: ProgramResult) -> None:
-    for fn in functions:
-        for r in fn.core_relocations:
-            if not r.applied:
-                continue
-            result.relocations += 1
-            if r.poison is not None:
-                result.poisoned.append({"function": fn.name, "insn": r.insn, "message": r.poison})
-
-
-@contextmanager
-def _pin_root(spec: ObjectSpec) -> Iterator[str]:
-    """Where maps pinned by name go: a fresh directory on bpffs (a private mount when none is
-    mounted at /sys/fs/bpf), removed with whatever was pinned in it (``verify_pins``)."""
-    if not any(m.pinning for m in spec.maps):
-        yield "/sys/fs/bpf/evspec-verify-unused"
-        return
-    from evspec.cli.verify_pins import pin_root
-    from evspec.loader.load.live import on_bpffs
-
-    with pin_root(on_bpffs("/sys/fs/bpf")) as root:
-        yield root
-
-
-# ------------------------------------------------------------------------------------------ verify
-
-
-def verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None,
-                  kernel_btf: KernelBtf | None = None) -> ObjectResult:
-    """Load ``spec``'s maps and programs (``spec`` read, not yet relocated) and close them again;
-    CO-RE relocations against ``target`` (None: the running kernel's BTF, ``kernel_btf``, which
-    the caller closes; one made here is closed before this returns)."""
-    if kernel_btf is not None:
-        return _verify_object(spec, kernel, target, kernel_btf)
-    own = KernelBtf(kernel)
-    try:
-        return _verify_object(spec, kernel, target, own)
-    finally:
-        own.close()
-
-
-def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, kernel_btf: KernelBtf) -> ObjectResult:
-    from evspec.diagnostics import EvspecError
-    from evspec.loader.errors import ObjectError
-    from evspec.loader.object.core_patch import relocate_object
-    from evspec.loader.object.libbpf_differences import libbpf_differences
-    from evspec.loader.object.libbpf_sections import ModuleTypeId, attach_target, attach_target_name
-
-    result = ObjectResult(spec.path, notes=libbpf_differences(spec))
-    result.maps = [MapResult(spec.path, m.name, _map_type_name(m.type)) for m in spec.maps]
-    result.programs = [ProgramResult(spec.path, p.name, p.section) for p in spec.programs]
-    if any(not r.applied for _, r in spec.core_relocations()):
-        try:
-            spec, _ = relocate_object(spec, target or kernel_btf.get())
-        except ObjectError as exc:
-            result.error = exc.message
-            for p in result.programs:
-                p.error = f"not loaded: {exc.message}"
-            for m in result.maps:
-                m.error = "not created: the object's CO-RE relocations cannot be applied"
-            return result
-    loads: dict[str, ProgramLoad] = {}
-    by_name = {p.name: p for p in result.programs}
-    for prog in spec.programs:
-        _count_core(_functions_of(spec, prog), by_name[prog.name])
-        try:
-            load = loads[prog.name] = program_load(prog.section, kernel_btf)
-            if isinstance(load.attach_btf_id, ModuleTypeId):
-                by_name[prog.name].attach_target = attach_target_name(load.attach_btf_id,
-                                                                      attach_target(prog.section) or "")
-        except EvspecError as exc:
-            by_name[prog.name].error = (f"section '{prog.section}': {exc.diagnostics[0].message} (nor is it a "
-                                        "section name of libbpf 1.1)")
-        except ObjectError as exc:
-            by_name[prog.name].error = f"section '{prog.section}': {exc.message}"
-    loadable = _without_programs(spec, {p.name for p in spec.programs if p.name not in loads})
-    with _pin_root(spec) as pin_root:
-        _load_programs(loadable, loads, kernel, result, pin_root)
-    _unfilled_prog_arrays(spec, result)
-    return result
-
-
-def _without_programs(spec: ObjectSpec, names: set[str]) -> ObjectSpec:
-    """``spec`` without the programs ``names`` (verify cannot load them) nor the prog-array
-    slots that name them."""
-    from evspec.loader.object.spec import MapType, replace
-
-    if not names:
-        return spec
-    maps = tuple(replace(m, initial_slots=tuple(s for s in m.initial_slots if s[1] not in names))
-                 if m.type == MapType.PROG_ARRAY else m for m in spec.maps)
-    return replace(spec, programs=tuple(p for p in spec.programs if p.name not in names), maps=maps)
-
-
-def _unfilled_prog_arrays(spec: ObjectSpec, result: ObjectResult) -> None:
-    """A prog-array slot that names a program that did not load is an error of the map (which is
-    created, its other slots filled): libbpf loads no such object, failing at that program or,
-    for one it skipped, when it fills the slot (init_prog_array_slots: EBADF)."""
-    from evspec.loader.object.spec import MapType
-
-    loaded = {p.name for p in result.programs if p.loaded}
-    maps = {m.name: m for m in result.maps}
-    for m in spec.maps:
-        missing = [(slot, name) for slot, name in m.initial_slots if name not in loaded]
-        if m.type != MapType.PROG_ARRAY or not missing or m.name not in maps:
-            continue
-        said = ", ".join(f"[{slot}] (program '{name}' did not load)" for slot, name in missing)
-        why = f"slot {said} not filled: libbpf fails the whole object's load then"
-        out = maps[m.name]
-        out.error = why if out.error is None else f"{out.error}; {why}"
-
-
-def _load_programs(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Kernel, result: ObjectResult,
-                   pin_root: str) -> None:
-    """Maps and BTF once (every program deferred), then each program on its own; where the object
-    cannot be loaded that way (libbpf's rules about deferred programs), one load per program."""
-    from evspec.loader.errors import ObjectError
-    from evspec.loader.load.live import LiveProgram, link_program, load_linked, load_object
-
-    names = [p.name for p in spec.programs]
-    types = {name: load.prog_type for name, load in loads.items()}
-    try:
-        live = load_object(spec, types, kernel=kernel, deferred=names, pin_root=pin_root)
-    except ObjectError as exc:
-        if any(m.initial_slots for m in spec.maps) and names:
-            _load_one_by_one(spec, loads, kernel, result, pin_root)
-        else:
-            _maps_failed(spec, kernel, result, pin_root, exc)
-        return
-    maps = {m.name: m for m in result.maps}
-    progs = {p.name: p for p in result.programs}
-    with live:
-        for name in live.maps:
-            maps[name].created = True
-        fds = {name: m.fd for name, m in live.maps.items()}
-        for prog in live.spec.programs:  # relocated: CO-RE applied, externs resolved
-            out, load = progs[prog.name], loads[prog.name]
-            try:
-                linked = link_program(prog, live.spec, fds)
-                out.insns = len(linked.insns) // 8
-                fd = load_linked(live, prog, linked, load.prog_type, load.expected_attach_type,
-                                 attach_btf_id=load.attach_btf_id, prog_flags=load.prog_flags)
-            except ObjectError as exc:
-                _failed(out, exc)
-                continue
-            live.programs[prog.name] = LiveProgram(prog, fd, load.prog_type, linked.insns)  # closed with live
-            out.loaded = True
-            out.xlated = _xlated(kernel, fd)
-
-
-def _xlated(kernel: Kernel, fd: int) -> int | None:
-    from evspec.loader.kernel import KernelError
-
-    try:
-        return kernel.program_info(fd).xlated_len // 8
-    except KernelError:
-        return None
-
-
-def _load_one_by_one(spec: ObjectSpec, loads: dict[str, ProgramLoad], kernel: Kernel, result: ObjectResult,
-                     pin_root: str) -> None:
-    from evspec.loader.errors import ObjectError
-    from evspec.loader.load.live import load_object
-    from evspec.loader.object.spec import MapType, replace
-
-    progs = {p.name: p for p in result.programs}
-    created: set[str] = set()
-    first_map_error: ObjectError | None = None
-    for prog in spec.programs:
-        # alone, the program can fill no prog-array slot that names another one
-        maps = tuple(replace(m, initial_slots=tuple(s for s in m.initial_slots if s[1] == prog.name))
-                     if m.type == MapType.PROG_ARRAY else m for m in spec.maps)
-        one = replace(spec, programs=(prog,), maps=maps)
-        load = loads[prog.name]
-        try:  # the program's flags are the section's (load_linked), as ``program_load`` has them
-            with load_object(one, {prog.name: load.prog_type}, kernel=kernel, pin_root=pin_root,
-                             expected_attach_types={prog.name: load.expected_attach_type},
-                             attach_btf_ids={prog.name: load.attach_btf_id}) as live:
-                created.update(live.maps)
-                progs[prog.name].loaded = True
-                loaded = live.program(prog.name)
-                progs[prog.name].insns = len(loaded.insns) // 8
-                progs[prog.name].xlated = _xlated(kernel, loaded.fd)
-        except ObjectError as exc:
-            _failed(progs[prog.name], exc)
-            if first_map_error is None and getattr(exc, "operation", None) == "BPF_MAP_CREATE":
-                first_map_error = exc
-    for m in result.maps:
-        m.created = m.name in created
-        if not m.created and first_map_error is not None:
-            m.error = first_map_error.message
-
-
-def _maps_failed(spec: ObjectSpec, kernel: Kernel, result: ObjectResult, pin_root: str, exc: Exception) -> None:
-    """The object's maps (or BTF) could not be created: which map failed, each tried on its own;
-    no program can load without them."""
-    from evspec.loader.errors import ObjectError
-    from evspec.loader.load.live import load_object
-    from evspec.loader.object.spec import replace
-
-    why = getattr(exc, "message", str(exc))
-    for m in result.maps:
-        alone = replace(spec, programs=(), subprograms=(), maps=tuple(x for x in spec.maps if x.name == m.name))
-        try:
-            with load_object(alone, {}, kernel=kernel, pin_root=pin_root):
-                m.created = True
-        except ObjectError as one:
-            m.error = one.message
-    for p in result.programs:
-        if p.error is None:
-            _failed(p, exc)
-            p.error = f"not loaded: the object's maps could not be created: {why}"
-
-
-def _failed(out: ProgramResult, exc: Exception) -> None:
-    import errno
-
-    from evspec.loader.kernel import VerifierError
-
-    if isinstance(exc, VerifierError):
-        out.verifier = exc.summary.render()
-    else:
-        out.error = getattr(exc, "message", str(exc))
-    number = getattr(exc, "errno", None)
-    if number:
-        out.errno = errno.errorcode.get(number, "ENOTSUPP" if number == ENOTSUPP else str(number))
-
-
-# ------------------------------------------------------------------------------------------ CLI
 
 
 def _read(path: str, cwd: str, clang_opts: Sequence[str]) -> ObjectSpec:
@@ -518,8 +76,8 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         print("evspec verify: error: verify needs root: it loads programs and creates maps in this kernel "
               "(run it with sudo)", file=stderr)
         return EXIT_USAGE
-    from evspec.loader.object.btf import BtfError
-    from evspec.loader.object.target_btf import TargetBtf
+    from evspec.loader.btf.reader import BtfError
+    from evspec.loader.btf.target import TargetBtf
 
     target = None
     if args.btf is not None:
@@ -528,7 +86,7 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
         except BtfError as exc:
             print(f"evspec verify: error: --btf {args.btf}: {exc}", file=stderr)
             return EXIT_USAGE
-    from evspec.cli.verify_pins import Terminated, stop_signals
+    from evspec.loader.verify.pins import Terminated, stop_signals
 
     try:
         with stop_signals():
@@ -542,9 +100,10 @@ def verify_main(args: argparse.Namespace, stdout: TextIO | None = None, stderr: 
 
 
 def _verify_main(args: argparse.Namespace, target: TargetBtf | None, stdout: TextIO, stderr: TextIO) -> int:
-    from evspec.cli.verify_pins import sweep_stale
     from evspec.loader.errors import ObjectError
     from evspec.loader.kernel import Kernel
+    from evspec.loader.verify.objects import KernelBtf, verify_object
+    from evspec.loader.verify.pins import sweep_stale
 
     removed, problems = sweep_stale()
     for text in removed:

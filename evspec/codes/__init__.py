@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import importlib
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 _AREAS = ("syntax", "semantic", "bpf", "bpfconfig", "kernel", "perf")
 
 
-class CodeInfo(Record):
+class CodeInfo(Slotted):
     __slots__ = ("code", "title", "explanation", "example", "fix")
     code: str
     title: str  # one line

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from evspec.codes import CodeInfo
 
-# section names (loader/section.py; spans into the section string)
+# section names (loader/sections/names.py; spans into the section string)
 SECTION_NOT_TP_OR_PROBE = "EB100"
 BAD_PROBE_DEFINITION = "EB101"
 BAD_PROBE_GROUP = "EB102"
@@ -18,7 +18,7 @@ SECTION_NOT_RUNNABLE = "EB108"
 KEYLESS_SETTING = "WB109"
 SETTING_NO_EFFECT = "WB110"
 
-# map terms (loader/object/terms/maps.py)
+# map terms (loader/lint/terms/maps.py)
 EMPTY_MAP_NAME = "EB119"
 NOT_A_MAP_TERM = "EB120"
 EMPTY_INDEX_LIST = "EB121"
@@ -37,18 +37,30 @@ VALUE_TRUNCATED = "WB132"
 NO_SUCH_PROGRAM = "EB135"
 NOT_A_PERF_EVENT_PROGRAM = "EB136"
 EVENT_CANNOT_CARRY_PROGRAM = "EB137"
-# var:NAME=VALUE terms (loader/object/terms/variables.py)
+# var:NAME=VALUE terms (loader/lint/terms/variables.py)
 NO_SUCH_VARIABLE = "EB138"
 BAD_VARIABLE_VALUE = "EB139"
 VARIABLE_NOT_SETTABLE = "EB150"
-# map:NAME.type=TYPE terms (loader/object/terms/maps.py; COMPAT 1.14)
+# map:NAME.type=TYPE terms (loader/lint/terms/maps.py; COMPAT 1.14)
 TYPE_WITH_INDICES = "EB151"
 NO_SUCH_TYPE = "EB152"
 NO_BTF_FOR_TYPE = "EB153"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
-# the object check (loader/object/check.py; spans: the object's path)
+BPF_MAP_HINT = (
+    "Hint:\tValid config terms:\n"
+    "     \tmap:[<arraymap>].value<indices>=[value]\n"
+    "     \tmap:[<eventmap>].event<indices>=[event]\n"
+    "\n"
+    "     \twhere <indices> is something like [0,3...5] or [all]\n"
+    "     \t(add -v to see detail)"
+)
+"""The help perf 6.1 prints under every BPF map-configuration error (attach it as ``perf_help``;
+the loader's map-term checks do, and ``render.perf`` prints it)."""
+
+
+# the object check (loader/lint/event.py; spans: the object's path)
 OBJECT_NOT_FOUND = "EB140"
 OBJECT_NOT_A_FILE = "EB141"
 NO_PROGRAMS = "EB142"

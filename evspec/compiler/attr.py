@@ -1,9 +1,13 @@
 """perf_event_attr: the numbers of the kernel ABI (include/uapi/linux/perf_event.h) and perf's
 legacy event tables, and the attr value a plan carries.
 
-Field names are the ones ``perf stat -vv`` prints, with perf's unions split: ``sample_period`` /
-``sample_freq`` (by the ``freq`` bit), ``bp_addr`` / ``config1`` and ``bp_len`` / ``config2`` (by
-the breakpoint type).
+The ABI's names and numbers (types, software ids, the bits of each word) are the loader's
+``evspec.loader.abi.perf_ids`` and ``perf_bits``, written once for both sides; here they are plain
+ints and ``(name, bit)`` tables in the order perf prints them. The tables of bits are made on first
+use (module ``__getattr__``): the enums they are made of cost a semantic check, which needs none of
+them, 2.5 ms. Field names are the ones ``perf stat -vv`` prints, with perf's unions split:
+``sample_period`` / ``sample_freq`` (by the ``freq`` bit), ``bp_addr`` / ``config1`` and
+``bp_len`` / ``config2`` (by the breakpoint type).
 """
 
 from __future__ import annotations
@@ -11,19 +15,32 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
+from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # made on first use by __getattr__ (below)
+    SAMPLE_TYPE_BITS: tuple[tuple[str, int], ...]
+    SAMPLE: dict[str, int]
+    READ_FORMAT_BITS: tuple[tuple[str, int], ...]
+    READ_FORMAT: dict[str, int]
+    BRANCH_SAMPLE_TYPES: dict[str, int]
+    BRANCH_SAMPLE_BITS: tuple[tuple[str, int], ...]
+    BRANCH_PLM_ALL: int
+    ATTR_FIELDS: tuple[str, ...]
+
 # ---- perf_type_id
-PERF_TYPE_HARDWARE = 0
-PERF_TYPE_SOFTWARE = 1
-PERF_TYPE_TRACEPOINT = 2
-PERF_TYPE_HW_CACHE = 3
-PERF_TYPE_RAW = 4
-PERF_TYPE_BREAKPOINT = 5
+PERF_TYPE_HARDWARE = int(PerfType.HARDWARE)
+PERF_TYPE_SOFTWARE = int(PerfType.SOFTWARE)
+PERF_TYPE_TRACEPOINT = int(PerfType.TRACEPOINT)
+PERF_TYPE_HW_CACHE = int(PerfType.HW_CACHE)
+PERF_TYPE_RAW = int(PerfType.RAW)
+PERF_TYPE_BREAKPOINT = int(PerfType.BREAKPOINT)
 
 #: on hybrid systems the core PMU's type goes into config bits 32-63 of hardware/cache events
 PERF_PMU_TYPE_SHIFT = 32
 
-#: sizeof(struct perf_event_attr) as perf 6.1 sends it (PERF_ATTR_SIZE_VER7)
-PERF_ATTR_SIZE = 128
+#: sizeof(struct perf_event_attr) as perf 6.1 sends it
+PERF_ATTR_SIZE = PERF_ATTR_SIZE_VER7
 
 # ---- symbolic events (perf 6.1 names; several spellings per id)
 HARDWARE_EVENTS: dict[str, int] = {
@@ -44,23 +61,26 @@ HARDWARE_EVENTS: dict[str, int] = {
 }
 
 SOFTWARE_EVENTS: dict[str, int] = {
-    "cpu-clock": 0,
-    "task-clock": 1,
-    "page-faults": 2,
-    "faults": 2,
-    "context-switches": 3,
-    "cs": 3,
-    "cpu-migrations": 4,
-    "migrations": 4,
-    "minor-faults": 5,
-    "major-faults": 6,
-    "alignment-faults": 7,
-    "emulation-faults": 8,
-    "dummy": 9,
-    "bpf-output": 10,
-    "cgroup-switches": 11,
+    name: int(sw)
+    for name, sw in (
+        ("cpu-clock", SwConfig.CPU_CLOCK),
+        ("task-clock", SwConfig.TASK_CLOCK),
+        ("page-faults", SwConfig.PAGE_FAULTS),
+        ("faults", SwConfig.PAGE_FAULTS),
+        ("context-switches", SwConfig.CONTEXT_SWITCHES),
+        ("cs", SwConfig.CONTEXT_SWITCHES),
+        ("cpu-migrations", SwConfig.CPU_MIGRATIONS),
+        ("migrations", SwConfig.CPU_MIGRATIONS),
+        ("minor-faults", SwConfig.PAGE_FAULTS_MIN),
+        ("major-faults", SwConfig.PAGE_FAULTS_MAJ),
+        ("alignment-faults", SwConfig.ALIGNMENT_FAULTS),
+        ("emulation-faults", SwConfig.EMULATION_FAULTS),
+        ("dummy", SwConfig.DUMMY),
+        ("bpf-output", SwConfig.BPF_OUTPUT),
+        ("cgroup-switches", SwConfig.CGROUP_SWITCHES),
+    )
 }
-PERF_COUNT_SW_DUMMY = 9
+PERF_COUNT_SW_DUMMY = int(SwConfig.DUMMY)
 
 #: tool events: software dummy evsels that perf reads itself
 TOOL_EVENTS: tuple[str, ...] = ("duration_time", "user_time", "system_time")
@@ -150,140 +170,11 @@ HW_BREAKPOINT_X = 4
 HW_BREAKPOINT_LEN_4 = 4
 SIZEOF_LONG = 8
 
-# ---- sample_type bits, in the order perf prints them
-SAMPLE_TYPE_BITS: tuple[tuple[str, int], ...] = (
-    ("IP", 1 << 0),
-    ("TID", 1 << 1),
-    ("TIME", 1 << 2),
-    ("ADDR", 1 << 3),
-    ("READ", 1 << 4),
-    ("CALLCHAIN", 1 << 5),
-    ("ID", 1 << 6),
-    ("CPU", 1 << 7),
-    ("PERIOD", 1 << 8),
-    ("STREAM_ID", 1 << 9),
-    ("RAW", 1 << 10),
-    ("BRANCH_STACK", 1 << 11),
-    ("REGS_USER", 1 << 12),
-    ("STACK_USER", 1 << 13),
-    ("WEIGHT", 1 << 14),
-    ("DATA_SRC", 1 << 15),
-    ("IDENTIFIER", 1 << 16),
-    ("TRANSACTION", 1 << 17),
-    ("REGS_INTR", 1 << 18),
-    ("PHYS_ADDR", 1 << 19),
-    ("AUX", 1 << 20),
-    ("CGROUP", 1 << 21),
-    ("DATA_PAGE_SIZE", 1 << 22),
-    ("CODE_PAGE_SIZE", 1 << 23),
-    ("WEIGHT_STRUCT", 1 << 24),
-)
-SAMPLE = dict(SAMPLE_TYPE_BITS)
-
-READ_FORMAT_BITS: tuple[tuple[str, int], ...] = (
-    ("TOTAL_TIME_ENABLED", 1 << 0),
-    ("TOTAL_TIME_RUNNING", 1 << 1),
-    ("ID", 1 << 2),
-    ("GROUP", 1 << 3),
-    ("LOST", 1 << 4),
-)
-READ_FORMAT = dict(READ_FORMAT_BITS)
-
-# ---- branch_sample_type (branch_type= term values, perf's parse_branch_str names)
-BRANCH_SAMPLE_TYPES: dict[str, int] = {
-    "u": 1 << 0,
-    "k": 1 << 1,
-    "hv": 1 << 2,
-    "any": 1 << 3,
-    "any_call": 1 << 4,
-    "any_ret": 1 << 5,
-    "ind_call": 1 << 6,
-    "abort_tx": 1 << 7,
-    "in_tx": 1 << 8,
-    "no_tx": 1 << 9,
-    "cond": 1 << 10,
-    "ind_jmp": 1 << 12,
-    "call": 1 << 13,
-    "save_type": 1 << 16,
-    "stack": 1 << 11,
-    "priv": 1 << 18,
-}
-#: branch_sample_type bits as perf -vv prints them
-BRANCH_SAMPLE_BITS: tuple[tuple[str, int], ...] = tuple(
-    (name, 1 << bit)
-    for bit, name in enumerate(
-        (
-            "USER",
-            "KERNEL",
-            "HV",
-            "ANY",
-            "ANY_CALL",
-            "ANY_RET",
-            "IND_CALL",
-            "ABORT_TX",
-            "IN_TX",
-            "NO_TX",
-            "COND",
-            "CALL_STACK",
-            "IND_JUMP",
-            "CALL",
-            "NO_FLAGS",
-            "NO_CYCLES",
-            "TYPE_SAVE",
-            "HW_INDEX",
-            "PRIV_SAVE",
-        )
-    )
-)
-#: perf_branch_sample_type bits that select privilege levels
-BRANCH_PLM_ALL = (1 << 0) | (1 << 1) | (1 << 2)
-
-# ---- the attr fields a plan may set, in the order perf prints them
-ATTR_FIELDS: tuple[str, ...] = (
-    "type",
-    "size",
-    "config",
-    "sample_period",
-    "sample_freq",
-    "sample_type",
-    "read_format",
-    "disabled",
-    "inherit",
-    "pinned",
-    "exclusive",
-    "exclude_user",
-    "exclude_kernel",
-    "exclude_hv",
-    "exclude_idle",
-    "mmap",
-    "comm",
-    "freq",
-    "inherit_stat",
-    "enable_on_exec",
-    "task",
-    "watermark",
-    "precise_ip",
-    "mmap_data",
-    "sample_id_all",
-    "exclude_host",
-    "exclude_guest",
-    "exclude_callchain_kernel",
-    "exclude_callchain_user",
-    "mmap2",
-    "comm_exec",
-    "use_clockid",
-    "context_switch",
-    "write_backward",
-    "namespaces",
-    "ksymbol",
-    "bpf_event",
-    "aux_output",
-    "cgroup",
-    "text_poke",
-    "build_id",
-    "inherit_thread",
-    "remove_on_exec",
-    "sigtrap",
+_BIT_TABLES = frozenset({"SAMPLE_TYPE_BITS", "SAMPLE", "READ_FORMAT_BITS", "READ_FORMAT", "BRANCH_SAMPLE_TYPES",
+                         "BRANCH_SAMPLE_BITS", "BRANCH_PLM_ALL", "ATTR_FIELDS", "_FIELD_ORDER"})
+# the attr fields a plan may set, in the order perf prints them, around the flags word's
+_FIELDS_BEFORE_FLAGS = ("type", "size", "config", "sample_period", "sample_freq", "sample_type", "read_format")
+_FIELDS_AFTER_FLAGS = (
     "wakeup_events",
     "bp_type",
     "bp_addr",
@@ -305,7 +196,63 @@ ATTR_FIELDS: tuple[str, ...] = (
     "config3",
     "config4",
 )
-_FIELD_ORDER = {name: i for i, name in enumerate(ATTR_FIELDS)}
+
+
+def _bit_tables() -> dict[str, object]:
+    """The tables of bits: sample_type and read_format bits (in the order perf prints them), the
+    branch_type= term values (perf's parse_branch_str names) and branch_sample_type bits, and the
+    attr fields (the flags word bit by bit, ``precise_ip`` two bits)."""
+    from evspec.loader.abi.perf_bits import AttrFlag, BranchSampleType, ReadFormat, SampleType
+
+    sample = tuple((bit.name or "", int(bit)) for bit in SampleType)
+    read_format = tuple((bit.name or "", int(bit)) for bit in ReadFormat)
+    flags = dict.fromkeys("precise_ip" if name.startswith("PRECISE_IP") else name.lower()
+                          for name in (flag.name or "" for flag in AttrFlag))
+    fields = (*_FIELDS_BEFORE_FLAGS, *flags, *_FIELDS_AFTER_FLAGS)
+    branch_terms = (
+        ("u", BranchSampleType.USER),
+        ("k", BranchSampleType.KERNEL),
+        ("hv", BranchSampleType.HV),
+        ("any", BranchSampleType.ANY),
+        ("any_call", BranchSampleType.ANY_CALL),
+        ("any_ret", BranchSampleType.ANY_RETURN),
+        ("ind_call", BranchSampleType.IND_CALL),
+        ("abort_tx", BranchSampleType.ABORT_TX),
+        ("in_tx", BranchSampleType.IN_TX),
+        ("no_tx", BranchSampleType.NO_TX),
+        ("cond", BranchSampleType.COND),
+        ("ind_jmp", BranchSampleType.IND_JUMP),
+        ("call", BranchSampleType.CALL),
+        ("save_type", BranchSampleType.TYPE_SAVE),
+        ("stack", BranchSampleType.CALL_STACK),
+        ("priv", BranchSampleType.PRIV_SAVE),
+    )
+    return {
+        "SAMPLE_TYPE_BITS": sample,
+        "SAMPLE": dict(sample),
+        "READ_FORMAT_BITS": read_format,
+        "READ_FORMAT": dict(read_format),
+        "BRANCH_SAMPLE_TYPES": {name: int(bit) for name, bit in branch_terms},
+        "BRANCH_SAMPLE_BITS": tuple((bit.name or "", int(bit)) for bit in BranchSampleType),
+        # the bits that select privilege levels
+        "BRANCH_PLM_ALL": int(BranchSampleType.USER | BranchSampleType.KERNEL | BranchSampleType.HV),
+        "ATTR_FIELDS": fields,
+        "_FIELD_ORDER": {name: i for i, name in enumerate(fields)},
+    }
+
+
+def __getattr__(name: str) -> object:
+    """A table of bits (``_BIT_TABLES``), made the first time one is asked for."""
+    if name not in _BIT_TABLES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals().update(_bit_tables())
+    return globals()[name]
+
+
+def _field_order() -> dict[str, int]:
+    """Each attr field's place in perf's order (a table of bits: the flags word is in it)."""
+    order = globals().get("_FIELD_ORDER")
+    return order if order is not None else __getattr__("_FIELD_ORDER")  # type: ignore[return-value]
 
 
 @dataclass(frozen=True, slots=True)
@@ -318,11 +265,12 @@ class Attr(Mapping[str, int]):
 
     @staticmethod
     def build(values: Mapping[str, int]) -> Attr:
+        order = _field_order()
         for name in values:
-            if name not in _FIELD_ORDER:
+            if name not in order:
                 raise KeyError(f"not a perf_event_attr field: {name!r}")
         kept = {k: v for k, v in values.items() if v or k in ("type", "size", "config")}
-        return Attr(tuple(sorted(kept.items(), key=lambda kv: _FIELD_ORDER[kv[0]])))
+        return Attr(tuple(sorted(kept.items(), key=lambda kv: order[kv[0]])))
 
     def __getitem__(self, key: str) -> int:
         for name, value in self.items_:
@@ -337,7 +285,7 @@ class Attr(Mapping[str, int]):
         return len(self.items_)
 
     def value(self, key: str) -> int:
-        if key not in _FIELD_ORDER:
+        if key not in _field_order():
             raise KeyError(f"not a perf_event_attr field: {key!r}")
         return self.get(key, 0)
 

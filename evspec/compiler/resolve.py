@@ -20,7 +20,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
-from evspec import lexicon, suggest
+from evspec import lexicon
 from evspec.ast import (
     AliasEvent,
     BpfEvent,
@@ -41,6 +41,7 @@ from evspec.ast import (
 )
 from evspec.ast import PmuEvent as PmuEventNode
 from evspec.compiler import attr as A
+from evspec.compiler import suggestions
 from evspec.compiler.perf_pmus import PerfPmus, PmuEvent
 from evspec.compiler.releases import LATEST, PERF_PMU_TYPE_TOOL, Release
 from evspec.cpus import parse_cpu_list
@@ -410,7 +411,7 @@ def _tracepoint(event: TracepointEvent, system: System | None) -> Resolution:
                     "EM009",
                     f"unknown tracepoint '{event.name}'",
                     event.name_span,
-                    help=(*suggest.for_unknown_tracepoint(event.system, event.event, system),
+                    help=(*suggestions.for_unknown_tracepoint(event.system, event.event, system),
                           f"list the events of a system with 'evspec list \"{event.system}:*\"'"),
                     perf_message="unknown tracepoint",
                     perf_help=(
@@ -444,7 +445,7 @@ def _unknown_pmu(name: str, span: Span, system: System) -> Diagnostic:
         "EM001",
         f"unknown PMU '{name}'",
         span,
-        help=(*suggest.for_unknown_pmu(name, system), "list the PMUs and their events with 'evspec list pmu'"),
+        help=(*suggestions.for_unknown_pmu(name, system), "list the PMUs and their events with 'evspec list pmu'"),
         perf_message=f"Cannot find PMU `{name}'. Missing kernel support?",
     )
 
@@ -514,7 +515,7 @@ def _unknown_event(name: str, span: Span, system: System) -> Diagnostic:
         "EM002",
         f"unknown event '{name}' (not an event name or a PMU alias here)",
         span,
-        help=(*suggest.for_unknown_event(name, system), "list the events with 'evspec list'"),
+        help=(*suggestions.for_unknown_event(name, system), "list the events with 'evspec list'"),
         perf_message="Bad event name",
         perf_help=f"Unable to find event on a PMU of '{name}'",
     )
@@ -676,7 +677,7 @@ def _encode_pmu_terms(
                     "EM003",
                     f"unknown term '{term.key}' for PMU '{pmu.name}'",
                     term.key_span,
-                    help=(*suggest.for_unknown_term(term.key, pmu, lexicon.VALID_TERMS_HELP.split(",")),
+                    help=(*suggestions.for_unknown_term(term.key, pmu, lexicon.VALID_TERMS_HELP.split(",")),
                           _valid_terms_help(pmu)),
                     perf_message=f"unknown term '{term.key}' for pmu '{pmu.name}'",
                     perf_help=_valid_terms_help(pmu),

@@ -14,9 +14,9 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 
-from evspec.dialect.errors import ErrorSlot, PerfError
+from evspec.dialect.actions.errors import ErrorSlot, PerfError
 from evspec.dialect.versions import VERSIONS, profile
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["VERSIONS", "PerfError", "PerfVerdict", "predict"]
 
 
-class PerfVerdict(Record):
+class PerfVerdict(Slotted):
     """What one perf release does with a string: ``silent`` (rejected with no event-syntax
     block), ``error`` (the error perf shows first; None when accepted or silent),
     ``initial_error`` (6.1-6.6's "Initial error:" block), ``stderr`` (all it prints to stderr),
@@ -80,14 +80,14 @@ def predict(
 ) -> PerfVerdict:
     """What perf ``version`` does with ``perf MODE -e TEXT`` on ``system`` in ``cwd``, after
     earlier ``-e`` options that added the events named ``earlier_events`` (see ``evsels``)."""
-    from evspec.dialect.events import PerfState
+    from evspec.dialect.actions.events import PerfState
+    from evspec.dialect.actions.pmu_symbols import PmuSymbols
+    from evspec.dialect.actions.terms import TermRules
+    from evspec.dialect.engine.lalr import parse
     from evspec.dialect.grammar import tables
-    from evspec.dialect.lalr import parse
     from evspec.dialect.lexer import lex, stat_in
-    from evspec.dialect.pmu_symbols import PmuSymbols
     from evspec.dialect.quirks import explain, ran_as
     from evspec.dialect.render import perf_stderr, unterminated_window
-    from evspec.dialect.terms import TermRules
 
     if mode not in ("record", "stat"):
         raise ValueError(f"mode must be 'record' or 'stat' (got {mode!r})")
@@ -98,7 +98,7 @@ def predict(
     symbols = PmuSymbols.of(system, second_suffix=p.pmu_symbols == "pre_suf_suf2") if p.pmu_symbols else PmuSymbols(())
     lexed = lex(raw, p, symbols, stat_in(where), errors)
     if p.pmu_names:
-        from evspec.dialect.pmu_actions import PmuState
+        from evspec.dialect.actions.pmu_actions import PmuState
 
         state: PerfState | PmuState = PmuState(p, system, mode == "stat", errors, raw)
     else:

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evspec.diagnostics import Diagnostic, error
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
@@ -27,7 +27,7 @@ CODE_PERF_REJECTS = "EP001"
 CODE_PERF_SILENT = "EP002"
 
 
-class DialectChecked(Record):
+class DialectChecked(Slotted):
     """A checked string, its findings with perf's disagreement added, and that perf's verdict."""
 
     __slots__ = ("spec", "diagnostics", "verdict")

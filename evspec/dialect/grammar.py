@@ -2,7 +2,7 @@
 
 The productions follow perf's own (perf-event-language.md §3 for 6.1, §9.1 for 4.7, §9.2 for
 6.5/6.6; util/parse-events.y of 6.12 and 7.2 for ``_grammar_pmu``); the actions call
-:class:`evspec.dialect.events.PerfState` (6.12+: :class:`evspec.dialect.pmu_actions.PmuState`),
+:class:`evspec.dialect.actions.events.PerfState` (6.12+: :class:`evspec.dialect.actions.pmu_actions.PmuState`),
 record perf's errors at perf's columns, and abort the parse (YYABORT) where perf does.
 """
 
@@ -11,11 +11,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
-from evspec.dialect.events import Evsel, Failed, PerfState
-from evspec.dialect.flexscan import Loc
-from evspec.dialect.lalr import Abort, Production, Tables, build
-from evspec.dialect.terms import NUM, STR, USER, Term
+from evspec.dialect.actions.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.actions.events import Evsel, Failed, PerfState
+from evspec.dialect.actions.terms import NUM, STR, USER, Term
+from evspec.dialect.engine.flexscan import Loc
+from evspec.dialect.engine.lalr import Abort, Production, Tables, build
 from evspec.dialect.versions import Profile
 
 Action = Callable[[PerfState, list, list[Loc]], object]
@@ -149,7 +149,7 @@ def _raw(s: PerfState, v: list, loc: list[Loc]) -> object:
 
 def _bpf(source: bool) -> Action:
     def act(s: PerfState, v: list, loc: list[Loc]) -> object:
-        from evspec.dialect.bpf import load_bpf_event
+        from evspec.dialect.actions.bpf import load_bpf_event
 
         return _call(lambda: load_bpf_event(s, v[0], source, v[1], loc[0].first))
 
@@ -469,7 +469,7 @@ def _grammar_65(p: Profile) -> list[Production]:
 
 
 def _pmu_call(fn: Callable[[], object]) -> object:
-    from evspec.dialect.pmu_actions import Failed as PmuFailed
+    from evspec.dialect.actions.pmu_actions import Failed as PmuFailed
 
     try:
         return fn()

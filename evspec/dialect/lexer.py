@@ -19,10 +19,11 @@ import os
 import re
 from collections.abc import Callable, Iterator
 
-from evspec.dialect.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
-from evspec.dialect.cint import read_unsigned
-from evspec.dialect.errors import ErrorSlot
-from evspec.dialect.flexscan import (
+from evspec.dialect.actions.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES
+from evspec.dialect.actions.errors import ErrorSlot
+from evspec.dialect.actions.pmu_symbols import PmuSymbols, SymbolKind
+from evspec.dialect.engine.cint import read_unsigned
+from evspec.dialect.engine.flexscan import (
     INITIAL,
     Cursor,
     Loc,
@@ -35,7 +36,6 @@ from evspec.dialect.flexscan import (
     unput_first,
     user_reject,
 )
-from evspec.dialect.pmu_symbols import PmuSymbols, SymbolKind
 from evspec.dialect.versions import (
     BPF_OUTPUT,
     CGROUP_SWITCHES,

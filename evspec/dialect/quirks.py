@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from evspec.dialect.pmu_symbols import SymbolKind
+from evspec.dialect.actions.pmu_symbols import SymbolKind
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
-    from evspec.dialect.events import PerfState
-    from evspec.dialect.lalr import Outcome
+    from evspec.dialect.actions.events import PerfState
+    from evspec.dialect.engine.lalr import Outcome
     from evspec.dialect.lexer import Lexing
     from evspec.dialect.versions import Profile
 

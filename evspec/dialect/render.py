@@ -7,7 +7,7 @@ to exactly the bytes perf writes (``str.encode(errors="surrogateescape")``).
 
 from __future__ import annotations
 
-from evspec.dialect.errors import PerfError
+from evspec.dialect.actions.errors import PerfError
 from evspec.render.perf import (
     CONTEXT_BEFORE,
     INITIAL_ERROR,

@@ -4,12 +4,11 @@
 term list (a PMU alias file). Spans in the AST and in diagnostics are offsets into that string.
 
 The grammar is ``evspec.grammar/events.lark``. Its LALR(1) tables, computed by Lark, are committed
-next to it (``events_tables.json``, written by ``scripts/gen_tables.py``); strings are parsed by
-the project's own driver over those tables (``evspec.parser.driver``), which builds the AST as it
-reduces (``evspec.parser.builder``). Lark is imported only by ``earley_parser``, the same grammar
-under Lark's Earley parser: the oracle of the differential tests. The parts:
-  tables           reads the committed tables
-  driver           contextual scanner and shift/reduce loop
+next to it (``events_tables.json``, written by ``scripts/gen_tables.py``, read by
+``evspec.grammar.tables``); strings are parsed by the grammars' one LALR runtime over those tables
+(``evspec.grammar.lalr``, which section names use too), which builds the AST as it reduces
+(``evspec.parser.builder``). Lark is imported only by ``earley_parser``, the same grammar under
+Lark's Earley parser: the oracle of the differential tests. The parts:
   builder          the reduce actions: AST nodes and the shape errors the grammar lets through
   diagnose         one precise diagnostic where the parser stopped
   recover          one diagnostic per bad item
@@ -22,9 +21,9 @@ from functools import lru_cache
 from evspec import rules
 from evspec.ast import EventList, Item, Terms
 from evspec.diagnostics import Diagnostic, EvspecError
+from evspec.grammar.lalr import LalrMachine, SyntaxStop
+from evspec.grammar.tables import load_tables
 from evspec.parser.builder import AstBuilder, Fault
-from evspec.parser.driver import LalrMachine, SyntaxStop
-from evspec.parser.tables import load_tables
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -64,7 +63,7 @@ def analyze(text: str, earlier_names: Sequence[str] = ()) -> ParseResult:
     """Syntax and system-independent rules; every bad item gets its own diagnostic.
 
     ``earlier_names`` are the names of events defined by earlier event strings of the same command
-    (see ``rules.event_reference_names``), for ``map:NAME.event=`` references.
+    (see ``references.event_reference_names``), for ``map:NAME.event=`` references.
     """
     try:
         items: tuple[Item, ...] = machine().parse(text, "events")  # type: ignore[assignment]
@@ -118,7 +117,7 @@ def earley_parser():  # type: ignore[no-untyped-def]  # a lark.Lark; Lark is not
     """
     from lark import Lark
 
-    from evspec.parser.tablegen import STARTS
+    from evspec.grammar.tablegen import STARTS
 
     return Lark(
         grammar_text(),

@@ -43,7 +43,7 @@ from evspec.ast import (
     Number as NumberNode,
 )
 from evspec.diagnostics import Diagnostic, error
-from evspec.parser.driver import BLANKS, Tok
+from evspec.grammar.lalr import BLANKS, Tok
 from evspec.span import Span
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them

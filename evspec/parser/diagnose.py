@@ -12,9 +12,10 @@ import re
 from evspec import lexicon
 from evspec.ast import Terms
 from evspec.diagnostics import Diagnostic, error
+from evspec.grammar.lalr import BLANKS, SyntaxStop, Tok
 from evspec.parser.builder import PARSER_ERROR, end_of, is_tok, trimmed
-from evspec.parser.driver import BLANKS, SyntaxStop, Tok
-from evspec.span import Record, Span, set_field
+from evspec.rules import value_help
+from evspec.span import Slotted, Span, set_field
 
 _OPENERS = {"LBRACE", "NAMED_LBRACE", "LSQB"}
 _EVENT_START = {None, "_LEAD", "COMMA", "LBRACE", "NAMED_LBRACE"}
@@ -30,7 +31,7 @@ _EXPECTED = {
 }
 
 
-class _Stack(Record):
+class _Stack(Slotted):
     """The parser's stack at an error, flattened to its leaves (tokens and finished AST nodes);
     the unclosed '{', '/', '[' in order; whether the last token closed a term list."""
 
@@ -336,18 +337,10 @@ def _look_alike(text: str, pos: int) -> tuple[str, ...]:
 
 
 def _digit_value_help(text: str, stack: _Stack, number: Tok) -> str:
-    """How to write a value that starts with a digit and goes on as no number does: hex with a
-    capital X in lower case, a value of a name-valued term quoted, any other as a number."""
+    """How to write a value that starts with a digit and goes on as no number does."""
     value = re.compile(r"[^,/\s]*").match(text, number.start_pos).group()  # type: ignore[union-attr]
-    value = value if len(value) <= 40 else value[:40] + "…"
-    if re.fullmatch(r"0X[0-9a-fA-F]+", value):
-        return f"a hex number is written with a lower-case x: '0x{value[2:]}'"
     key = _key_before_equals(_Stack(stack.leaves[:-1], stack.opens, False)) if len(stack.leaves) > 2 else ""
-    term = lexicon.KEYWORD_TERMS.get(key)
-    if term is not None and term.value_type is lexicon.ValueType.STRING:
-        return f"quote it: {key}='{value}'"
-    what = f"'{key}' takes a number" if key else "a value is a number"
-    return f"{what}: decimal or 0x-hex ('{value}' is neither)"
+    return value_help(key, value)
 
 
 def _bpf_colon(text: str, path: Tok, span: Span) -> Diagnostic:

@@ -14,9 +14,9 @@ from functools import lru_cache
 
 from evspec.ast import Item
 from evspec.diagnostics import Diagnostic, error
+from evspec.grammar.lalr import BLANKS, LalrMachine, SyntaxStop
 from evspec.parser.builder import PARSER_ERROR, Fault
 from evspec.parser.diagnose import diagnose, trailing_comma
-from evspec.parser.driver import BLANKS, LalrMachine, SyntaxStop
 from evspec.span import Span
 
 

@@ -5,7 +5,7 @@ the string are ``clipped`` alike."""
 
 from __future__ import annotations
 
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 #: strings up to this long are shown whole
 EXCERPT_LIMIT = 400
@@ -23,7 +23,7 @@ _TEXT_HEAD = 400
 _TEXT_TAIL = 120
 
 
-class Excerpt(Record):
+class Excerpt(Slotted):
     """``text`` is ``event[start:start + len(text)]``; ``length`` is the length of the whole string."""
 
     __slots__ = ("text", "start", "length")

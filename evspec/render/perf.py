@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from evspec.codes.bpfconfig import BPF_MAP_HINT as BPF_MAP_HINT  # the package exports it
 from evspec.diagnostics import Diagnostic
 from evspec.render.excerpt import clipped
 
@@ -25,16 +26,6 @@ MIN_COLUMNS = 22  # below this perf 6.1 overflows its buffer
 DEFAULT_COLUMNS = 80
 RUN_PERF_LIST = "Run 'perf list' for a list of valid events"
 INITIAL_ERROR = "Initial error:"
-
-BPF_MAP_HINT = (
-    "Hint:\tValid config terms:\n"
-    "     \tmap:[<arraymap>].value<indices>=[value]\n"
-    "     \tmap:[<eventmap>].event<indices>=[event]\n"
-    "\n"
-    "     \twhere <indices> is something like [0,3...5] or [all]\n"
-    "     \t(add -v to see detail)"
-)
-"""The help perf 6.1 prints under every BPF map-configuration error (attach it as ``perf_help``)."""
 
 
 def window(event: bytes, column: int, columns: int = DEFAULT_COLUMNS) -> tuple[bytes, int]:

@@ -26,7 +26,7 @@ import unicodedata
 
 from evspec.diagnostics import Diagnostic, Severity, Source
 from evspec.render.excerpt import clipped, clipped_all, excerpt, repeats_note
-from evspec.span import Record, Span, set_field
+from evspec.span import Slotted, Span, set_field
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ def cell_width(shown: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in ("W", "F") else 1 for c in shown)
 
 
-class DisplayLine(Record):
+class DisplayLine(Slotted):
     """An event string as displayed, with the display column where each character starts:
     ``columns[i]`` is the cell where character ``i`` starts, ``columns[len]`` the total width."""
 
@@ -114,7 +114,7 @@ def _location(diag: Diagnostic) -> str:
     return f"{describe_source(source)}:{col}"
 
 
-class _Mark(Record):
+class _Mark(Slotted):
     """Display columns ``[first, last)`` marked with ``char`` ("^" for the primary span, "-" for a
     label), and the label's message."""
 
@@ -135,7 +135,7 @@ def _overlaps(a: _Mark, b: _Mark) -> bool:
     return a.first < b.last and b.first < a.last
 
 
-class _Style(Record):
+class _Style(Slotted):
     __slots__ = ("color", "severity")
     color: bool
     severity: Severity

@@ -306,7 +306,7 @@ class LiveSystem(System):
         """Read as libbpf reads them when it loads an object (``uname``, the Kconfig files
         ``kconfig.read_kconfig`` looks in, ``/proc/kallsyms``, ``/proc/version_signature``); under a
         fake ``root`` the names ``uname`` gives come from ``proc/sys/kernel/{osrelease,version,arch}``."""
-        from evspec.loader.object import kconfig as kc  # the BPF side: only for objects with externs
+        from evspec.loader.externs import kconfig as kc  # the BPF side: only for objects with externs
 
         if self._root == Path("/"):
             uname = os.uname()
@@ -346,7 +346,7 @@ def read_kallsyms_names(path: Path) -> tuple[tuple[tuple[str, str], ...], dict[s
     """The (type letter, name) of each line of a kallsyms file, and the names it lists at two
     addresses or more (a data symbol's ``.llvm.N`` suffix dropped, as libbpf matches ksyms) with
     how many; None for those when every address is 0 (hidden from this user: kptr_restrict)."""
-    from evspec.loader.object.externs import kallsyms_base_name
+    from evspec.loader.externs.resolve import kallsyms_base_name
 
     names: list[tuple[str, str]] = []
     addresses: dict[str, set[str]] = {}

@@ -101,11 +101,6 @@ BPF_PSEUDO_BTF_ID = 3  # ld_imm64 of a kernel variable (or function) by its BTF 
 BPF_PSEUDO_KFUNC_CALL = 2  # call of a kernel function by its BTF id: kfunc
 
 
-# Opcodes the relocator checks (BPF_LD|BPF_IMM|BPF_DW, BPF_JMP|BPF_CALL, BPF_JMP|BPF_EXIT).
-OP_LD_IMM64 = 0x18
-OP_CALL = 0x85
-OP_EXIT = 0x95
-
 # Helper function ids (``enum bpf_func_id``) of the programs evspec writes itself.
 FUNC_MAP_LOOKUP_ELEM = 1
 FUNC_LOOP = 181
@@ -113,7 +108,8 @@ FUNC_GET_ATTACH_COOKIE = 174  # what libbpf's LINUX_HAS_BPF_COOKIE probe calls
 
 
 class BpfInsn(ctypes.Structure):
-    """``struct bpf_insn``: opcode, dst/src registers (4 bits each), offset, immediate."""
+    """``struct bpf_insn``: opcode, dst/src registers (4 bits each), offset, immediate (the
+    layout; ``evspec.loader.asm`` encodes and decodes instructions)."""
 
     _fields_ = [
         ("code", u8),
@@ -125,12 +121,6 @@ class BpfInsn(ctypes.Structure):
 
 
 INSN_SIZE = 8  # bytes of one struct bpf_insn
-
-
-def encode_insn(code: int, dst: int = 0, src: int = 0, off: int = 0, imm: int = 0) -> bytes:
-    """One ``struct bpf_insn`` as the kernel reads it (host byte order, the register nibbles in
-    the order the host's C compiler lays out the bit-fields)."""
-    return bytes(BpfInsn(code=code, dst_reg=dst, src_reg=src, off=off, imm=imm))
 
 
 class MapCreateAttr(ctypes.Structure):

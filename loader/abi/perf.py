@@ -1,4 +1,6 @@
-"""The ``perf_event_open(2)`` ABI: ``perf_event_attr``, its flags word, ioctls, and the mmap'ed ring.
+"""The ``perf_event_open(2)`` ABI as ctypes: ``perf_event_attr``, ioctls, the mmap'ed ring and its
+records. The names of the attr's bits and ids are in ``perf_bits`` (which the front end's compiler
+imports too, without ctypes).
 
 Layouts follow include/uapi/linux/perf_event.h; ``tests/test_kernel_abi.py`` checks them against
 the installed header.
@@ -7,7 +9,7 @@ the installed header.
 from __future__ import annotations
 
 import ctypes
-from enum import IntEnum, IntFlag
+from enum import IntEnum
 
 u8 = ctypes.c_uint8
 u16 = ctypes.c_uint16
@@ -15,133 +17,6 @@ u32 = ctypes.c_uint32
 u64 = ctypes.c_uint64
 s32 = ctypes.c_int32
 s64 = ctypes.c_int64
-
-# Published sizes of perf_event_attr (the kernel accepts any of them, and tells the size it wants
-# by writing it into ``attr.size`` when it fails with E2BIG).
-PERF_ATTR_SIZE_VER0 = 64
-PERF_ATTR_SIZE_VER1 = 72
-PERF_ATTR_SIZE_VER2 = 80
-PERF_ATTR_SIZE_VER3 = 96
-PERF_ATTR_SIZE_VER4 = 104
-PERF_ATTR_SIZE_VER5 = 112
-PERF_ATTR_SIZE_VER6 = 120
-PERF_ATTR_SIZE_VER7 = 128
-PERF_ATTR_SIZE_VER8 = 136
-
-
-class PerfType(IntEnum):
-    HARDWARE = 0
-    SOFTWARE = 1
-    TRACEPOINT = 2
-    HW_CACHE = 3
-    RAW = 4
-    BREAKPOINT = 5
-
-
-class SwConfig(IntEnum):
-    """``enum perf_sw_ids``."""
-
-    CPU_CLOCK = 0
-    TASK_CLOCK = 1
-    PAGE_FAULTS = 2
-    CONTEXT_SWITCHES = 3
-    CPU_MIGRATIONS = 4
-    PAGE_FAULTS_MIN = 5
-    PAGE_FAULTS_MAJ = 6
-    ALIGNMENT_FAULTS = 7
-    EMULATION_FAULTS = 8
-    DUMMY = 9
-    BPF_OUTPUT = 10
-    CGROUP_SWITCHES = 11
-
-
-class SampleType(IntFlag):
-    """``enum perf_event_sample_format``."""
-
-    IP = 1 << 0
-    TID = 1 << 1
-    TIME = 1 << 2
-    ADDR = 1 << 3
-    READ = 1 << 4
-    CALLCHAIN = 1 << 5
-    ID = 1 << 6
-    CPU = 1 << 7
-    PERIOD = 1 << 8
-    STREAM_ID = 1 << 9
-    RAW = 1 << 10
-    BRANCH_STACK = 1 << 11
-    REGS_USER = 1 << 12
-    STACK_USER = 1 << 13
-    WEIGHT = 1 << 14
-    DATA_SRC = 1 << 15
-    IDENTIFIER = 1 << 16
-    TRANSACTION = 1 << 17
-    REGS_INTR = 1 << 18
-    PHYS_ADDR = 1 << 19
-    AUX = 1 << 20
-    CGROUP = 1 << 21
-    DATA_PAGE_SIZE = 1 << 22
-    CODE_PAGE_SIZE = 1 << 23
-    WEIGHT_STRUCT = 1 << 24
-
-
-PERF_FORMAT_LOST = 1 << 4  # read_format: read(2) gives the samples the event's ring dropped (6.0)
-
-
-class AttrFlag(IntFlag):
-    """The bit-field word of ``perf_event_attr`` (the u64 after ``read_format``), one name per bit.
-
-    ``precise_ip`` is a two-bit field: use ``precise_ip(n)``.
-    """
-
-    DISABLED = 1 << 0
-    INHERIT = 1 << 1
-    PINNED = 1 << 2
-    EXCLUSIVE = 1 << 3
-    EXCLUDE_USER = 1 << 4
-    EXCLUDE_KERNEL = 1 << 5
-    EXCLUDE_HV = 1 << 6
-    EXCLUDE_IDLE = 1 << 7
-    MMAP = 1 << 8
-    COMM = 1 << 9
-    FREQ = 1 << 10
-    INHERIT_STAT = 1 << 11
-    ENABLE_ON_EXEC = 1 << 12
-    TASK = 1 << 13
-    WATERMARK = 1 << 14
-    PRECISE_IP_LOW = 1 << 15
-    PRECISE_IP_HIGH = 1 << 16
-    MMAP_DATA = 1 << 17
-    SAMPLE_ID_ALL = 1 << 18
-    EXCLUDE_HOST = 1 << 19
-    EXCLUDE_GUEST = 1 << 20
-    EXCLUDE_CALLCHAIN_KERNEL = 1 << 21
-    EXCLUDE_CALLCHAIN_USER = 1 << 22
-    MMAP2 = 1 << 23
-    COMM_EXEC = 1 << 24
-    USE_CLOCKID = 1 << 25
-    CONTEXT_SWITCH = 1 << 26
-    WRITE_BACKWARD = 1 << 27
-    NAMESPACES = 1 << 28
-    KSYMBOL = 1 << 29
-    BPF_EVENT = 1 << 30
-    AUX_OUTPUT = 1 << 31
-    CGROUP = 1 << 32
-    TEXT_POKE = 1 << 33
-    BUILD_ID = 1 << 34
-    INHERIT_THREAD = 1 << 35
-    REMOVE_ON_EXEC = 1 << 36
-    SIGTRAP = 1 << 37
-
-
-PRECISE_IP_SHIFT = 15
-
-
-def precise_ip(level: int) -> AttrFlag:
-    if not 0 <= level <= 3:
-        raise ValueError(f"precise_ip is 0..3, not {level}")
-    return AttrFlag(level << PRECISE_IP_SHIFT)
-
 
 class PerfEventAttr(ctypes.Structure):
     """``struct perf_event_attr`` up to PERF_ATTR_SIZE_VER8 (``config3``).

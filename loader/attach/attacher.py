@@ -21,17 +21,17 @@ import importlib
 import os
 import pwd
 import stat
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Protocol
 
-from evspec.loader.abi.perf import PerfType
+from evspec.loader.abi.perf_ids import PerfType
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach, TracepointIds
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.kernel.errors import missing_capabilities
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.section import AttachKind, SectionSpec, TracepointTarget, parse_section
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
+from evspec.loader.sections.names import AttachKind, SectionSpec, TracepointTarget, parse_section
 
 from evspec.codes import kernel as codes
 from evspec.diagnostics import EvspecError
@@ -42,57 +42,6 @@ if TYPE_CHECKING:
 CODE_ATTACH_UNSUPPORTED = codes.ATTACH_UNSUPPORTED
 CODE_BAD_SECTION = codes.BAD_SECTION
 CODE_NO_TRACEPOINT = codes.NO_TRACEPOINT
-
-TracepointIds = Callable[[str, str], int | None]
-
-
-@dataclass(frozen=True, slots=True)
-class ProbeEvent:
-    """A perf event that carries a program: the evsel name perf would show, and its attr fields.
-
-    ``one_per_task``: every perf event opened with these values is a kernel probe of its own that
-    runs the program on each hit, whatever CPU it is on (a probe PMU event), so the event must be
-    opened once per task with cpu=-1 (system-wide: on one CPU only), not once per CPU, or the
-    program runs once per CPU event for each hit. ``tracefs``: where the format of a tracepoint
-    event shown under another name is (a probe perf named ``perf_bpf_probe:EVENT``, made in
-    evspec's own group).
-    """
-
-    name: str
-    values: Mapping[str, int] = field(hash=False)
-    one_per_task: bool = False
-    tracefs: str | None = None  # SYSTEM:EVENT of its tracefs entry, when that is not ``name``
-
-
-@dataclass(frozen=True, slots=True)
-class ProgramAttach:
-    """One program: its BPF program type and the events it goes on (none: load only).
-
-    ``deferred`` programs are not loaded by ``load_object``: their kind attacher loads them itself
-    (e.g. with an argument prologue in front) when ``program_fd`` is asked for them. ``detail`` is
-    the kind attacher's own plan for the program (opaque here).
-    """
-
-    program: str
-    prog_type: int
-    events: tuple[ProbeEvent, ...] = ()
-    deferred: bool = False
-    kind: AttachKind = AttachKind.NONE
-    detail: object = field(default=None, compare=False)
-    expected_attach_type: int = 0  # what BPF_PROG_LOAD needs for some types (tp_btf: BPF_TRACE_RAW_TP)
-    attach_btf_id: int = 0  # the kernel BTF type a tp_btf program is loaded for
-
-
-@dataclass(frozen=True, slots=True)
-class AttachOptions:
-    """What the command line says about attaching: tracepoint ids of the machine, ``--dev``;
-    ``skip_tgid``: the recording's own process (or processes), in which the programs a kind
-    attacher loads itself must do nothing (``load.self_filter``)."""
-
-    tracepoint_id: TracepointIds
-    dev: str | None = None
-    skip_tgid: int | tuple[int, ...] | None = None
-
 
 class KindAttacher(Protocol):
     """Attaches the programs of one attach kind; one instance per recording session. ``notes``

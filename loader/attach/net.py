@@ -1,6 +1,6 @@
 """Network hooks: xdp and tc programs attached to an interface through rtnetlink (pyroute2).
 
-Sections (loader/section.py): ``xdp``, ``tc``/``tc/ingress``, ``tc/egress``, ``classifier``, with
+Sections (loader/sections/names.py): ``xdp``, ``tc``/``tc/ingress``, ``tc/egress``, ``classifier``, with
 ``dev=IFACE`` (else ``record --dev``), ``mode=skb|drv`` and ``force=yes`` for xdp. Such programs
 get no perf event; ``attach_hooks`` attaches them once the session's events are set up:
 
@@ -37,13 +37,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
-from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.attach.probe_events import process_start
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.section import AttachKind, NetHookTarget, SectionSpec, TcDirection, XdpMode
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.names import AttachKind, NetHookTarget, SectionSpec, TcDirection, XdpMode
 
 from evspec.codes import kernel as codes
 

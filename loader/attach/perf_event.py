@@ -4,11 +4,11 @@ that event once all events are open (PERF_EVENT_IOC_SET_BPF); here they are only
 
 from __future__ import annotations
 
-from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.kernel import Kernel
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.section import SectionSpec
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.names import SectionSpec
 
 
 class PerfEventProgramAttacher:

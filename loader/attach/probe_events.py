@@ -36,8 +36,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Protocol
 
-from evspec.loader.abi.perf import PerfType
-from evspec.loader.attach.attacher import ProbeEvent
+from evspec.loader.abi.perf_ids import PerfType
+from evspec.loader.attach.attachment import ProbeEvent
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import KernelError
 

@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
 from evspec.loader.attach.probe_events import (
     DEFAULT_SYSFS_PMUS,
     DEFAULT_TRACEFS,
@@ -64,7 +64,8 @@ from evspec.loader.object.elf_symbols import (
     read_elf_symbols,
     uprobe_sites,
 )
-from evspec.loader.object.section import (
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
+from evspec.loader.sections.names import (
     EVENT_NAME_TOO_LONG_MESSAGE,
     MAX_EVENT_NAME,
     PERF_BPF_PROBE_GROUP,
@@ -74,7 +75,6 @@ from evspec.loader.object.section import (
     SectionStyle,
     Setting,
 )
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType
 
 from evspec.codes import kernel as codes
 

@@ -22,41 +22,25 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evspec.loader.abi.bpf import encode_insn
+from evspec.loader import asm
+from evspec.loader.abi.bpf import INSN_SIZE
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
-from evspec.loader.load.live import LiveObject, link_program, load_linked
-from evspec.loader.object.probe_args import MAX_ARGS, POINTER_SIZE, FetchPlace, ValueType, resolve_args
-from evspec.loader.object.section import ProbeArg
+from evspec.loader.load.live import LiveObject, load_linked
+from evspec.loader.object.link import link_program
+from evspec.loader.sections.names import ProbeArg
+from evspec.loader.sections.probe_args import MAX_ARGS, POINTER_SIZE, FetchPlace, ValueType, resolve_args
 
 from evspec.codes import kernel as codes
 
-INSN_SIZE = 8
-FIRST_ARG_REG = 3  # R3..R5 carry the fetched values
-ERROR_REG = 2
-CTX_REG, SAVED_CTX_REG, FRAME_REG = 1, 6, 10
+FIRST_ARG_REG = asm.R3  # R3..R5 carry the fetched values
+ERROR_REG = asm.R2
+CTX_REG, SAVED_CTX_REG, FRAME_REG = asm.R1, asm.R6, asm.FRAME
 HELPER_PROBE_READ_USER = 112
 HELPER_PROBE_READ_KERNEL = 113
 FETCH_FAILED = 1  # the value of R2 after a failed read
-
-# Opcodes (class | mode/op | size/source) of the instructions a prologue uses.
-_LDX = {1: 0x71, 2: 0x69, 4: 0x61, 8: 0x79}  # BPF_LDX | BPF_MEM | size
-_STX_DW = 0x7B
-_MOV64_REG, _MOV64_IMM = 0xBF, 0xB7
-_ADD64_IMM, _ADD64_REG = 0x07, 0x0F
-_LSH64_IMM, _RSH64_IMM, _ARSH64_IMM = 0x67, 0x77, 0xC7
-_JNE_IMM, _JA, _CALL, _LD_IMM64 = 0x55, 0x05, 0x85, 0x18
+_STX_DW = asm.stx(8)
 _S32 = range(-(1 << 31), 1 << 31)
-
-
-def _ld_imm64(dst: int, value: int) -> bytes:
-    value &= (1 << 64) - 1
-    low, high = value & 0xFFFFFFFF, value >> 32
-    return encode_insn(_LD_IMM64, dst=dst, imm=_signed32(low)) + encode_insn(0, imm=_signed32(high))
-
-
-def _signed32(value: int) -> int:
-    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _slot(index: int) -> int:
@@ -80,16 +64,16 @@ class _Code:
 
     def patch_error_jumps(self, target: int) -> None:
         for at in self.error_jumps:
-            self.insns[at] = encode_insn(_JNE_IMM, dst=0, off=target - (at + 1), imm=0)
+            self.insns[at] = asm.encode(asm.OP_JNE_IMM, dst=0, off=target - (at + 1), imm=0)
 
 
 def _add(code: _Code, reg: int, value: int) -> None:
     if value == 0:
         return
     if value in _S32:
-        code.emit(encode_insn(_ADD64_IMM, dst=reg, imm=value))
+        code.emit(asm.encode(asm.OP_ADD64_IMM, dst=reg, imm=value))
     else:  # an offset beyond ±2 GiB (a far symbol) goes through R2, which the read sets anyway
-        code.emit(_ld_imm64(ERROR_REG, value), encode_insn(_ADD64_REG, dst=reg, src=ERROR_REG))
+        code.emit(asm.ld_imm64(ERROR_REG, value), asm.encode(asm.OP_ADD64_REG, dst=reg, src=ERROR_REG))
 
 
 def _cast(code: _Code, reg: int, vtype: ValueType, loaded_bits: int) -> None:
@@ -99,8 +83,8 @@ def _cast(code: _Code, reg: int, vtype: ValueType, loaded_bits: int) -> None:
         return  # already exact
     left = 64 - vtype.shift - width
     if left:
-        code.emit(encode_insn(_LSH64_IMM, dst=reg, imm=left))
-    code.emit(encode_insn(_ARSH64_IMM if vtype.signed else _RSH64_IMM, dst=reg, imm=64 - width))
+        code.emit(asm.encode(asm.OP_LSH64_IMM, dst=reg, imm=left))
+    code.emit(asm.encode(asm.OP_ARSH64_IMM if vtype.signed else asm.OP_RSH64_IMM, dst=reg, imm=64 - width))
 
 
 def _fetch(code: _Code, index: int, place: FetchPlace, helper: int) -> None:
@@ -108,24 +92,24 @@ def _fetch(code: _Code, index: int, place: FetchPlace, helper: int) -> None:
     ``unsafe_ptr`` argument)."""
     work, slot = FIRST_ARG_REG, _slot(index)
     if place.reg_offset is not None:
-        code.emit(encode_insn(_LDX[8], dst=work, src=SAVED_CTX_REG, off=place.reg_offset))
+        code.emit(asm.encode(asm.ldx(8), dst=work, src=SAVED_CTX_REG, off=place.reg_offset))
     else:
-        code.emit(_ld_imm64(work, place.address))
+        code.emit(asm.ld_imm64(work, place.address))
     loaded = 64
     for step, offset in enumerate(place.derefs):
         size = place.type.size if step == len(place.derefs) - 1 else POINTER_SIZE
         _add(code, work, offset)
         code.emit(
-            encode_insn(_MOV64_REG, dst=1, src=FRAME_REG),
-            encode_insn(_ADD64_IMM, dst=1, imm=slot),
-            encode_insn(_MOV64_IMM, dst=2, imm=size),
-            encode_insn(_CALL, imm=helper),
+            asm.encode(asm.OP_MOV64_REG, dst=1, src=FRAME_REG),
+            asm.encode(asm.OP_ADD64_IMM, dst=1, imm=slot),
+            asm.encode(asm.OP_MOV64_IMM, dst=2, imm=size),
+            asm.encode(asm.OP_CALL, imm=helper),
         )
         code.jump_if_failed()
-        code.emit(encode_insn(_LDX[size], dst=work, src=FRAME_REG, off=slot))
+        code.emit(asm.encode(asm.ldx(size), dst=work, src=FRAME_REG, off=slot))
         loaded = size * 8
     _cast(code, work, place.type, loaded)
-    code.emit(encode_insn(_STX_DW, dst=FRAME_REG, src=work, off=slot))
+    code.emit(asm.encode(_STX_DW, dst=FRAME_REG, src=work, off=slot))
 
 
 def assemble_prologue(places: Sequence[FetchPlace], *, user: bool) -> bytes:
@@ -138,20 +122,20 @@ def assemble_prologue(places: Sequence[FetchPlace], *, user: bool) -> bytes:
         )
     helper = HELPER_PROBE_READ_USER if user else HELPER_PROBE_READ_KERNEL
     code = _Code([], [])
-    code.emit(encode_insn(_MOV64_REG, dst=SAVED_CTX_REG, src=CTX_REG))
+    code.emit(asm.encode(asm.OP_MOV64_REG, dst=SAVED_CTX_REG, src=CTX_REG))
     for index, place in enumerate(places):
         _fetch(code, index, place, helper)
     args = range(FIRST_ARG_REG, FIRST_ARG_REG + len(places))
     for index, reg in enumerate(args):
-        code.emit(encode_insn(_LDX[8], dst=reg, src=FRAME_REG, off=_slot(index)))
-    code.emit(encode_insn(_MOV64_IMM, dst=ERROR_REG, imm=0))
+        code.emit(asm.encode(asm.ldx(8), dst=reg, src=FRAME_REG, off=_slot(index)))
+    code.emit(asm.encode(asm.OP_MOV64_IMM, dst=ERROR_REG, imm=0))
     if code.error_jumps:
-        error_block = [encode_insn(_MOV64_IMM, dst=ERROR_REG, imm=FETCH_FAILED)]
-        error_block += [encode_insn(_MOV64_IMM, dst=reg, imm=0) for reg in args]
-        code.emit(encode_insn(_JA, off=len(error_block)))
+        error_block = [asm.encode(asm.OP_MOV64_IMM, dst=ERROR_REG, imm=FETCH_FAILED)]
+        error_block += [asm.encode(asm.OP_MOV64_IMM, dst=reg, imm=0) for reg in args]
+        code.emit(asm.encode(asm.OP_JA, off=len(error_block)))
         code.patch_error_jumps(len(code.insns))
         code.emit(*error_block)
-    code.emit(encode_insn(_MOV64_REG, dst=CTX_REG, src=SAVED_CTX_REG))
+    code.emit(asm.encode(asm.OP_MOV64_REG, dst=CTX_REG, src=SAVED_CTX_REG))
     return b"".join(code.insns)
 
 
@@ -186,7 +170,7 @@ _UNREAD_REG = re.compile(r"\bR([2-5]) !read_ok")
 
 
 def _prologue_error(program: str, exc: VerifierError, prologue: bytes) -> KernelError:
-    prologue_insns = len(prologue) // INSN_SIZE
+    prologue_insns = asm.count(prologue)
     index = exc.summary.insn_index
     if index is not None and index < prologue_insns:
         message = (
@@ -216,11 +200,8 @@ def _prologue_error(program: str, exc: VerifierError, prologue: bytes) -> Kernel
 
 def fetched_count(prologue: bytes) -> int:
     """How many values ``prologue`` fetches: each is stored to its stack slot exactly once."""
-    return sum(
-        1
-        for at in range(0, len(prologue), INSN_SIZE)
-        if prologue[at] == _STX_DW and prologue[at + 1] & 0x0F == FRAME_REG
-    )
+    insns = (asm.decode(prologue, i) for i in range(asm.count(prologue)))
+    return sum(1 for insn in insns if insn.code == _STX_DW and insn.dst == FRAME_REG)
 
 
 class PrologueCache:
@@ -249,7 +230,7 @@ class PrologueCache:
             raise KeyError(f"object {spec.path!r} has no program {program!r}")
         linked = link_program(prog, spec, {name: m.fd for name, m in live.maps.items()})
         try:
-            return load_linked(live, prog, linked.prefixed(prologue), prog_type, prologue=len(prologue) // INSN_SIZE)
+            return load_linked(live, prog, linked.prefixed(prologue), prog_type, prologue=asm.count(prologue))
         except VerifierError as exc:
             raise _prologue_error(program, exc, prologue) from exc
 

@@ -25,24 +25,25 @@ import errno
 import os
 from dataclasses import dataclass
 
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.attach.attacher import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAttach
+from evspec.loader.btf.reader import BtfError
+from evspec.loader.btf.target import TargetBtf
 from evspec.loader.errors import ObjectError
+from evspec.loader.externs.module_ksyms import ModuleBtf
 from evspec.loader.kernel import Kernel, KernelError, VerifierError
 from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.load.live import LiveObject
-from evspec.loader.object.btf import BtfError
-from evspec.loader.object.libbpf_sections import (
+from evspec.loader.object.spec import ObjectSpec, ProgramSpec
+from evspec.loader.sections.libbpf import (
     LoadParams,
     ModuleTypeId,
     attach_btf_obj_fd,
     attach_target_name,
     load_params,
 )
-from evspec.loader.object.module_ksyms import ModuleBtf
-from evspec.loader.object.section import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
-from evspec.loader.object.spec import ObjectSpec, ProgramSpec
-from evspec.loader.object.target_btf import TargetBtf
+from evspec.loader.sections.names import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
 
 from evspec.codes import kernel as codes
 
@@ -190,7 +191,7 @@ class TrampolineAttacher(RawTracepointAttacher):
     def _ask_kernel(self, kind: str, params: LoadParams, btf_id: int) -> _Probe:
         """Load ``r0 = 0; exit`` as a ``kind`` program of ``params`` for ``btf_id``, attach it and
         close both."""
-        insns = abi.encode_insn(0xB7) + abi.encode_insn(abi.OP_EXIT)  # BPF_ALU64|BPF_MOV|BPF_K r0, 0
+        insns = asm.encode(asm.OP_MOV64_IMM) + asm.encode(asm.OP_EXIT)  # r0 = 0; exit
         what = f"a minimal {kind} program for '{attach_target_name(btf_id, params.target or '')}'"
         try:
             fd = self.kernel.load_program(params.prog_type, insns, "GPL", name="evspec_probe",

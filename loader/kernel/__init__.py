@@ -3,7 +3,7 @@
 ``Kernel`` is the one facade the rest of evspec uses, and the only code that builds ``bpf(2)`` /
 ``perf_event_open(2)`` arguments. Its operations live in one module per job: ``maps``,
 ``programs`` (programs and BTF), ``btf_objects`` (the kernel's BTF objects, module BTFs),
-``perf`` (perf events and their rings), all on ``core`` (issuing a command; ``attr`` for the load
+``perf`` (perf events and their rings), all on ``base`` (issuing a command; ``attr`` for the load
 commands' E2BIG fallback). Every failure becomes a ``KernelError`` with a code from ``evspec.codes.kernel`` (``errors``); a
 program the verifier rejects becomes a ``VerifierError`` that keeps the whole log.
 """

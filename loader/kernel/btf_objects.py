@@ -2,7 +2,7 @@
 their ids (``BPF_BTF_GET_NEXT_ID``), a descriptor on one (``BPF_BTF_GET_FD_BY_ID``), what it is
 and its bytes (``BPF_OBJ_GET_INFO_BY_FD`` into a ``struct bpf_btf_info``); and the module BTFs
 among them, opened as libbpf's ``load_module_btfs`` opens them (``open_module_btfs``), for the
-kfuncs and typed ksyms that live in modules (``object.module_ksyms``).
+kfuncs and typed ksyms that live in modules (``externs.module_ksyms``).
 """
 
 from __future__ import annotations
@@ -12,14 +12,14 @@ import errno as E
 from collections.abc import Iterator
 
 from evspec.loader.abi import bpf as abi
-from evspec.loader.kernel.core import KernelCore
+from evspec.loader.btf.reader import BtfError
+from evspec.loader.btf.target import TargetBtf
+from evspec.loader.externs.module_ksyms import ModuleBtf
+from evspec.loader.kernel.base import KernelBase
 from evspec.loader.kernel.errors import KernelError
-from evspec.loader.object.btf import BtfError
-from evspec.loader.object.module_ksyms import ModuleBtf
-from evspec.loader.object.target_btf import TargetBtf
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 NAME_LEN = 64  # the name buffer libbpf gives; a module's name is at most 56 bytes (MODULE_NAME_LEN)
 VMLINUX = "vmlinux"
@@ -38,7 +38,7 @@ class BtfInfo(ctypes.Structure):
     ]
 
 
-class BtfDescription(Record):
+class BtfDescription(Slotted):
     """A BTF object as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
     __slots__ = ("id", "name", "kernel_btf", "size")
@@ -54,7 +54,7 @@ class BtfDescription(Record):
         set_field(self, "size", size)
 
 
-class BtfObjectOperations(KernelCore):
+class BtfObjectOperations(KernelBase):
     def btf_ids(self) -> Iterator[int]:
         """The ids of the kernel's BTF objects, in order."""
         return self._next_ids(abi.Cmd.BTF_GET_NEXT_ID)

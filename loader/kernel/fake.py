@@ -16,8 +16,10 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.abi.perf import AttrFlag, Ioctl, PerfEventAttr
+from evspec.loader.abi.perf import Ioctl, PerfEventAttr
+from evspec.loader.abi.perf_bits import AttrFlag
 from evspec.loader.kernel.btf_objects import BtfInfo
 from evspec.loader.kernel.syscalls import (
     CAP_BPF,
@@ -244,8 +246,8 @@ class FakeKernel:
             args["license"] = ctypes.string_at(attr.license).decode() if attr.license else ""
             if attr.fd_array:  # as far as the program's kfunc calls index it
                 code = args["insns"]
-                insns = [abi.BpfInsn.from_buffer_copy(code, at) for at in range(0, len(code), abi.INSN_SIZE)]
-                offs = [i.off for i in insns if i.code == abi.OP_CALL and i.src_reg == abi.BPF_PSEUDO_KFUNC_CALL]
+                insns = [asm.decode(code, i) for i in range(asm.count(code))]
+                offs = [i.off for i in insns if i.code == asm.OP_CALL and i.src == abi.BPF_PSEUDO_KFUNC_CALL]
                 count = 1 + max(offs, default=0)
                 args["fd_array_fds"] = tuple((ctypes.c_int32 * count).from_address(attr.fd_array))
         elif op == "BPF_BTF_LOAD":

@@ -7,11 +7,11 @@ import errno as E
 from collections.abc import Iterator
 
 from evspec.loader.abi import bpf as abi
-from evspec.loader.kernel.core import KernelCore, address, bytes_address, in_buffer
+from evspec.loader.kernel.base import KernelBase, address, bytes_address, in_buffer
 from evspec.loader.kernel.errors import ENOTSUPP, KernelError
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 _NO_BATCH_ERRNOS = (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP)  # batch commands the map does not support
 _MAX_BATCH = 0xFFFFFFFF  # attr.batch.count is a u32
@@ -22,7 +22,7 @@ def _map_fd(fd: int) -> str:
     return f"map fd {fd}"
 
 
-class MapDescription(Record):
+class MapDescription(Slotted):
     """A map as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
     __slots__ = ("id", "type", "name", "key_size", "value_size", "max_entries", "flags", "btf_id",
@@ -56,7 +56,7 @@ class MapDescription(Record):
         set_field(self, "btf_value_type_id", btf_value_type_id)
 
 
-class MapOperations(KernelCore):
+class MapOperations(KernelBase):
     def create_map(
         self,
         map_type: int,

@@ -9,12 +9,12 @@ import mmap as mmap_mod
 import struct
 from collections.abc import Callable
 
-from evspec.loader.kernel.core import KernelCore
+from evspec.loader.kernel.base import KernelBase
 from evspec.loader.kernel.errors import KernelError, permission_error
 from evspec.loader.kernel.syscalls import SyscallError
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 # The perf ABI (loader.abi.perf: its enums and structures cost a cold start 3 ms) is imported by the
 # operations that use it: ``evspec verify`` uses none.
@@ -26,7 +26,7 @@ if TYPE_CHECKING:
 _VALUE_AND_LOST = struct.Struct("=QQ")
 
 
-class RingMapping(Record):
+class RingMapping(Slotted):
     """A perf ring buffer mapped into this process: one control page, then ``data_size`` bytes."""
 
     __slots__ = ("fd", "address", "length", "page_size")
@@ -46,7 +46,7 @@ class RingMapping(Record):
         return self.length - self.page_size
 
 
-class BpfRingMapping(Record):
+class BpfRingMapping(Slotted):
     """A ``BPF_MAP_TYPE_RINGBUF`` map mapped as the kernel lays it out: the consumer page
     (writable: ``consumer_pos``), then the producer page (``producer_pos``) followed by the
     ``data_size`` data bytes mapped twice in a row, so that a record never wraps in the mapping."""
@@ -70,8 +70,8 @@ class BpfRingMapping(Record):
         return self.producer + self.page_size
 
 
-class PerfOperations(KernelCore):
-    PERF_FORMAT_LOST = 1 << 4  # abi.perf.PERF_FORMAT_LOST, for callers that hold only the Kernel
+class PerfOperations(KernelBase):
+    PERF_FORMAT_LOST = 1 << 4  # abi.perf_bits.ReadFormat.LOST, for callers that hold only the Kernel
 
     def perf_event_open(
         self, attr: PerfEventAttr, *, pid: int = -1, cpu: int = -1, group_fd: int = -1, flags: int = 0
@@ -155,9 +155,11 @@ class PerfOperations(KernelCore):
         Linux 6.0; asks it once per call: a disabled dummy event is opened, read and closed)."""
         if self._reader() is None:
             return False
-        from evspec.loader.abi.perf import PERF_FORMAT_LOST, AttrFlag, PerfEventAttr, PerfType, SwConfig
+        from evspec.loader.abi.perf import PerfEventAttr
+        from evspec.loader.abi.perf_bits import AttrFlag, ReadFormat
+        from evspec.loader.abi.perf_ids import PerfType, SwConfig
 
-        attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=PERF_FORMAT_LOST)
+        attr = PerfEventAttr(type=PerfType.SOFTWARE, config=SwConfig.DUMMY, read_format=ReadFormat.LOST)
         attr.size = ctypes.sizeof(PerfEventAttr)
         attr.flags = AttrFlag.DISABLED
         try:

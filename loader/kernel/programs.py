@@ -9,13 +9,13 @@ import struct
 from collections.abc import Callable, Iterator, Sequence
 
 from evspec.loader.abi import bpf as abi
-from evspec.loader.kernel.core import KernelCore, address, in_buffer
+from evspec.loader.kernel.base import KernelBase, address, in_buffer
 from evspec.loader.kernel.errors import KernelError, VerifierError
 from evspec.loader.kernel.verifier import summarize
 from evspec.loader.object.spec import LineInfo
 
 from evspec.codes import kernel as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 FIRST_LOG_SIZE = 64 * 1024
 MAX_LOG_SIZE = 0xFFFFFFFF >> 2  # the kernel refuses larger verifier log buffers
@@ -32,7 +32,7 @@ _TRAMPOLINE_ATTACH_TYPES = {24: "fentry", 25: "fexit", 26: "fmod_ret", 27: "lsm"
 _TRAMPOLINE_PROG_TYPES = (26, 29)  # BPF_PROG_TYPE_TRACING, BPF_PROG_TYPE_LSM
 
 
-class ProgramDescription(Record):
+class ProgramDescription(Slotted):
     """A program as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
     __slots__ = ("id", "type", "name", "tag", "map_ids", "gpl_compatible", "xlated_len", "btf_id",
@@ -64,7 +64,7 @@ class ProgramDescription(Record):
         set_field(self, "nr_line_info", nr_line_info)
 
 
-class _Attempt(Record):
+class _Attempt(Slotted):
     """One PROG_LOAD/BTF_LOAD try: the fd, or the error and the log size the kernel asked for."""
 
     __slots__ = ("fd", "error", "log_true_size")
@@ -116,7 +116,7 @@ def _trampoline_refusal(error: KernelError, what: str, prog_type: int, attach_ty
     )
 
 
-class ProgramOperations(KernelCore):
+class ProgramOperations(KernelBase):
     def load_program(
         self,
         prog_type: int,

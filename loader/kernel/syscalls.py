@@ -16,7 +16,7 @@ import errno as errno_mod
 import os
 import resource
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -34,7 +34,7 @@ CAP_BPF = 39
 RLIM_INFINITY = resource.RLIM_INFINITY
 
 
-class SyscallNumbers(Record):
+class SyscallNumbers(Slotted):
     __slots__ = ("bpf", "perf_event_open", "ioctl", "mmap", "munmap", "close")
     bpf: int
     perf_event_open: int

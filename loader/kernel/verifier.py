@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from evspec.loader.object.spec import LineInfo
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 # "12: (85) call bpf_map_lookup_elem#1" — an instruction the verifier walked.
 _INSN_LINE = re.compile(r"^(\d+): \(([0-9a-f]{2})\) (.*)$")
@@ -17,7 +17,7 @@ _INSN_IN_MESSAGE = re.compile(r"\binsn (\d+)\b")
 _TRAILER_PREFIXES = ("processed ", "verification time ", "stack depth ", "max_states_per_insn ")
 
 
-class VerifierSummary(Record):
+class VerifierSummary(Slotted):
     __slots__ = ("message", "insn_index", "insn_text", "source")
     message: str  # the verifier's own error line ("R0 !read_ok", "invalid mem access 'scalar'")
     insn_index: int | None  # the instruction it failed at, when the log says

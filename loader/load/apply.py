@@ -19,12 +19,10 @@ from array import array
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 
-from evspec.loader.abi.perf import PerfType, SwConfig
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.load.array_fill import KernelFill
-from evspec.loader.load.live import LiveMap, LiveObject
-from evspec.loader.object.terms.maps import (
+from evspec.loader.lint.terms.maps import (
     MSG_EVTINH,
     MSG_EVTTYPE,
     MSG_NO_EVENT,
@@ -32,6 +30,8 @@ from evspec.loader.object.terms.maps import (
     MapUpdate,
     range_keys,
 )
+from evspec.loader.load.array_fill import KernelFill
+from evspec.loader.load.live import LiveMap, LiveObject
 
 from evspec.codes import kernel as codes
 

@@ -14,25 +14,23 @@ import struct
 import sys
 from collections.abc import Iterator
 
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
+from evspec.loader.btf.reader import FUNC_STATIC, INT_SIGNED, BtfKind, RawType, type_info, write_btf
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.load.live import LiveMap
-from evspec.loader.object.btf import FUNC_STATIC, INT_SIGNED, BtfKind, RawType, type_info, write_btf
 from evspec.loader.object.spec import MapType, ProgType
 
 BPF_MAX_LOOPS = 1 << 23  # the most iterations one bpf_loop call makes
 FILL_PROGRAM_NAME = "evspec_fill"
 FILL_LICENSE = "Dual MIT/GPL"
 FILL_CTX = struct.Struct("=QQQ")  # first key, key count, value: the program's u64 arguments
-STORE_SIZES = {1: 0x10, 2: 0x08, 4: 0x00, 8: 0x18}  # value size -> BPF_B/H/W/DW
-# Opcodes of the fill program: class | mode | size, or class | op | source.
-STX_MEM, ST_MEM, LDX_MEM = 0x63, 0x62, 0x61  # BPF_STX/BPF_ST/BPF_LDX | BPF_MEM, plus a size
-LDX_DW, ST_DW, STX_W, STX_DW = LDX_MEM | 0x18, ST_MEM | 0x18, STX_MEM, STX_MEM | 0x18
-MOV64_X, MOV64_K, ADD64_X, ADD64_K = 0xBF, 0xB7, 0x0F, 0x07
-JEQ_K = 0x15
+STORE_SIZES = frozenset(asm.BYTES_SIZE)  # the value sizes one store writes
+LDX_DW, ST_DW, STX_W, STX_DW = asm.ldx(8), asm.st(8), asm.stx(4), asm.stx(8)
+MOV64_X, MOV64_K, ADD64_X, ADD64_K = asm.OP_MOV64_REG, asm.OP_MOV64_IMM, asm.OP_ADD64_REG, asm.OP_ADD64_IMM
 CALLBACK_START = 15  # index of the callback's first instruction in fill_program()
 
-_insn = abi.encode_insn
+_insn = asm.encode
 
 
 def fill_program(map_fd: int, value_size: int) -> bytes:
@@ -53,36 +51,34 @@ def fill_program(map_fd: int, value_size: int) -> bytes:
         _insn(STX_DW, 10, 4, -16),
         _insn(ST_DW, 10, 0, -8, 0),  # stored = 0
         _insn(MOV64_X, 1, 3),  # r1 = count
-        _insn(abi.OP_LD_IMM64, 2, abi.BPF_PSEUDO_FUNC, 0, CALLBACK_START - 7 - 1),  # r2 = &callback
-        _insn(0),
+        asm.ld_imm64(2, CALLBACK_START - 7 - 1, abi.BPF_PSEUDO_FUNC),  # r2 = &callback (2 instructions)
         _insn(MOV64_X, 3, 10),
         _insn(ADD64_K, 3, 0, 0, -24),  # r3 = &(first, value, stored)
         _insn(MOV64_K, 4, 0, 0, 0),  # flags
-        _insn(abi.OP_CALL, imm=abi.FUNC_LOOP),
+        _insn(asm.OP_CALL, imm=abi.FUNC_LOOP),
         _insn(LDX_DW, 0, 10, -8),  # return stored
-        _insn(abi.OP_EXIT),
+        _insn(asm.OP_EXIT),
     ]
-    assert len(main) == CALLBACK_START
+    assert asm.count(b"".join(main)) == CALLBACK_START
     callback = [  # (r1 = index, r2 = &(first, value, stored))
         _insn(MOV64_X, 6, 2),
         _insn(LDX_DW, 3, 6, 0),
         _insn(ADD64_X, 3, 1),  # key = first + index
         _insn(STX_W, 10, 3, -4),
-        _insn(abi.OP_LD_IMM64, 1, abi.BPF_PSEUDO_MAP_FD, 0, map_fd),
-        _insn(0),
+        asm.ld_imm64(1, map_fd, abi.BPF_PSEUDO_MAP_FD),
         _insn(MOV64_X, 2, 10),
         _insn(ADD64_K, 2, 0, 0, -4),
-        _insn(abi.OP_CALL, imm=abi.FUNC_MAP_LOOKUP_ELEM),
-        _insn(JEQ_K, 0, 0, 7, 0),  # no element: stop the loop
+        _insn(asm.OP_CALL, imm=abi.FUNC_MAP_LOOKUP_ELEM),
+        _insn(asm.OP_JEQ_IMM, 0, 0, 7, 0),  # no element: stop the loop
         _insn(LDX_DW, 1, 6, 8),
-        _insn(STX_MEM | STORE_SIZES[value_size], 0, 1, 0),  # *value = r1
+        _insn(asm.stx(value_size), 0, 1, 0),  # *value = r1
         _insn(LDX_DW, 1, 6, 16),
         _insn(ADD64_K, 1, 0, 0, 1),
         _insn(STX_DW, 6, 1, 16),  # stored += 1
         _insn(MOV64_K, 0, 0, 0, 0),
-        _insn(abi.OP_EXIT),
+        _insn(asm.OP_EXIT),
         _insn(MOV64_K, 0, 0, 0, 1),
-        _insn(abi.OP_EXIT),
+        _insn(asm.OP_EXIT),
     ]
     return b"".join(main + callback)
 

@@ -1,7 +1,7 @@
 """From an ``ObjectSpec`` to live kernel objects: maps created, programs relocated and loaded.
 
 ``load_object(spec, prog_types)`` is the one call (cilium/ebpf's ``NewCollection``). It loads the
-object's BTF (completed by ``btf_fixup`` the way libbpf completes it, and rewritten for kernels
+object's BTF (completed by ``btf.fixup`` the way libbpf completes it, and rewritten for kernels
 that lack newer kinds); creates every map, legacy ``SEC("maps")`` and BTF ``.maps`` alike, with
 BTF key/value types where the map type allows, global data maps with their initial contents and
 ``.rodata`` frozen; patches a copy of each program's instructions and loads it with the program
@@ -28,14 +28,16 @@ import struct
 from collections.abc import Callable, Collection, Mapping
 from types import TracebackType
 
+from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
-from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
-from evspec.loader.kernel.btf_objects import open_module_btfs
-from evspec.loader.kernel.verifier import VerifierSummary
-from evspec.loader.load.self_filter import prelude_for
-from evspec.loader.object.btf import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
-from evspec.loader.object.btf_fixup import (
+from evspec.loader.btf.core_patch import (
+    CORE_HELP,
+    POISON_HELPER,
+    load_target,
+    relocate_object,
+    unloadable_reason,
+)
+from evspec.loader.btf.fixup import (
     BtfFeatures,
     BtfFixupError,
     FixedBtf,
@@ -45,23 +47,40 @@ from evspec.loader.object.btf_fixup import (
     probe_blobs,
     program_btf_info,
 )
-from evspec.loader.object.core_patch import CORE_HELP, POISON_HELPER, load_target, relocate_object
-from evspec.loader.object.externs import (
+from evspec.loader.btf.reader import Btf, BtfError, BtfExt, BtfKind, type_info, write_btf
+from evspec.loader.btf.target import TargetBtf
+from evspec.loader.errors import ObjectError
+from evspec.loader.externs.module_ksyms import ModuleBtf
+from evspec.loader.externs.resolve import (
     POISON_KFUNC_BASE,
     apply_externs,
     libbpf_order,
     resolve_externs,
     running_system,
 )
-from evspec.loader.object.libbpf_sections import attach_btf_obj_fd, section_prog_flags
-from evspec.loader.object.module_ksyms import ModuleBtf
-from evspec.loader.object.spec import LineInfo, MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, replace
-from evspec.loader.object.target_btf import TargetBtf
+from evspec.loader.kernel import ENOTSUPP, Kernel, KernelError, MapDescription, VerifierError
+from evspec.loader.kernel.btf_objects import open_module_btfs
+from evspec.loader.kernel.verifier import VerifierSummary
+from evspec.loader.lint.libbpf_rules import check_libbpf_rules
+from evspec.loader.load.self_filter import prelude_for
+from evspec.loader.object.link import LinkedProgram, link_program
+from evspec.loader.object.map_attrs import MapAttributes, map_attributes, ringbuf_size
+from evspec.loader.object.spec import (
+    MAP_IN_MAP_TYPES,
+    RING_BUFFER_TYPES,
+    MapSpec,
+    MapType,
+    ObjectSpec,
+    ProgramSpec,
+    ProgType,
+    replace,
+)
+from evspec.loader.sections.libbpf import attach_btf_obj_fd, section_prog_flags
 
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes
 from evspec.cpus import possible_cpus
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 _MAP_SECTIONS = (".maps", "maps")
 DEFAULT_PIN_ROOT = "/sys/fs/bpf"  # libbpf's pin_root_path: maps pinned by name go to DIR/NAME
@@ -72,33 +91,7 @@ _UNKNOWN_KIND_LOG = ("Invalid kind", "Invalid btf_info", "kind_flag", "Invalid f
 _NOT_ABOUT_BTF = (codes.PERMISSION, codes.MEMLOCK)
 
 
-class LinkedProgram(Record):
-    """A program ready for BPF_PROG_LOAD: the patched instructions with its subprograms appended."""
-
-    __slots__ = ("insns", "line_info", "layout")
-    insns: bytes
-    line_info: tuple[LineInfo, ...]  # offsets into ``insns`` (subprograms' entries shifted)
-    layout: tuple[tuple[str, int], ...]  # (function, first instruction) in load order
-
-    def __init__(
-        self, insns: bytes, line_info: tuple[LineInfo, ...], layout: tuple[tuple[str, int], ...],
-    ) -> None:
-        set_field(self, "insns", insns)
-        set_field(self, "line_info", line_info)
-        set_field(self, "layout", layout)
-
-    def prefixed(self, front: bytes) -> LinkedProgram:
-        """The program with the instructions ``front`` put before it (an argument prologue, a
-        prelude): its line records shifted with it; load it with ``prologue`` = their count."""
-        if not front:
-            return self
-        shift = len(front) // abi.INSN_SIZE
-        return LinkedProgram(front + self.insns,
-                             tuple(replace(e, insn_offset=e.insn_offset + shift) for e in self.line_info),
-                             self.layout)
-
-
-class LiveMap(Record):
+class LiveMap(Slotted):
     __slots__ = ("spec", "fd", "with_btf", "pinned", "reused")
     spec: MapSpec
     fd: int
@@ -120,7 +113,7 @@ class LiveMap(Record):
         return self.spec.name
 
 
-class LiveProgram(Record):
+class LiveProgram(Slotted):
     __slots__ = ("spec", "fd", "prog_type", "insns")
     spec: ProgramSpec
     fd: int
@@ -216,138 +209,6 @@ class LiveObject:
         self.close()
 
 
-# ----------------------------------------------------------------- relocation
-
-
-def _insn(buf: bytearray, index: int) -> abi.BpfInsn:
-    return abi.BpfInsn.from_buffer_copy(buf, index * abi.INSN_SIZE)
-
-
-def _put(buf: bytearray, index: int, insn: abi.BpfInsn) -> None:
-    buf[index * abi.INSN_SIZE : (index + 1) * abi.INSN_SIZE] = bytes(insn)
-
-
-def _relocation_error(prog: ProgramSpec, index: int, message: str) -> KernelError:
-    return KernelError(codes.RELOCATION, f"program '{prog.name}', instruction {index}: {message}")
-
-
-def _patch_ld_imm64(
-    buf: bytearray, part: ProgramSpec, base: int, index: int, src_reg: int, fd: int, offset: int
-) -> None:
-    at = base + index
-    if index < 0 or index + 1 >= part.insn_count:
-        raise _relocation_error(part, index, "a ld_imm64 relocation points past the program's end")
-    first, second = _insn(buf, at), _insn(buf, at + 1)
-    if first.code != abi.OP_LD_IMM64 or second.code != 0:
-        raise _relocation_error(
-            part,
-            index,
-            f"expected a ld_imm64 instruction (opcode 0x18) to relocate, found opcode {first.code:#04x}",
-        )
-    first.src_reg = src_reg
-    first.imm = fd
-    second.imm = offset
-    _put(buf, at, first)
-    _put(buf, at + 1, second)
-
-
-def _patch_call(buf: bytearray, part: ProgramSpec, base: int, index: int, target: int) -> None:
-    at = base + index
-    if not 0 <= index < part.insn_count:
-        raise _relocation_error(part, index, "a call relocation points past the program's end")
-    insn = _insn(buf, at)
-    if insn.code != abi.OP_CALL or insn.src_reg != abi.BPF_PSEUDO_CALL:
-        raise _relocation_error(
-            part, index, f"expected a bpf-to-bpf call (opcode 0x85, src_reg 1), found opcode {insn.code:#04x}"
-        )
-    insn.imm = target - (at + 1)
-    _put(buf, at, insn)
-
-
-def _function(spec: ObjectSpec, name: str) -> ProgramSpec | None:
-    for fn in spec.subprograms + spec.programs:
-        if fn.name == name:
-            return fn
-    return None
-
-
-def _data_map(spec: ObjectSpec, target: str) -> MapSpec | None:
-    for m in spec.maps:
-        if m.name == target:
-            return m
-    for m in spec.maps:
-        if m.section == target and m.section not in _MAP_SECTIONS:
-            return m
-    return None
-
-
-def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]) -> LinkedProgram:
-    """Patch a copy of ``prog``'s instructions for loading; no system call is made.
-
-    * ``map``: the ld_imm64 gets ``src_reg = BPF_PSEUDO_MAP_FD`` and the map's fd;
-    * ``data``: ``src_reg = BPF_PSEUDO_MAP_VALUE``, the data map's fd, and ``addend`` (the offset
-      into the data section) in the second half;
-    * ``call``: the called function (from ``spec.subprograms``, else ``spec.programs``) is appended
-      once, its own relocations applied, and the call's ``imm`` set to the relative distance to its
-      first instruction (plus ``addend`` bytes);
-    * ``func`` (a callback's address): the function is appended the same way and the ld_imm64 gets
-      ``src_reg = BPF_PSEUDO_FUNC`` and the same relative distance.
-    """
-    buf = bytearray(prog.insns)
-    parts: list[tuple[int, ProgramSpec]] = [(0, prog)]
-    starts: dict[str, int] = {prog.name: 0}
-    done = 0
-    while done < len(parts):
-        base, part = parts[done]
-        done += 1
-        for rel in part.relocations:
-            if rel.kind in ("call", "func"):
-                if rel.target not in starts:
-                    callee = _function(spec, rel.target)
-                    if callee is None:
-                        raise _relocation_error(
-                            part, rel.insn_index, f"calls '{rel.target}', which the object lacks"
-                        )
-                    starts[rel.target] = len(buf) // abi.INSN_SIZE
-                    parts.append((starts[rel.target], callee))
-                    buf += callee.insns
-                target = starts[rel.target] + rel.addend // abi.INSN_SIZE
-                if rel.kind == "call":
-                    _patch_call(buf, part, base, rel.insn_index, target)
-                else:
-                    at = base + rel.insn_index
-                    _patch_ld_imm64(
-                        buf, part, base, rel.insn_index, abi.BPF_PSEUDO_FUNC, target - (at + 1), 0
-                    )
-            elif rel.kind in ("map", "data"):
-                fd = map_fds.get(rel.target)
-                if fd is None and rel.kind == "data":
-                    data = _data_map(spec, rel.target)
-                    fd = map_fds.get(data.name) if data is not None else None
-                if fd is None:
-                    what = "map" if rel.kind == "map" else "data section"
-                    raise _relocation_error(
-                        part, rel.insn_index, f"refers to {what} '{rel.target}', which the object lacks"
-                    )
-                if rel.kind == "map":
-                    _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_FD, fd, 0)
-                else:
-                    _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_VALUE, fd, rel.addend)
-            elif rel.kind in ("ksym", "kfunc"):
-                raise _relocation_error(
-                    part, rel.insn_index, f"extern '{rel.target}' is not resolved (externs.apply_externs)"
-                )
-            else:
-                raise _relocation_error(part, rel.insn_index, f"unknown relocation kind {rel.kind!r}")
-    line_info = tuple(
-        replace(entry, insn_offset=entry.insn_offset + base)
-        for base, part in parts
-        for entry in part.line_info
-    )
-    layout = tuple((part.name, base) for base, part in parts)
-    return LinkedProgram(bytes(buf), line_info, layout)
-
-
 # ----------------------------------------------------------------------- maps
 
 
@@ -364,49 +225,6 @@ _NO_BTF_TYPES = frozenset({
     MapType.SOCKMAP, MapType.SOCKHASH, MapType.QUEUE, MapType.STACK,
 })
 _KEYLESS = frozenset({MapType.BLOOM_FILTER})  # no key: the value type alone is passed
-_RINGBUF_TYPES = frozenset({MapType.RINGBUF, MapType.USER_RINGBUF})
-_MAP_IN_MAP = frozenset({MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS})
-_U32_MAX = 0xFFFFFFFF
-
-
-def ringbuf_size(size: int, page_size: int) -> int:
-    """The max_entries libbpf gives a ring buffer: ``size`` when it is a power-of-two multiple of
-    the page size, else the smallest such multiple above it (0 and impossible sizes unchanged)."""
-    if size == 0:
-        return 0
-    pages, rest = divmod(size, page_size)
-    if rest == 0 and pages & (pages - 1) == 0:
-        return size
-    mul = 1
-    while mul * page_size <= _U32_MAX:
-        if mul * page_size > size:
-            return mul * page_size
-        mul <<= 1
-    return size
-
-
-class MapAttributes(Record):
-    """What BPF_MAP_CREATE is given for a map spec (and what a pinned map must match)."""
-
-    __slots__ = ("max_entries", "flags")
-    max_entries: int
-    flags: int
-
-    def __init__(self, max_entries: int, flags: int) -> None:
-        set_field(self, "max_entries", max_entries)
-        set_field(self, "flags", flags)
-
-
-def map_attributes(m: MapSpec, cpus: int, page_size: int) -> MapAttributes:
-    max_entries = m.max_entries
-    if m.type == MapType.PERF_EVENT_ARRAY and max_entries == 0:
-        max_entries = cpus
-    if m.type in _RINGBUF_TYPES:
-        max_entries = ringbuf_size(max_entries, page_size)
-    flags = m.flags | (abi.MapFlag.RDONLY_PROG if m.readonly else 0) | (abi.MapFlag.MMAPABLE if m.mmapable else 0)
-    return MapAttributes(max_entries, int(flags))
-
-
 def _numa_nodes() -> str:
     try:
         with open("/sys/devices/system/node/online") as f:
@@ -569,7 +387,7 @@ def _create_object_map(
             raise
         return made
 
-    if m.type in _RINGBUF_TYPES:
+    if m.type in RING_BUFFER_TYPES:
         size = ringbuf_size(m.max_entries, kernel.page_size)
         if size != m.max_entries:
             live.map_notes.append(f"{path}: ring buffer '{m.name}': max_entries {m.max_entries} rounded up "
@@ -583,14 +401,10 @@ def _fill_map_slots(kernel: Kernel, made: LiveMap, live: LiveObject) -> None:
     """A map-in-map's ``.values = { [i] = &map }``, filled as soon as it is created (libbpf's
     order: the maps it holds must be declared before it)."""
     m = made.spec
-    if m.type not in _MAP_IN_MAP:
+    if m.type not in MAP_IN_MAP_TYPES:
         return
-    for slot, name in m.initial_slots:
-        target = live.maps.get(name)
-        if target is None:
-            raise KernelError(codes.RELOCATION, f"{live.spec.path}: map '{m.name}' slot [{slot}]: map "
-                              f"'{name}' is declared after it; libbpf fills a map-in-map when it is "
-                              "created, so the maps it holds must come first")
+    for slot, name in m.initial_slots:  # libbpf_rules: each is created already
+        target = live.maps[name]
         kernel.update_elem(made.fd, struct.pack("=I", slot), struct.pack("=I", target.fd),
                            what=f"map '{m.name}' slot [{slot}] (map '{name}')")
 
@@ -717,7 +531,7 @@ def _program_btf(live: LiveObject, prog: ProgramSpec, linked: LinkedProgram) -> 
         return None
     parts = []
     for name, base in linked.layout:
-        fn = prog if base == 0 else _function(spec, name)
+        fn = prog if base == 0 else spec.function(name)
         if fn is None:
             return None
         parts.append((base, fn))
@@ -828,7 +642,7 @@ def _poison_explained(exc: VerifierError, spec: ObjectSpec, linked: LinkedProgra
     why = None
     if number == POISON_HELPER:
         function, local = next(((name, at - base) for name, base in reversed(linked.layout) if base <= at), ("", at))
-        fn = _function(spec, function)
+        fn = spec.function(function)
         poison = next((r.poison for r in fn.core_relocations if r.insn == local and r.poison), None) if fn else None
         if poison is not None:
             why = (f"the poisoned instruction of a CO-RE relocation this kernel cannot satisfy: {poison} "
@@ -849,7 +663,7 @@ def _global_functions(spec: ObjectSpec, linked: LinkedProgram) -> list[str]:
     on their own only when func info says they are global."""
     out = []
     for name, base in linked.layout:
-        fn = _function(spec, name) if base else None
+        fn = spec.function(name) if base else None
         if fn is not None and fn.global_function and not fn.hidden:
             out.append(name)
     return out
@@ -906,7 +720,7 @@ def load_object(
         )
     if any(not r.applied for _, r in spec.core_relocations()):  # against target_btf, else this kernel's
         spec, _ = relocate_object(spec, load_target(target_btf))  # poisoned ones stay listed in the spec
-    reason = spec.unloadable_reason()
+    reason = unloadable_reason(spec)
     if reason is not None:
         raise ObjectError(bpf_codes.UNSUPPORTED, reason, help=CORE_HELP)
     check_libbpf_rules(spec, deferred)
@@ -982,74 +796,10 @@ class _ModuleBtfs:
 def _has_bpf_cookie(kernel: Kernel) -> bool:
     """libbpf's LINUX_HAS_BPF_COOKIE probe: whether a tracepoint program may call
     bpf_get_attach_cookie."""
-    call = abi.BpfInsn(code=abi.OP_CALL, imm=abi.FUNC_GET_ATTACH_COOKIE)
-    exit_ = abi.BpfInsn(code=abi.OP_EXIT)
+    insns = asm.encode(asm.OP_CALL, imm=abi.FUNC_GET_ATTACH_COOKIE) + asm.encode(asm.OP_EXIT)
     try:
-        fd = kernel.load_program(int(ProgType.TRACEPOINT), bytes(call) + bytes(exit_), "GPL")
+        fd = kernel.load_program(int(ProgType.TRACEPOINT), insns, "GPL")
     except KernelError:
         return False
     kernel.close(fd)
     return True
-
-
-def check_libbpf_rules(spec: ObjectSpec, deferred: Collection[str] = ()) -> None:
-    """Refuse, naming it, what libbpf 1.x refuses or what evspec would load differently from it:
-    static functions in program sections, calls into another program's section and callbacks
-    (function addresses) there, legacy map fields it does not implement, map-in-maps without an
-    inner map, PROG_ARRAY values that name a program loaded later."""
-    path = spec.path
-    for fn in spec.subprograms:
-        if fn.section != ".text":
-            raise ObjectError(
-                bpf_codes.BAD_PROGRAM,
-                f"{path}: section '{fn.section}': function '{fn.name}' is static; libbpf refuses a "
-                "static function in a program section (\"program is static and not supported\")",
-                help=("move it to .text (drop its section attribute) or make it a global program",),
-            )
-    for fn in (*spec.programs, *spec.subprograms):
-        for rel in fn.relocations:
-            callee = _function(spec, rel.target) if rel.kind in ("call", "func") else None
-            if callee is None or callee.section == ".text":
-                continue
-            if rel.kind == "call":
-                raise ObjectError(
-                    bpf_codes.BAD_RELOCATION,
-                    f"{path}: function '{fn.name}' (section '{fn.section}') calls global function "
-                    f"'{callee.name}' of program section '{callee.section}'; libbpf refuses it "
-                    "(\"bad call relo\"): only functions in .text can be called",
-                    help=("put the called function in .text (no SEC()), global or static",),
-                )
-            raise ObjectError(
-                bpf_codes.BAD_RELOCATION,
-                f"{path}: function '{fn.name}' (section '{fn.section}'), instruction "
-                f"{rel.insn_index}: takes the address of '{callee.name}', a function of program "
-                f"section '{callee.section}' (a callback, e.g. of bpf_loop); libbpf refuses it "
-                "(\"bad map relo\"): only functions in .text can be callbacks",
-                help=("put the callback in .text (no SEC()), global or static",),
-            )
-    for m in spec.maps:
-        unsupported = [(k, v) for k, v in m.legacy_extra if k != "id"]  # id only names it for inner_id
-        if unsupported:
-            fields = ", ".join(f"{k} {v}" for k, v in unsupported)
-            raise ObjectError(
-                bpf_codes.UNSUPPORTED,
-                f"{path}: legacy map '{m.name}' (section '{m.section}'): {fields}: these fields of "
-                "iproute2's struct bpf_elf_map (pinning, map-in-map) are not supported",
-                help=("declare the map in SEC(\".maps\") with __uint(pinning, LIBBPF_PIN_BY_NAME) "
-                      "or __array(values, struct ...)",),
-            )
-        if m.type in _MAP_IN_MAP and m.inner is None:
-            raise ObjectError(
-                bpf_codes.UNSUPPORTED,
-                f"{path}: map '{m.name}' ({MapType(m.type).name}) has no inner map definition; "
-                "declare it with __array(values, struct { ... }) so the inner map can be made",
-            )
-        if m.type == MapType.PROG_ARRAY:
-            late = [name for _slot, name in m.initial_slots if name in deferred]
-            if late:
-                raise ObjectError(
-                    bpf_codes.UNSUPPORTED,
-                    f"{path}: map '{m.name}': its initial values name program(s) "
-                    f"{', '.join(repr(n) for n in late)}, which are loaded after the object (probe "
-                    "programs with argument prologues); the prog array cannot hold them",
-                )

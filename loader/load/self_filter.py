@@ -22,14 +22,13 @@ left as they are: they are not in ``FILTERED_TYPES``.
 
 from __future__ import annotations
 
-from evspec.loader.abi.bpf import OP_CALL, OP_EXIT, encode_insn
+from evspec.loader import asm
 from evspec.loader.object.spec import ProgType
 
 FILTERED_TYPES = frozenset({ProgType.KPROBE, ProgType.TRACEPOINT, ProgType.PERF_EVENT, ProgType.RAW_TRACEPOINT,
                             ProgType.RAW_TRACEPOINT_WRITABLE, ProgType.TRACING})
 GET_CURRENT_PID_TGID = 14  # enum bpf_func_id
-_MOV64_REG, _RSH64_IMM, _JEQ_IMM, _JNE_IMM, _MOV64_IMM = 0xBF, 0x77, 0x15, 0x55, 0xB7
-CTX, SAVED = 1, 6
+CTX, SAVED = asm.R1, asm.R6
 
 
 def skip_task(tgid: int, *more: int) -> bytes:
@@ -40,14 +39,14 @@ def skip_task(tgid: int, *more: int) -> bytes:
         if not 0 < one < 1 << 31:
             raise ValueError(f"not a process id: {one}")
     return b"".join((
-        encode_insn(_MOV64_REG, dst=SAVED, src=CTX),
-        encode_insn(OP_CALL, imm=GET_CURRENT_PID_TGID),
-        encode_insn(_RSH64_IMM, dst=0, imm=32),
-        *(encode_insn(_JEQ_IMM, dst=0, off=len(more) - i, imm=one) for i, one in enumerate(more)),
-        encode_insn(_JNE_IMM, dst=0, off=2, imm=tgid),
-        encode_insn(_MOV64_IMM, dst=0, imm=0),
-        encode_insn(OP_EXIT),
-        encode_insn(_MOV64_REG, dst=CTX, src=SAVED),
+        asm.encode(asm.OP_MOV64_REG, dst=SAVED, src=CTX),
+        asm.encode(asm.OP_CALL, imm=GET_CURRENT_PID_TGID),
+        asm.encode(asm.OP_RSH64_IMM, dst=0, imm=32),
+        *(asm.encode(asm.OP_JEQ_IMM, dst=0, off=len(more) - i, imm=one) for i, one in enumerate(more)),
+        asm.encode(asm.OP_JNE_IMM, dst=0, off=2, imm=tgid),
+        asm.encode(asm.OP_MOV64_IMM, dst=0, imm=0),
+        asm.encode(asm.OP_EXIT),
+        asm.encode(asm.OP_MOV64_REG, dst=CTX, src=SAVED),
     ))
 
 

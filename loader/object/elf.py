@@ -16,7 +16,7 @@ from functools import cached_property
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import bpf as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 EM_BPF = 247
 ET_REL = 1
@@ -55,7 +55,7 @@ def machine_name(machine: int) -> str:
     return _MACHINES.get(machine, f"number {machine}")
 
 
-class Section(Record):
+class Section(Slotted):
     __slots__ = ("index", "name", "type", "flags", "offset", "size", "link", "info", "entsize")
     index: int
     name: str
@@ -86,7 +86,7 @@ class Section(Record):
         return self.type == "SHT_PROGBITS" and bool(self.flags & SHF_EXECINSTR)
 
 
-class Symbol(Record):
+class Symbol(Slotted):
     __slots__ = ("index", "name", "value", "size", "type", "bind", "section_index")
     index: int
     name: str
@@ -112,7 +112,7 @@ class Symbol(Record):
         return self.section_index is None
 
 
-class Rel(Record):
+class Rel(Slotted):
     __slots__ = ("offset", "symbol", "type")
     offset: int  # byte offset inside the relocated section
     symbol: int  # symbol table index

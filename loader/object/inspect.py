@@ -6,13 +6,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from evspec.loader.btf.reader import Btf, BtfError
 from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import Btf, BtfError
-from evspec.loader.object.externs import type_text
-from evspec.loader.object.libbpf_differences import libbpf_differences
+from evspec.loader.externs.resolve import type_text
+from evspec.loader.lint.libbpf_differences import libbpf_differences
+from evspec.loader.lint.terms.variables import global_variables
 from evspec.loader.object.map_dump import decode_type, value_text
 from evspec.loader.object.spec import ExternSpec, MapSpec, MapType, ObjectSpec, ProgramSpec
-from evspec.loader.object.terms.variables import global_variables
 
 from evspec.codes import bpf as codes
 

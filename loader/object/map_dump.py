@@ -20,8 +20,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import (
+from evspec.loader.btf.reader import (
     INT_BOOL,
     INT_CHAR,
     INT_SIGNED,
@@ -31,6 +30,7 @@ from evspec.loader.object.btf import (
     BtfKind,
     BtfType,
 )
+from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 
 from evspec.codes import bpf as codes

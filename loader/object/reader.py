@@ -55,8 +55,9 @@ import struct
 import sys
 from functools import cached_property, lru_cache
 
-from evspec.loader.errors import ObjectError
-from evspec.loader.object.btf import (
+from evspec.loader import asm
+from evspec.loader.abi.bpf import BPF_PSEUDO_CALL, BPF_PSEUDO_KFUNC_CALL, INSN_SIZE
+from evspec.loader.btf.reader import (
     VAR_STATIC,
     Btf,
     BtfError,
@@ -66,8 +67,9 @@ from evspec.loader.object.btf import (
     BtfType,
     LineRecord,
 )
+from evspec.loader.errors import ObjectError
+from evspec.loader.externs.resolve import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
 from evspec.loader.object.elf import SHF_ALLOC, BpfElf, Rel, Section, Symbol
-from evspec.loader.object.externs import KCONFIG_SEC, UndefinedSymbol, collect_externs, kconfig_size
 from evspec.loader.object.input_file import read_input
 from evspec.loader.object.spec import (
     CoreRelocation,
@@ -83,14 +85,9 @@ from evspec.loader.object.spec import (
 )
 
 from evspec.codes import bpf as codes
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
-INSN_SIZE = 8
 BTF_HEADER_LEN = 24  # struct btf_header
-OP_LD_IMM64 = 0x18  # BPF_LD | BPF_IMM | BPF_DW
-OP_CALL = 0x85  # BPF_JMP | BPF_CALL
-PSEUDO_CALL = 1
-PSEUDO_KFUNC_CALL = 2
 R_BPF_64_64 = 1
 R_BPF_64_32 = 10
 # relocations of data: a pointer's 8 or 4 bytes
@@ -121,18 +118,12 @@ _LEGACY_EXTRA = ("id", "pinning", "inner_id", "inner_idx")
 _NATIVE = "<" if sys.byteorder == "little" else ">"
 
 
-def _src_reg(regs: int) -> int:
-    """The src_reg nibble of an instruction's register byte, whose nibble order follows the byte
-    order (objects always have the host's, see object/elf.py)."""
-    return regs >> 4 if _NATIVE == "<" else regs & 0xF
-
-
 def _regs_with_src(wanted: range) -> bytes:
     """A character class (without its brackets) of the register bytes whose src_reg is in ``wanted``,
     written as ranges: a class of 240 single bytes costs the regex compiler a millisecond."""
     runs: list[list[int]] = []
     for b in range(256):
-        if _src_reg(b) in wanted:
+        if asm.src_reg(b) in wanted:
             if runs and runs[-1][1] == b - 1:
                 runs[-1][1] = b
             else:
@@ -142,8 +133,9 @@ def _regs_with_src(wanted: range) -> bytes:
 
 # Instructions whose imm only a loader can give: pseudo and kfunc calls, ld_imm64 with a src_reg.
 # A lookahead, so that a match at an odd byte cannot hide one at the next instruction.
-_LOADER_IMM_RE = re.compile(b"(?=\\x85[" + _regs_with_src(range(1, 3)) + b"]|\\x18["
-                            + _regs_with_src(range(1, 16)) + b"])", re.DOTALL)
+_LOADER_IMM_RE = re.compile(b"(?=" + re.escape(bytes([asm.OP_CALL])) + b"[" + _regs_with_src(range(1, 3)) + b"]|"
+                            + re.escape(bytes([asm.OP_LD_IMM64])) + b"[" + _regs_with_src(range(1, 16)) + b"])",
+                            re.DOTALL)
 
 # What unpacking, slicing and decoding corrupt bytes raise. The exceptions only a bug raises
 # (AttributeError, TypeError, KeyError, AssertionError, RecursionError ...) are let through, for
@@ -194,7 +186,7 @@ def _is_data_section(s: Section) -> bool:
     return any(s.name == p or s.name.startswith(p + ".") for p in (".data", ".rodata", ".bss"))
 
 
-class _Function(Record):
+class _Function(Slotted):
     """A function found in an executable section, before it becomes a ProgramSpec."""
 
     __slots__ = ("name", "section", "offset", "size", "is_program", "is_global", "hidden")
@@ -223,7 +215,7 @@ class _Function(Record):
         return self.offset + self.size
 
 
-class _Targets(Record):
+class _Targets(Slotted):
     """What relocations may point at."""
 
     __slots__ = ("maps", "data", "functions", "externs", "kconfig")
@@ -820,13 +812,13 @@ class _Reader:
         if f is None:
             raise self.bad_relocation(where, "it lies outside every function")
         sym = symbols[rel.symbol]
-        opcode, regs, _off, imm = struct.unpack_from(_NATIVE + "BBhi", code, rel.offset)
+        opcode, _dst, src_reg, _off, imm = asm.decode(code, rel.offset // INSN_SIZE)
         insn_index = (rel.offset - f.offset) // INSN_SIZE
         if sym.section_index is None:
             return f, self.extern_relocation(targets, sym, opcode, insn_index, rel.offset, f, where)
         home = self.elf.section_at(sym.section_index)
         sym_name = sym.name or home.name
-        if opcode == OP_LD_IMM64:
+        if opcode == asm.OP_LD_IMM64:
             if rel.offset + 2 * INSN_SIZE > f.end:
                 raise self.bad_relocation(where, "ld_imm64 is cut off at the end of its function")
             target_off = sym.value + imm
@@ -847,9 +839,8 @@ class _Reader:
                 return f, Relocation(insn_index, "func", sym_name, callee.name)
             raise self.bad_relocation(where, f"{sym_name!r} in section {home.name!r} is neither a "
                                       "map, global data nor a function")
-        if opcode == OP_CALL:
-            src_reg = regs >> 4 if _NATIVE == "<" else regs & 0xF
-            if src_reg != PSEUDO_CALL:
+        if opcode == asm.OP_CALL:
+            if src_reg != BPF_PSEUDO_CALL:
                 raise self.bad_relocation(where, f"a call with src_reg {src_reg} is relocated; only "
                                           "bpf-to-bpf calls (src_reg 1) are")
             if not home.executable:
@@ -869,14 +860,14 @@ class _Reader:
             raise self.fail(codes.EXTERN_INVALID, f"{where}: symbol {sym.name!r} is not defined in "
                             "the object, and it is no extern (an undefined GLOBAL or WEAK NOTYPE "
                             "symbol of the .kconfig or .ksyms section)", "Relocation failed")
-        if opcode == OP_LD_IMM64:
+        if opcode == asm.OP_LD_IMM64:
             if offset + 2 * INSN_SIZE > f.end:
                 raise self.bad_relocation(where, "ld_imm64 is cut off at the end of its function")
             if ext.kind == "kconfig":
                 assert targets.kconfig is not None  # made for every object with kconfig externs
                 return Relocation(insn_index, "data", ext.name, targets.kconfig.name, ext.offset)
             return Relocation(insn_index, "ksym", ext.name, ext.name)
-        if opcode == OP_CALL:
+        if opcode == asm.OP_CALL:
             if ext.kind != "kfunc":
                 raise self.bad_relocation(where, f"a call of extern {ext.name!r}, which is a "
                                           f"{ext.kind} variable, not a function")
@@ -904,11 +895,10 @@ class _Reader:
                 pos = match.start()
                 if (pos - f.offset) % INSN_SIZE or (sec.index, pos) in relocated:
                     continue
-                opcode, regs, _off, imm = struct.unpack_from(_NATIVE + "BBhi", code, pos)
-                src_reg = _src_reg(regs)
+                opcode, _dst, src_reg, _off, imm = asm.decode(code, pos // INSN_SIZE)
                 where = (f"section {sec.name!r}, function {f.name!r}, instruction "
                          f"{(pos - f.offset) // INSN_SIZE} (offset {pos})")
-                if opcode == OP_LD_IMM64:
+                if opcode == asm.OP_LD_IMM64:
                     if pos + 2 * INSN_SIZE > f.end:
                         continue  # the second half of an ld_imm64 of the function's last slots
                     name, meaning = _LD_IMM64_SRC.get(src_reg, (f"src_reg {src_reg}", "something unknown"))
@@ -916,7 +906,7 @@ class _Reader:
                                     f"({name}) and no relocation: the kernel would take its imm {imm} "
                                     f"as {meaning}, which only the loader can know; libbpf passes it "
                                     "on unchanged: not supported", "Relocation failed")
-                if src_reg == PSEUDO_KFUNC_CALL:
+                if src_reg == BPF_PSEUDO_KFUNC_CALL:
                     raise self.fail(codes.UNSUPPORTED, f"{where}: a kfunc call (src_reg "
                                     f"BPF_PSEUDO_KFUNC_CALL) without a relocation: the kernel would "
                                     f"take its imm {imm} as the BTF id of a function of whichever "

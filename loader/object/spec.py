@@ -8,15 +8,13 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from evspec.span import Record, set_field
+from evspec.span import Slotted, set_field
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from typing import TypeVar
 
-    from evspec.loader.object.target_btf import TargetBtf
-
-    R = TypeVar("R", bound=Record)
+    R = TypeVar("R", bound=Slotted)
 
 
 def replace(record: R, /, **changes: object) -> R:
@@ -67,6 +65,10 @@ class MapType(IntEnum):
     ARENA = 33
 
 
+MAP_IN_MAP_TYPES = frozenset({MapType.ARRAY_OF_MAPS, MapType.HASH_OF_MAPS})
+RING_BUFFER_TYPES = frozenset({MapType.RINGBUF, MapType.USER_RINGBUF})
+
+
 class ProgType(IntEnum):
     """``enum bpf_prog_type``, all of it."""
 
@@ -104,7 +106,7 @@ class ProgType(IntEnum):
     SYSCALL = 31
 
 
-class MapSpec(Record):
+class MapSpec(Slotted):
     __slots__ = ("name", "type", "key_size", "value_size", "max_entries", "flags", "pinning", "legacy",
                  "section", "symbol_offset", "key_type_id", "value_type_id", "initial_value", "readonly",
                  "numa_node", "map_extra", "inner", "initial_slots", "mmapable", "legacy_extra")
@@ -170,7 +172,7 @@ class MapSpec(Record):
             return None
 
 
-class Relocation(Record):
+class Relocation(Slotted):
     """One instruction of a program that needs a fix-up before loading."""
 
     __slots__ = ("insn_index", "kind", "symbol", "target", "addend")
@@ -189,7 +191,7 @@ class Relocation(Record):
         set_field(self, "addend", addend)
 
 
-class LineInfo(Record):
+class LineInfo(Slotted):
     __slots__ = ("insn_offset", "file", "line", "column", "source_line")
     insn_offset: int  # in instructions, relative to the program start
     file: str
@@ -206,7 +208,7 @@ class LineInfo(Record):
 
 
 
-class CoreRelocation(Record):
+class CoreRelocation(Slotted):
     """A CO-RE relocation record of a function (``.BTF.ext`` core_relo): the instruction it
     patches (index inside the function), its kind (``field_byte_offset``, ...; ``kind_id`` its
     number), the local type it starts from (``struct task_struct___mine``, BTF id ``type_id``) and
@@ -242,7 +244,7 @@ class CoreRelocation(Record):
         return f"{self.kind} of {self.type_name} (access {self.access}) at instruction {self.insn}"
 
 
-class ProgramSpec(Record):
+class ProgramSpec(Slotted):
     __slots__ = ("name", "section", "insns", "offset", "relocations", "line_info", "core_relocations",
                  "global_function", "hidden")
     name: str  # function symbol
@@ -276,7 +278,7 @@ class ProgramSpec(Record):
         return len(self.insns) // 8
 
 
-class ExternSpec(Record):
+class ExternSpec(Slotted):
     """An extern the object declares (an undefined GLOBAL or WEAK NOTYPE symbol with a VAR or
     FUNC in the ``.kconfig`` or ``.ksyms`` DATASEC of its BTF).
 
@@ -308,7 +310,7 @@ class ExternSpec(Record):
         set_field(self, "size", size)
 
 
-class SectionLayout(Record):
+class SectionLayout(Slotted):
     """An allocated data section's size and where its named symbols sit: the facts a BTF DATASEC
     describes, which clang leaves for the loader to fill in."""
 
@@ -327,7 +329,7 @@ class SectionLayout(Record):
         set_field(self, "hidden", hidden)
 
 
-class ObjectSpec(Record, hidden=("btf", "btf_ext", "layouts")):
+class ObjectSpec(Slotted, hidden=("btf", "btf_ext", "layouts")):
     __slots__ = ("path", "license", "kernel_version", "maps", "programs", "subprograms", "btf", "btf_ext",
                  "layouts", "externs", "externs_applied")
     path: str
@@ -364,25 +366,11 @@ class ObjectSpec(Record, hidden=("btf", "btf_ext", "layouts")):
         """Every CO-RE relocation of the object's functions (programs and subprograms)."""
         return tuple((p, r) for p in (*self.programs, *self.subprograms) for r in p.core_relocations)
 
-    def unloadable_reason(self, target: TargetBtf | None = None) -> str | None:
-        """Why evspec cannot load this object correctly against the ``target`` BTF (None: it
-        can). CO-RE relocations that are not applied yet need a target to resolve against; one
-        that cannot be resolved at all (ambiguous, malformed, an unknown kind) makes the object
-        unloadable. Poisoned relocations do not: the verifier refuses them only if reached."""
-        pending = [(p, r) for p, r in self.core_relocations() if not r.applied]
-        if not pending:
-            return None
-        if target is None:
-            prog, first = pending[0]
-            return (f"{self.path}: {len(pending)} CO-RE relocation(s) and no target BTF to resolve them "
-                    f"against (the first: program '{prog.name}', {first.describe()})")
-        from evspec.loader.errors import ObjectError
-        from evspec.loader.object.core_patch import relocate_object
-
-        try:
-            relocate_object(self, target)
-        except ObjectError as exc:
-            return exc.message
+    def function(self, name: str) -> ProgramSpec | None:
+        """The function ``name``: a subprogram, else a program (what a call by that name reaches)."""
+        for fn in self.subprograms + self.programs:
+            if fn.name == name:
+                return fn
         return None
 
     def map(self, name: str) -> MapSpec | None:

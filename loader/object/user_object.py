@@ -38,7 +38,7 @@ def read_user_object(
     try:
         if is_source_path(path) if source is None else source:
             if compile is None:
-                from evspec.loader.object.compile import compile_source
+                from evspec.loader.object.clang import compile_source
 
                 compiled = compile_source(full, extra_flags=clang_opts)
             else:

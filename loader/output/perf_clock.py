@@ -19,7 +19,9 @@ import struct
 import time
 from dataclasses import dataclass
 
-from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
+from evspec.loader.abi.perf import PerfEventAttr, RecordType
+from evspec.loader.abi.perf_bits import AttrFlag, SampleType
+from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.output.perf_ring import PerfRing, walk_records
 

@@ -17,7 +17,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from itertools import chain
 
-from evspec.loader.abi.perf import MmapPage, RecordType, SampleType
+from evspec.loader.abi.perf import MmapPage, RecordType
+from evspec.loader.abi.perf_bits import SampleType
 from evspec.loader.kernel import KernelError, RingMapping
 
 from evspec.codes import kernel as codes

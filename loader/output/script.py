@@ -51,7 +51,7 @@ from evspec.loader.output.perf_ring import cut_column
 from evspec.loader.output.tracefs_format import FieldValue, TraceFields
 from evspec.loader.output.typed import TypedFields, fields_json, fields_text
 
-from evspec.span import Record
+from evspec.span import Slotted
 
 BYTES_PER_LINE = 8
 _json_string = json.encoder.encode_basestring_ascii  # json.dumps(str), without its Python steps
@@ -89,7 +89,7 @@ class LostLine:
     lost: int
 
 
-class SampleRun(Record, frozen=False):
+class SampleRun(Slotted, frozen=False):
     """Samples of one event, as columns: what live mode decodes a run of a ring's samples into
     (``loader.output.samples``) and the renderers print in bulk. ``fields`` holds each sample's
     decoded fields (a tracepoint's, a typed map's) or is None; ``comms`` is filled in before

@@ -322,7 +322,7 @@ class TracepointDecoders:
     def printk(self) -> dict[int, str]:
         """tracefs ``printk_formats``, read on first use (empty when it cannot be read)."""
         if self._printk is None:
-            from evspec.loader.output.perfdata import parse_printk_formats
+            from evspec.loader.output.saved.perfdata import parse_printk_formats
 
             try:
                 self._printk = parse_printk_formats((self.tracefs / "printk_formats").read_text())

@@ -14,7 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from evspec.loader.object.btf import Btf, BtfKind, BtfType, find_record_type
+from evspec.loader.btf.reader import Btf, BtfKind, BtfType, find_record_type
 from evspec.loader.object.map_dump import Decoded, Text, decode_type, value_text
 
 

@@ -14,7 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from dataclasses import field as dataclass_field
 
-from evspec.loader.output.tracefs_format import TraceField
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # tracefs_format parses formats with this package: a type is all it lends here
+    from evspec.loader.output.tracefs_format import TraceField
 
 MASK = (1 << 64) - 1
 LONG_SIZE = 8 if sys.maxsize > 2**32 else 4

@@ -20,7 +20,10 @@ from evspec.loader.output.printfmt.args import LONG_SIZE, Field, Node, field_tex
 from evspec.loader.output.printfmt.parse import FormatError, parse_print_fmt
 from evspec.loader.output.printfmt.pointers import pointer_extent, pointer_text
 from evspec.loader.output.printfmt.symbols import Resolver
-from evspec.loader.output.tracefs_format import TraceField
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # tracefs_format compiles its formats with this package: a type is all it lends here
+    from evspec.loader.output.tracefs_format import TraceField
 
 _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 _BITS = {-2: 8, -1: 16, 0: 32, 1: 8 * LONG_SIZE, 2: 64}

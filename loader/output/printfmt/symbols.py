@@ -19,7 +19,7 @@ def kernel_symbols(path: str = "/proc/kallsyms") -> Resolver:
         nonlocal loaded
         if not loaded:
             loaded = True
-            from evspec.loader.object.externs import kallsyms_entries
+            from evspec.loader.externs.resolve import kallsyms_entries
 
             try:
                 table.extend(sorted((addr, name) for addr, letter, name in kallsyms_entries(path)

@@ -1,0 +1,34 @@
+"""What ``evspec record`` runs, compiled before the loader starts: the events of its strings, and
+the automatic bpf-output event perf adds for the objects whose ``__bpf_stdout__`` map no term
+configures. The loader's recording session takes it as data and compiles nothing itself."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from evspec.compiler.compile import Plan, PlannedEvent, compile_events
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from evspec.ast import EventList
+    from evspec.system.model import System
+
+
+@dataclass(frozen=True, slots=True)
+class RecordingPlan:
+    """The compiled events of ``record``'s strings (``plan``), and the bpf-output event it opens
+    when an object's output map needs one (``stdout_events``)."""
+
+    plan: Plan
+    stdout_events: tuple[PlannedEvent, ...]
+
+
+def recording_plan(lists: Sequence[EventList], system: System | None) -> RecordingPlan:
+    """``lists`` (one per ``-e``) compiled as ``record`` opens them on ``system``."""
+    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING
+    from evspec.parser import parse
+
+    plan = compile_events(lists, system, "record")
+    return RecordingPlan(plan, compile_events([parse(STDOUT_EVENT_STRING)], None, "record").events)

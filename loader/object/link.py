@@ -1,0 +1,172 @@
+"""Linking a program for BPF_PROG_LOAD, with no syscall: a copy of its instructions with map and
+data references patched to the descriptors it is given, and the functions it calls (and whose
+addresses it takes) appended once each, as libbpf links a program (cilium/ebpf's ``link``ing of
+a ``ProgramSpec``). ``evspec check`` links every program with stand-in descriptors, so that an
+object ``record`` could not link is refused without a kernel."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from evspec.loader import asm
+from evspec.loader.abi import bpf as abi
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.spec import LineInfo, MapSpec, ObjectSpec, ProgramSpec, replace
+
+from evspec.codes import kernel as codes
+from evspec.span import Slotted, set_field
+
+_MAP_SECTIONS = (".maps", "maps")
+_EXTERN_KINDS = ("ksym", "kfunc")  # patched by externs.resolve.apply_externs, not by linking
+
+
+class LinkedProgram(Slotted):
+    """A program ready for BPF_PROG_LOAD: the patched instructions with its subprograms appended."""
+
+    __slots__ = ("insns", "line_info", "layout")
+    insns: bytes
+    line_info: tuple[LineInfo, ...]  # offsets into ``insns`` (subprograms' entries shifted)
+    layout: tuple[tuple[str, int], ...]  # (function, first instruction) in load order
+
+    def __init__(
+        self, insns: bytes, line_info: tuple[LineInfo, ...], layout: tuple[tuple[str, int], ...],
+    ) -> None:
+        set_field(self, "insns", insns)
+        set_field(self, "line_info", line_info)
+        set_field(self, "layout", layout)
+
+    def prefixed(self, front: bytes) -> LinkedProgram:
+        """The program with the instructions ``front`` put before it (an argument prologue, a
+        prelude): its line records shifted with it; load it with ``prologue`` = their count."""
+        if not front:
+            return self
+        shift = asm.count(front)
+        return LinkedProgram(front + self.insns,
+                             tuple(replace(e, insn_offset=e.insn_offset + shift) for e in self.line_info),
+                             self.layout)
+
+
+def _relocation_error(prog: ProgramSpec, index: int, message: str) -> ObjectError:
+    return ObjectError(codes.RELOCATION, f"program '{prog.name}', instruction {index}: {message}")
+
+
+def _patch_ld_imm64(
+    buf: bytearray, part: ProgramSpec, base: int, index: int, src_reg: int, fd: int, offset: int
+) -> None:
+    at = base + index
+    if index < 0 or index + 1 >= part.insn_count:
+        raise _relocation_error(part, index, "a ld_imm64 relocation points past the program's end")
+    first, second = asm.decode(buf, at), asm.decode(buf, at + 1)
+    if first.code != asm.OP_LD_IMM64 or second.code != 0:
+        raise _relocation_error(
+            part,
+            index,
+            f"expected a ld_imm64 instruction (opcode 0x18) to relocate, found opcode {first.code:#04x}",
+        )
+    asm.put(buf, at, first._replace(src=src_reg, imm=fd))
+    asm.put(buf, at + 1, second._replace(imm=offset))
+
+
+def _patch_call(buf: bytearray, part: ProgramSpec, base: int, index: int, target: int) -> None:
+    at = base + index
+    if not 0 <= index < part.insn_count:
+        raise _relocation_error(part, index, "a call relocation points past the program's end")
+    insn = asm.decode(buf, at)
+    if insn.code != asm.OP_CALL or insn.src != abi.BPF_PSEUDO_CALL:
+        raise _relocation_error(
+            part, index, f"expected a bpf-to-bpf call (opcode 0x85, src_reg 1), found opcode {insn.code:#04x}"
+        )
+    asm.put(buf, at, insn._replace(imm=target - (at + 1)))
+
+
+def _data_map(spec: ObjectSpec, target: str) -> MapSpec | None:
+    for m in spec.maps:
+        if m.name == target:
+            return m
+    for m in spec.maps:
+        if m.section == target and m.section not in _MAP_SECTIONS:
+            return m
+    return None
+
+
+def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]) -> LinkedProgram:
+    """Patch a copy of ``prog``'s instructions for loading; no system call is made.
+
+    * ``map``: the ld_imm64 gets ``src_reg = BPF_PSEUDO_MAP_FD`` and the map's fd;
+    * ``data``: ``src_reg = BPF_PSEUDO_MAP_VALUE``, the data map's fd, and ``addend`` (the offset
+      into the data section) in the second half;
+    * ``call``: the called function (from ``spec.subprograms``, else ``spec.programs``) is appended
+      once, its own relocations applied, and the call's ``imm`` set to the relative distance to its
+      first instruction (plus ``addend`` bytes);
+    * ``func`` (a callback's address): the function is appended the same way and the ld_imm64 gets
+      ``src_reg = BPF_PSEUDO_FUNC`` and the same relative distance.
+    """
+    buf = bytearray(prog.insns)
+    parts: list[tuple[int, ProgramSpec]] = [(0, prog)]
+    starts: dict[str, int] = {prog.name: 0}
+    done = 0
+    while done < len(parts):
+        base, part = parts[done]
+        done += 1
+        for rel in part.relocations:
+            if rel.kind in ("call", "func"):
+                if rel.target not in starts:
+                    callee = spec.function(rel.target)
+                    if callee is None:
+                        raise _relocation_error(
+                            part, rel.insn_index, f"calls '{rel.target}', which the object lacks"
+                        )
+                    starts[rel.target] = len(buf) // abi.INSN_SIZE
+                    parts.append((starts[rel.target], callee))
+                    buf += callee.insns
+                target = starts[rel.target] + rel.addend // abi.INSN_SIZE
+                if rel.kind == "call":
+                    _patch_call(buf, part, base, rel.insn_index, target)
+                else:
+                    at = base + rel.insn_index
+                    _patch_ld_imm64(
+                        buf, part, base, rel.insn_index, abi.BPF_PSEUDO_FUNC, target - (at + 1), 0
+                    )
+            elif rel.kind in ("map", "data"):
+                fd = map_fds.get(rel.target)
+                if fd is None and rel.kind == "data":
+                    data = _data_map(spec, rel.target)
+                    fd = map_fds.get(data.name) if data is not None else None
+                if fd is None:
+                    what = "map" if rel.kind == "map" else "data section"
+                    raise _relocation_error(
+                        part, rel.insn_index, f"refers to {what} '{rel.target}', which the object lacks"
+                    )
+                if rel.kind == "map":
+                    _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_FD, fd, 0)
+                else:
+                    _patch_ld_imm64(buf, part, base, rel.insn_index, abi.BPF_PSEUDO_MAP_VALUE, fd, rel.addend)
+            elif rel.kind in ("ksym", "kfunc"):
+                raise _relocation_error(
+                    part, rel.insn_index, f"extern '{rel.target}' is not resolved (externs.apply_externs)"
+                )
+            else:
+                raise _relocation_error(part, rel.insn_index, f"unknown relocation kind {rel.kind!r}")
+    line_info = tuple(
+        replace(entry, insn_offset=entry.insn_offset + base)
+        for base, part in parts
+        for entry in part.line_info
+    )
+    layout = tuple((part.name, base) for base, part in parts)
+    return LinkedProgram(bytes(buf), line_info, layout)
+
+
+def link_every_program(spec: ObjectSpec) -> None:
+    """Link each program of ``spec`` as ``record`` would, with stand-in descriptors: ObjectError
+    where that fails. The relocations of ``__ksym`` externs and kfuncs, which ``externs.resolve``
+    patches (with the running kernel's ids) before anything is linked, are left out until then."""
+    if not spec.externs_applied:
+        spec = replace(spec, programs=tuple(map(_without_externs, spec.programs)),
+                       subprograms=tuple(map(_without_externs, spec.subprograms)))
+    stand_in = {m.name: 0 for m in spec.maps}
+    for prog in spec.programs:
+        link_program(prog, spec, stand_in)
+
+
+def _without_externs(fn: ProgramSpec) -> ProgramSpec:
+    return replace(fn, relocations=tuple(r for r in fn.relocations if r.kind not in _EXTERN_KINDS))

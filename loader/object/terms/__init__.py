@@ -1,3 +1,0 @@
-"""The object terms of a BPF event checked against its object and turned into what loading needs:
-``map:`` terms (``maps``: checks and the map updates), ``prog:`` terms (``programs``) and ``var:``
-terms (``variables``: checks and the new initial values of the global data maps)."""

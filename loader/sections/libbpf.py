@@ -1,0 +1,435 @@
+"""libbpf 1.1's section names as data: the program type, expected attach type and load flags
+libbpf gives a program from its ``SEC()`` name, and which kernel BTF type the name's target is.
+
+The facts come from libbpf 1.1's ``section_defs`` table; the table here is evspec's own writing of
+them. Matching is libbpf's: a definition with ``plus`` takes its name alone (``kprobe``) or followed
+by ``/`` and anything (``kprobe/do_unlinkat``); one without takes its exact name only (``xdp``,
+``cgroup/connect4``); the first definition that matches wins, so ``xdp.frags/devmap`` comes before
+``xdp.frags``. A leading ``?`` (libbpf's autoload-off mark) is not part of the name.
+
+``load_params`` is what a program of the section is loaded with, as libbpf loads it; what libbpf
+cannot load from the name alone (``fentry`` without a function, ``freplace``, which needs a target
+program, ``struct_ops``, which needs its struct_ops map) is an ``ObjectError`` naming it.
+
+The target's kernel BTF type is found as libbpf 1.1's ``find_kernel_btf_id`` finds it: in vmlinux's
+BTF, else in each module's (split on vmlinux's, in the kernel's order of BTF object ids), the
+first that has it; the program is then loaded with that module BTF's descriptor as
+``attach_btf_obj_fd`` (``ModuleTypeId``). libbpf 1.5 added a ``MODULE:FUNC`` form of the target;
+libbpf 1.1 has none, and such a target is refused naming the form.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+
+from evspec.loader.btf.reader import BtfKind
+from evspec.loader.errors import ObjectError
+from evspec.loader.object.spec import ProgType
+
+from evspec.codes import kernel as codes
+from evspec.span import Slotted, set_field
+
+TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    from evspec.loader.btf.target import TargetBtf
+    from evspec.loader.externs.module_ksyms import ModuleBtf
+
+BPF_F_SLEEPABLE = 1 << 4
+BPF_F_XDP_HAS_FRAGS = 1 << 5
+# libbpf builds the looked-up name in a 128-byte buffer; a longer one is ENAMETOOLONG
+BTF_MAX_NAME_SIZE = 128
+
+
+class BpfAttachType(IntEnum):
+    """``enum bpf_attach_type`` up to what libbpf 1.1 names in its table."""
+
+    CGROUP_INET_INGRESS = 0
+    CGROUP_INET_EGRESS = 1
+    CGROUP_INET_SOCK_CREATE = 2
+    CGROUP_SOCK_OPS = 3
+    SK_SKB_STREAM_PARSER = 4
+    SK_SKB_STREAM_VERDICT = 5
+    CGROUP_DEVICE = 6
+    SK_MSG_VERDICT = 7
+    CGROUP_INET4_BIND = 8
+    CGROUP_INET6_BIND = 9
+    CGROUP_INET4_CONNECT = 10
+    CGROUP_INET6_CONNECT = 11
+    CGROUP_INET4_POST_BIND = 12
+    CGROUP_INET6_POST_BIND = 13
+    CGROUP_UDP4_SENDMSG = 14
+    CGROUP_UDP6_SENDMSG = 15
+    LIRC_MODE2 = 16
+    FLOW_DISSECTOR = 17
+    CGROUP_SYSCTL = 18
+    CGROUP_UDP4_RECVMSG = 19
+    CGROUP_UDP6_RECVMSG = 20
+    CGROUP_GETSOCKOPT = 21
+    CGROUP_SETSOCKOPT = 22
+    TRACE_RAW_TP = 23
+    TRACE_FENTRY = 24
+    TRACE_FEXIT = 25
+    MODIFY_RETURN = 26
+    LSM_MAC = 27
+    TRACE_ITER = 28
+    CGROUP_INET4_GETPEERNAME = 29
+    CGROUP_INET6_GETPEERNAME = 30
+    CGROUP_INET4_GETSOCKNAME = 31
+    CGROUP_INET6_GETSOCKNAME = 32
+    XDP_DEVMAP = 33
+    CGROUP_INET_SOCK_RELEASE = 34
+    XDP_CPUMAP = 35
+    SK_LOOKUP = 36
+    XDP = 37
+    SK_SKB_VERDICT = 38
+    SK_REUSEPORT_SELECT = 39
+    SK_REUSEPORT_SELECT_OR_MIGRATE = 40
+    PERF_EVENT = 41
+    TRACE_KPROBE_MULTI = 42
+    LSM_CGROUP = 43
+
+
+class BtfLookup(Slotted):
+    """How libbpf finds the kernel BTF type a section's target names: ``prefix`` + target, of
+    ``kind`` (``btf_trace_NAME`` typedefs for tp_btf, ``bpf_lsm_NAME`` functions for lsm,
+    ``bpf_iter_NAME`` functions for iter, the function itself for fentry/fexit/fmod_ret)."""
+
+    __slots__ = ("prefix", "kind", "what")
+    prefix: str
+    kind: BtfKind
+    what: str  # what the target is, in words
+
+    def __init__(self, prefix: str, kind: BtfKind, what: str) -> None:
+        set_field(self, "prefix", prefix)
+        set_field(self, "kind", kind)
+        set_field(self, "what", what)
+
+
+_BTF_LOOKUPS: dict[int, BtfLookup] = {
+    BpfAttachType.TRACE_RAW_TP: BtfLookup("btf_trace_", BtfKind.TYPEDEF, "BTF tracepoint"),
+    BpfAttachType.LSM_MAC: BtfLookup("bpf_lsm_", BtfKind.FUNC, "LSM hook"),
+    BpfAttachType.LSM_CGROUP: BtfLookup("bpf_lsm_", BtfKind.FUNC, "LSM hook"),
+    BpfAttachType.TRACE_ITER: BtfLookup("bpf_iter_", BtfKind.FUNC, "iterator"),
+}
+
+
+class SectionDef(Slotted):
+    """One entry of libbpf's table."""
+
+    __slots__ = ("name", "prog_type", "attach_type", "plus", "sleepable", "xdp_frags", "attach_btf")
+    name: str
+    prog_type: ProgType
+    attach_type: int  # the expected attach type libbpf loads the program with
+    plus: bool  # the name alone or NAME/ANYTHING (libbpf writes it 'NAME+')
+    sleepable: bool  # loaded with BPF_F_SLEEPABLE
+    xdp_frags: bool  # loaded with BPF_F_XDP_HAS_FRAGS
+    attach_btf: bool  # the target is a kernel BTF type (attach_btf_id)
+
+    def __init__(
+        self, name: str, prog_type: ProgType, attach_type: int = 0, plus: bool = False,
+        sleepable: bool = False, xdp_frags: bool = False, attach_btf: bool = False,
+    ) -> None:
+        set_field(self, "name", name)
+        set_field(self, "prog_type", prog_type)
+        set_field(self, "attach_type", attach_type)
+        set_field(self, "plus", plus)
+        set_field(self, "sleepable", sleepable)
+        set_field(self, "xdp_frags", xdp_frags)
+        set_field(self, "attach_btf", attach_btf)
+
+    def matches(self, section: str) -> bool:
+        if not self.plus:
+            return section == self.name
+        return section.startswith(self.name) and section[len(self.name):len(self.name) + 1] in ("", "/")
+
+    @property
+    def prog_flags(self) -> int:
+        return (BPF_F_SLEEPABLE if self.sleepable else 0) | (BPF_F_XDP_HAS_FRAGS if self.xdp_frags else 0)
+
+    @property
+    def btf_lookup(self) -> BtfLookup | None:
+        if not self.attach_btf or self.prog_type == ProgType.EXT:
+            return None
+        return _BTF_LOOKUPS.get(self.attach_type, BtfLookup("", BtfKind.FUNC, "function"))
+
+
+def _plus(name: str, prog_type: ProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
+    return SectionDef(name, prog_type, attach_type, plus=True, **flags)
+
+
+def _exact(name: str, prog_type: ProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
+    return SectionDef(name, prog_type, attach_type, **flags)
+
+
+P, A = ProgType, BpfAttachType
+_BTF = {"attach_btf": True}
+_SLEEP_BTF = {"attach_btf": True, "sleepable": True}
+
+#: libbpf 1.1's table, in its order (the first match wins)
+SECTION_DEFS: tuple[SectionDef, ...] = (
+    _exact("socket", P.SOCKET_FILTER),
+    _exact("sk_reuseport/migrate", P.SK_REUSEPORT, A.SK_REUSEPORT_SELECT_OR_MIGRATE),
+    _exact("sk_reuseport", P.SK_REUSEPORT, A.SK_REUSEPORT_SELECT),
+    _plus("kprobe", P.KPROBE),
+    _plus("uprobe", P.KPROBE),
+    _plus("uprobe.s", P.KPROBE, sleepable=True),
+    _plus("kretprobe", P.KPROBE),
+    _plus("uretprobe", P.KPROBE),
+    _plus("uretprobe.s", P.KPROBE, sleepable=True),
+    _plus("kprobe.multi", P.KPROBE, A.TRACE_KPROBE_MULTI),
+    _plus("kretprobe.multi", P.KPROBE, A.TRACE_KPROBE_MULTI),
+    _plus("ksyscall", P.KPROBE),
+    _plus("kretsyscall", P.KPROBE),
+    _plus("usdt", P.KPROBE),
+    _exact("tc", P.SCHED_CLS),
+    _exact("classifier", P.SCHED_CLS),
+    _exact("action", P.SCHED_ACT),
+    _plus("tracepoint", P.TRACEPOINT),
+    _plus("tp", P.TRACEPOINT),
+    _plus("raw_tracepoint", P.RAW_TRACEPOINT),
+    _plus("raw_tp", P.RAW_TRACEPOINT),
+    _plus("raw_tracepoint.w", P.RAW_TRACEPOINT_WRITABLE),
+    _plus("raw_tp.w", P.RAW_TRACEPOINT_WRITABLE),
+    _plus("tp_btf", P.TRACING, A.TRACE_RAW_TP, **_BTF),
+    _plus("fentry", P.TRACING, A.TRACE_FENTRY, **_BTF),
+    _plus("fmod_ret", P.TRACING, A.MODIFY_RETURN, **_BTF),
+    _plus("fexit", P.TRACING, A.TRACE_FEXIT, **_BTF),
+    _plus("fentry.s", P.TRACING, A.TRACE_FENTRY, **_SLEEP_BTF),
+    _plus("fmod_ret.s", P.TRACING, A.MODIFY_RETURN, **_SLEEP_BTF),
+    _plus("fexit.s", P.TRACING, A.TRACE_FEXIT, **_SLEEP_BTF),
+    _plus("freplace", P.EXT, **_BTF),
+    _plus("lsm", P.LSM, A.LSM_MAC, **_BTF),
+    _plus("lsm.s", P.LSM, A.LSM_MAC, **_SLEEP_BTF),
+    _plus("lsm_cgroup", P.LSM, A.LSM_CGROUP, **_BTF),
+    _plus("iter", P.TRACING, A.TRACE_ITER, **_BTF),
+    _plus("iter.s", P.TRACING, A.TRACE_ITER, **_SLEEP_BTF),
+    _exact("syscall", P.SYSCALL, sleepable=True),
+    _exact("xdp.frags/devmap", P.XDP, A.XDP_DEVMAP, xdp_frags=True),
+    _exact("xdp/devmap", P.XDP, A.XDP_DEVMAP),
+    _exact("xdp.frags/cpumap", P.XDP, A.XDP_CPUMAP, xdp_frags=True),
+    _exact("xdp/cpumap", P.XDP, A.XDP_CPUMAP),
+    _exact("xdp.frags", P.XDP, A.XDP, xdp_frags=True),
+    _exact("xdp", P.XDP, A.XDP),
+    _exact("perf_event", P.PERF_EVENT),
+    _exact("lwt_in", P.LWT_IN),
+    _exact("lwt_out", P.LWT_OUT),
+    _exact("lwt_xmit", P.LWT_XMIT),
+    _exact("lwt_seg6local", P.LWT_SEG6LOCAL),
+    _exact("sockops", P.SOCK_OPS, A.CGROUP_SOCK_OPS),
+    _exact("sk_skb/stream_parser", P.SK_SKB, A.SK_SKB_STREAM_PARSER),
+    _exact("sk_skb/stream_verdict", P.SK_SKB, A.SK_SKB_STREAM_VERDICT),
+    _exact("sk_skb", P.SK_SKB),
+    _exact("sk_msg", P.SK_MSG, A.SK_MSG_VERDICT),
+    _exact("lirc_mode2", P.LIRC_MODE2, A.LIRC_MODE2),
+    _exact("flow_dissector", P.FLOW_DISSECTOR, A.FLOW_DISSECTOR),
+    _exact("cgroup_skb/ingress", P.CGROUP_SKB, A.CGROUP_INET_INGRESS),
+    _exact("cgroup_skb/egress", P.CGROUP_SKB, A.CGROUP_INET_EGRESS),
+    _exact("cgroup/skb", P.CGROUP_SKB),
+    _exact("cgroup/sock_create", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_CREATE),
+    _exact("cgroup/sock_release", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_RELEASE),
+    _exact("cgroup/sock", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_CREATE),
+    _exact("cgroup/post_bind4", P.CGROUP_SOCK, A.CGROUP_INET4_POST_BIND),
+    _exact("cgroup/post_bind6", P.CGROUP_SOCK, A.CGROUP_INET6_POST_BIND),
+    _exact("cgroup/bind4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_BIND),
+    _exact("cgroup/bind6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_BIND),
+    _exact("cgroup/connect4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_CONNECT),
+    _exact("cgroup/connect6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_CONNECT),
+    _exact("cgroup/sendmsg4", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP4_SENDMSG),
+    _exact("cgroup/sendmsg6", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP6_SENDMSG),
+    _exact("cgroup/recvmsg4", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP4_RECVMSG),
+    _exact("cgroup/recvmsg6", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP6_RECVMSG),
+    _exact("cgroup/getpeername4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_GETPEERNAME),
+    _exact("cgroup/getpeername6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_GETPEERNAME),
+    _exact("cgroup/getsockname4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_GETSOCKNAME),
+    _exact("cgroup/getsockname6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_GETSOCKNAME),
+    _exact("cgroup/sysctl", P.CGROUP_SYSCTL, A.CGROUP_SYSCTL),
+    _exact("cgroup/getsockopt", P.CGROUP_SOCKOPT, A.CGROUP_GETSOCKOPT),
+    _exact("cgroup/setsockopt", P.CGROUP_SOCKOPT, A.CGROUP_SETSOCKOPT),
+    _exact("cgroup/dev", P.CGROUP_DEVICE, A.CGROUP_DEVICE),
+    _plus("struct_ops", P.STRUCT_OPS),
+    _exact("sk_lookup", P.SK_LOOKUP, A.SK_LOOKUP),
+)
+del P, A
+
+
+def unmarked(section: str) -> str:
+    """The section name without libbpf's autoload-off ``?``."""
+    return section[1:] if section.startswith("?") else section
+
+
+def find_section_def(section: str) -> SectionDef | None:
+    """The definition libbpf 1.1 picks for ``section`` (None: libbpf does not know the name, and
+    cannot load the program: its type stays unspecified)."""
+    name = unmarked(section)
+    return next((d for d in SECTION_DEFS if d.matches(name)), None)
+
+
+def attach_target(section: str) -> str | None:
+    """What follows the first ``/`` (libbpf's attach name), None when there is no ``/``."""
+    name = unmarked(section)
+    return name.split("/", 1)[1] if "/" in name else None
+
+
+def section_prog_flags(section: str) -> int:
+    """BPF_F_SLEEPABLE / BPF_F_XDP_HAS_FRAGS for a section; perf-style settings in front of the
+    name (``dev=eth0;xdp.frags``) do not count."""
+    found = find_section_def(unmarked(section).rsplit(";", 1)[-1])
+    return found.prog_flags if found is not None else 0
+
+
+class LoadParams(Slotted):
+    """What BPF_PROG_LOAD gets for a program of a section, besides its instructions."""
+
+    __slots__ = ("prog_type", "expected_attach_type", "prog_flags", "target", "lookup")
+    prog_type: int
+    expected_attach_type: int
+    prog_flags: int
+    target: str | None  # what the section names after its '/', when it is a BTF type
+    lookup: BtfLookup | None  # how that target is found in the kernel's BTF
+
+    def __init__(
+        self, prog_type: int, expected_attach_type: int = 0, prog_flags: int = 0, target: str | None = None,
+        lookup: BtfLookup | None = None,
+    ) -> None:
+        set_field(self, "prog_type", prog_type)
+        set_field(self, "expected_attach_type", expected_attach_type)
+        set_field(self, "prog_flags", prog_flags)
+        set_field(self, "target", target)
+        set_field(self, "lookup", lookup)
+
+    @property
+    def btf_name(self) -> str | None:
+        """The kernel BTF type whose id is the program's attach_btf_id."""
+        return None if self.lookup is None or self.target is None else self.lookup.prefix + self.target
+
+    def attach_btf_id(self, vmlinux: TargetBtf, modules: Callable[[], Sequence[ModuleBtf]] | None = None) -> int:
+        """The id of ``btf_name`` in the running kernel's BTF; 0 when none is needed. vmlinux's id
+        when vmlinux has the type, else a ``ModuleTypeId`` in the first of ``modules`` that has it
+        (``modules`` is called only then; None: no module is searched). ``ObjectError`` when none
+        has it (libbpf: ESRCH), or when the target is written ``MODULE:FUNC``."""
+        name = self.btf_name
+        if name is None:
+            return 0
+        refusal = self.module_form_refusal()
+        if refusal is not None:
+            raise refusal
+        found = self.btf_id_in(vmlinux)
+        if found is not None:
+            return found
+        searched = modules() if modules is not None else ()
+        for module in searched:
+            found = self.btf_id_in(module.target)
+            if found is not None:
+                return ModuleTypeId(found, module)
+        raise self.missing(len(searched))
+
+    def btf_id_in(self, target: TargetBtf) -> int | None:
+        """The id of ``btf_name`` among ``target``'s own types (a module's: those of its split BTF)."""
+        name, lookup = self.btf_name, self.lookup
+        assert name is not None and lookup is not None
+        return kernel_btf_id(target, name, lookup.kind)
+
+    def missing(self, modules_searched: int | None) -> ObjectError:
+        """The error for a target found nowhere, ``modules_searched`` module BTFs searched after
+        vmlinux's; None: the module BTFs are not known (a snapshot records vmlinux's alone)."""
+        name, lookup = self.btf_name, self.lookup
+        assert name is not None and lookup is not None
+        kind = "typedef" if lookup.kind == BtfKind.TYPEDEF else "function"
+        if modules_searched is None:
+            where = f" (no {kind} '{name}')" if lookup.prefix else ""
+            return ObjectError(codes.BAD_SECTION, f"the {lookup.what} '{self.target}' is not in vmlinux's BTF{where}, "
+                               "and no module BTF was recorded, where libbpf would look next")
+        searched = ""
+        if modules_searched:
+            modules = "its module's" if modules_searched == 1 else f"any of its {modules_searched} modules'"
+            searched = f"neither vmlinux's nor {modules}"
+        if lookup.prefix:
+            where = f" (no {kind} '{name}' in its BTF{': ' + searched if searched else ''})"
+        else:
+            where = f" in its BTF{f' ({searched})' if searched else ''}"
+        return ObjectError(codes.BAD_SECTION, f"the kernel has no {lookup.what} '{self.target}'{where}; libbpf "
+                           "fails the same way (ESRCH)")
+
+    def module_form_refusal(self) -> ObjectError | None:
+        """The error for a target written ``MODULE:FUNC``, None for any other."""
+        target, lookup = self.target, self.lookup
+        if target is None or lookup is None or ":" not in target:
+            return None
+        module, _, func = target.partition(":")
+        return ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf has "
+                          f"from version 1.5 on, not in 1.1 (which fails with ESRCH): name the {lookup.what} alone "
+                          f"('{func}'), and it is looked for in the modules' BTF when vmlinux's has none",
+                          help=(f"module '{module}' need not be named: the first module whose BTF has "
+                                f"'{lookup.prefix}{func}' is used, as libbpf 1.1 does",))
+
+
+class ModuleTypeId(int):
+    """A type id in a kernel module's BTF. Module BTFs are split on vmlinux's and their ids continue
+    after vmlinux's last, so the same number is another type in each module: this id keeps its
+    module (``module``: the name, and the descriptor BPF_PROG_LOAD takes as ``attach_btf_obj_fd``,
+    which whoever opened it keeps open until the program is loaded). An id of vmlinux's BTF is a
+    plain int."""
+
+    module: ModuleBtf
+
+    def __new__(cls, type_id: int, module: ModuleBtf) -> ModuleTypeId:
+        made = super().__new__(cls, type_id)
+        made.module = module
+        return made
+
+    def __repr__(self) -> str:
+        return f"ModuleTypeId({int(self)}, module={self.module.name!r})"
+
+
+def attach_btf_obj_fd(btf_id: int) -> int:
+    """BPF_PROG_LOAD's ``attach_btf_obj_fd`` for ``btf_id``: its module BTF's descriptor, 0 (vmlinux)
+    for a plain id."""
+    return btf_id.module.fd if isinstance(btf_id, ModuleTypeId) else 0
+
+
+def attach_target_name(btf_id: int, target: str) -> str:
+    """How messages name the target a program is loaded for: ``MODULE:TARGET`` for a module's
+    type, the target alone for vmlinux's."""
+    return f"{btf_id.module.name}:{target}" if isinstance(btf_id, ModuleTypeId) else target
+
+
+def kernel_btf_id(target: TargetBtf, name: str, kind: BtfKind) -> int | None:
+    """The first of ``target``'s own types of ``kind`` named exactly ``name`` (libbpf's
+    btf__find_by_name_kind)."""
+    from evspec.loader.btf.target import essential_name
+
+    btf = target.btf
+    return next((i for i in target.named(essential_name(name))
+                 if btf.type(i).kind == kind and btf.type(i).name == name), None)
+
+
+def load_params(section: str) -> LoadParams | None:
+    """How libbpf 1.1 loads a program of ``section`` (None: not a name libbpf knows). Raises
+    ``ObjectError`` saying why for what libbpf cannot load from the name alone (the caller names
+    the section)."""
+    found = find_section_def(section)
+    if found is None:
+        return None
+    name = unmarked(section)
+    if found.prog_type == ProgType.STRUCT_OPS:
+        raise ObjectError(codes.BAD_SECTION, "struct_ops programs are loaded for the struct_ops map "
+                          "(SEC(\".struct_ops\")) that uses them, and evspec does not create struct_ops maps")
+    if found.prog_type == ProgType.EXT:
+        raise ObjectError(codes.BAD_SECTION, "a freplace program replaces a function of another loaded "
+                          "program, and a section name cannot say which program (libbpf refuses it too: 'attach program "
+                          "FD is not set')")
+    lookup = found.btf_lookup
+    params = LoadParams(int(found.prog_type), found.attach_type, found.prog_flags)
+    if lookup is None:
+        return params
+    target = attach_target(name)
+    if target is None:
+        raise ObjectError(codes.BAD_SECTION, f"no {lookup.what} is named: write {found.name}/NAME (libbpf "
+                          "refuses it too: 'no BTF-based attach target is specified')")
+    btf_name = lookup.prefix + target
+    if len(btf_name) >= BTF_MAX_NAME_SIZE:
+        raise ObjectError(codes.BAD_SECTION, f"the BTF name '{btf_name}' is {len(btf_name)} characters long; "
+                          f"libbpf takes at most {BTF_MAX_NAME_SIZE - 1} (ENAMETOOLONG)")
+    return LoadParams(params.prog_type, params.expected_attach_type, params.prog_flags, target, lookup)
