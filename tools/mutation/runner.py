@@ -169,6 +169,7 @@ def run_mutant(
     module: Module, mutant_id: str | None, tests: list[str], timeout: float, stop_first: bool = True
 ) -> Outcome:
     """The given tests (node ids or files) under one mutant (None: the module as it is)."""
+    CACHE.mkdir(parents=True, exist_ok=True)  # (a fresh clone has no build/)
     with tempfile.NamedTemporaryFile("w", dir=CACHE, suffix=".select", delete=False) as f:
         f.write("\n".join(tests) + "\n")
         select = f.name
