@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from evspec.cli.app import add_clang_opt
+
 if TYPE_CHECKING:
     from evspec.loader.output.capture import Capture
     from evspec.loader.output.script import JsonRenderer, TextRenderer
@@ -55,8 +57,6 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
                         "per-CPU maps (or of the maps named, global data maps included); a *hist* array "
                         "of counts prints as a log2 histogram")
     p.add_argument("-v", "--verbose", action="store_true")
-    from evspec.cli.app import add_clang_opt
-
     add_clang_opt(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
     p.set_defaults(func=record_main)
