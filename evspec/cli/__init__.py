@@ -83,10 +83,10 @@ def _raise_terminated(signo: int, _frame: object) -> None:
 def _on_sigterm(handler: object) -> object:
     """Install ``handler`` for SIGTERM; the previous one (None outside the main thread). Through
     ``_signal``, which the interpreter has loaded already: ``signal`` costs a cold start 1-2 ms."""
-    import _signal
+    import _signal  # type: ignore[import-not-found]
 
     try:
-        return _signal.signal(_signal.SIGTERM, handler)  # type: ignore[arg-type]
+        return _signal.signal(_signal.SIGTERM, handler)
     except ValueError:  # not the main thread: leave signals alone
         return None
 

@@ -108,11 +108,11 @@ def system_spec(args: argparse.Namespace) -> tuple[str, str]:
     """The system a command describes, and where that choice came from: ``--system``, else
     ``$EVSPEC_SYSTEM``, else the command's default."""
     if args.system is not None:
-        return args.system, "--system"  # type: ignore[no-any-return]
+        return args.system, "--system"
     chosen = os.environ.get("EVSPEC_SYSTEM")
     if chosen:
         return chosen, "$EVSPEC_SYSTEM"
-    return args.system_default, "--system"  # type: ignore[no-any-return]
+    return args.system_default, "--system"
 
 
 def load_system(args: argparse.Namespace) -> System | None:

@@ -224,5 +224,5 @@ def _perf_json(results: Sequence[DialectChecked]) -> tuple[dict[str, object], di
     per_diag: dict[int, dict[str, object]] = {i: {"perf": perf_json(owner.verdict)} for i, owner in enumerate(owners)}
     verdicts = [{"event": r.spec.input.text, "source": r.spec.input.source.to_json(), **perf_json(r.verdict)}
                 for r in results]
-    extra = {"summary": {"perf_accepts": all(r.verdict.accepted for r in results)}, "perf": verdicts}
+    extra: dict[str, object] = {"summary": {"perf_accepts": all(r.verdict.accepted for r in results)}, "perf": verdicts}
     return extra, per_diag

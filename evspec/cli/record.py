@@ -31,7 +31,7 @@ EXIT_SETUP = 2
 LIVE_BATCH = 512  # records decoded and printed between two takes of the rings (~1 ms)
 
 
-def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "record",
         help="load BPF objects and events, run a command, print what they record",
