@@ -101,29 +101,30 @@ def file_counts(path: Path) -> tuple[int, int]:
 
 
 def offline_rates(path: Path, repeats: int = 3) -> dict[str, float]:
-    """Records/s of live mode's own code over a capture's data section (best of ``repeats``):
-    decoding alone (ring bytes -> SampleLine, RecordSession.decode) and decoding plus text or
-    JSON rendering (the strings live mode writes, built and joined, not written)."""
-    from evspec.loader.kernel import Kernel
-    from evspec.loader.kernel.fake import FakeKernel
+    """Records/s of live mode's renderer over a capture's data section (best of ``repeats``):
+    decoding alone (ring bytes -> SampleRun columns, RingDecoder) and decoding plus text or JSON
+    rendering (the bytes live mode writes, made, not written)."""
     from evspec.loader.output.perfdata import read_perf_data
-    from evspec.loader.output.script import JsonRenderer, TextRenderer, paused_gc
-    from evspec.loader.session import OpenedEvent, RecordSession
+    from evspec.loader.output.samples import RingDecoder
+    from evspec.loader.output.script import JsonRenderer, SampleRun, TextRenderer, paused_gc
 
     data = read_perf_data(path)
-    chunk = data.buf[data.data_offset : data.data_offset + data.data_size]
+    chunk = bytes(data.buf[data.data_offset : data.data_offset + data.data_size])
+    attr = data.attrs[-1]
     best = {"decode": 0.0, "decode+text": 0.0, "decode+json": 0.0}
     with paused_gc():
         for _ in range(repeats):
             for what in best:
-                session = RecordSession(kernel=Kernel(FakeKernel()))
-                session.feed(OpenedEvent(data.attrs[-1].name, data.attrs[-1].parsed(), True), 0, chunk)
-                renderer = TextRenderer(len(data.attrs[-1].name)) if what.endswith("text") else JsonRenderer()
+                decoder = RingDecoder(attr.name, 0, attr.sample_type)
+                renderer = TextRenderer(len(attr.name)) if what.endswith("text") else JsonRenderer()
                 start = time.perf_counter()
-                lines = session.decode()
+                runs = [item for item in decoder.decode(chunk) if isinstance(item, SampleRun)]
                 if what != "decode":
-                    renderer.render(lines)
-                best[what] = max(best[what], len(lines) / (time.perf_counter() - start))
+                    for run in runs:
+                        run.comms = ["loop"] * len(run)
+                        for _piece in renderer.pieces([run]):
+                            pass
+                best[what] = max(best[what], decoder.samples / (time.perf_counter() - start))
     return best
 
 

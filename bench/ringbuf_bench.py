@@ -4,9 +4,10 @@ the same producer, measured side by side in one run (needs root for (c)).
 (a) BpfRingReader.take() alone over a hand-made ring (the kernel's layout in ctypes memory, as the
     tests' FakeRing): a 4 MiB ring full of 16-byte records, then a ring of mixed sizes (16, 24 and
     40 bytes in turn, every fourth record discarded). records/s, best of 5.
-(b) live mode's code in this process over the same full ring: RecordSession.take() + decode()
-    (RingRecordLine objects), then + JsonRenderer / TextRenderer (the strings `record` writes,
-    built and joined, not written). records/s, best of 5. Target: decoded to JSON >= 1,000,000/s.
+(b) live mode's code in this process over the same full ring: the drain's copy of the committed
+    bytes (BpfRingReader.committed) and the renderer's cut into RingRecordLines (Follower), then
+    + JsonRenderer / TextRenderer (the bytes `record` writes, made, not written). records/s, best
+    of 5. Target: decoded to JSON >= 1,000,000/s.
     With -o, also capture mode's code: Capture.drain() writing the same ring's records as
     perf.data samples into a file (a new file each time), records/s (target: >= 3,000,000).
 (c) end to end: `evspec record --format json --dump-maps counters -e ./X.o -- ./getppid N` to a
@@ -146,32 +147,30 @@ def _capture_rate(ring: HandRing, n: int, rounds: int = 15) -> float:
 
 
 def _pipeline(ring: HandRing, n: int, payloads: str, capture: bool) -> None:
-    from evspec.loader.kernel import Kernel
-    from evspec.loader.kernel.fake import FakeKernel
     from evspec.loader.output.bpf_ringbuf import BpfRingReader
+    from evspec.loader.output.follow import BpfSource, Follower
     from evspec.loader.output.script import JsonRenderer, TextRenderer, paused_gc
-    from evspec.loader.session import RecordSession
-
-    from evspec.cli.record import LIVE_BATCH
+    from evspec.loader.output.spool import BPF, Frame
 
     rates = {}
     with paused_gc():
-        for what in ("take+decode", "+json", "+text"):
-            session = RecordSession(kernel=Kernel(FakeKernel()))
-            session.bpf_rings.append(BpfRingReader("events", ring.mapping))
+        for what in ("copy+cut", "+json", "+text"):
+            reader = BpfRingReader("events", ring.mapping)
             renderer = JsonRenderer() if what == "+json" else TextRenderer(len("events"))
 
-            def once(session: RecordSession = session, renderer: JsonRenderer | TextRenderer = renderer,
+            def once(reader: BpfRingReader = reader, renderer: JsonRenderer | TextRenderer = renderer,
                      what: str = what) -> int:
+                """As a live recording does: the drain copies the committed bytes, the renderer
+                cuts them into records and prints them (to nothing) a batch at a time."""
                 ring.rewind()
-                session.take()
-                decoded = 0
-                while lines := session.decode(LIVE_BATCH):  # in batches, as record prints them
-                    decoded += len(lines)
-                    if what != "take+decode":
-                        renderer.render(lines)
-                if decoded != n:
-                    sys.exit(f"ringbuf_bench: decoded {decoded} of {n} records")
+                render = (lambda batch: ()) if what == "copy+cut" else renderer.pieces
+                follower = Follower([], [BpfSource("events")], render, lambda _: None)
+                span, position = reader.committed()
+                follower.take(Frame(BPF, 0, 1, bytes(span)))
+                reader.release(position)
+                follower.finish()
+                if follower.counts.samples != n:
+                    sys.exit(f"ringbuf_bench: decoded {follower.counts.samples} of {n} records")
                 return n
             rates[what] = best_rate(once)
     if capture:

@@ -451,8 +451,7 @@ def _keyword(term: Term) -> Iterator[Diagnostic]:
         return
     if not isinstance(value, Number):
         yield error("ES034", f"'{term.key}' expects a numeric value", value.span,
-                    perf_message="expected numeric value",
-                    help=("a number is decimal or 0x-hex",))
+                    perf_message="expected numeric value", help=(_number_help(term.key, value.text),))
         return
     if value.value > lexicon.U64_MAX:
         yield from _u64(value)
@@ -485,6 +484,16 @@ def _cpu_term(term: Term) -> Iterator[Diagnostic]:
                     perf_message="not a valid PMU or CPU number",
                     help=("cpu= takes a CPU number, a range such as 0-3, a quoted list such as '0,2-3', "
                           "or the name of a PMU (its CPUs)",))
+
+
+def _number_help(key: str, text: str) -> str:
+    """How to write the number a numeric term wants, from what was written instead."""
+    shown = text if len(text) <= 40 else text[:40] + "…"
+    if re.fullmatch(r"0X[0-9a-fA-F]+", text):
+        return f"a hex number is written with a lower-case x: '0x{text[2:]}'"
+    if text[:1].isdigit():
+        return f"'{key}' takes a number: decimal or 0x-hex ('{shown}' is neither)"
+    return "a number is decimal or 0x-hex"
 
 
 def _cpu_ranges_reversed(text: str) -> bool:

@@ -3,8 +3,10 @@ buffers read while the workload runs → everything closed.
 
 ``RecordSession.prepare`` does all the setup (and undoes what it did if a step fails),
 ``start`` enables the events that are not enabled by the workload's exec, ``run`` reads the rings
-until the workload exits or a stop is requested, ``close`` releases every descriptor and mapping.
-``Workload`` is the forked command, held before ``exec`` until the events are ready.
+in this process until the workload exits or a stop is requested (capture mode), ``run_live``
+hands them to the drain process and prints behind it (``loader.output.drain``, ``.follow``),
+``close`` releases every descriptor and mapping. ``Workload`` is the forked command, held before
+``exec`` until the events are ready.
 """
 
 from __future__ import annotations
@@ -14,11 +16,9 @@ import os
 import select
 import signal
 import struct
-from collections import deque
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from itertools import repeat, starmap
-from operator import itemgetter
+from functools import partial
 from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING
@@ -28,7 +28,6 @@ from evspec.loader.abi.perf import (
     AttrFlag,
     PerfEventAttr,
     PerfType,
-    RecordType,
     SampleType,
     SwConfig,
 )
@@ -49,18 +48,22 @@ from evspec.loader.object.btf import BtfError
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
 from evspec.loader.object.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
+from evspec.loader.output.drain import DrainPlan, DrainProcess, favour_reader, run_rounds
+from evspec.loader.output.follow import BpfSource, FollowCounts, Follower, Line
+from evspec.loader.output.perf_ring import LostCount, PerfRing
 from evspec.loader.output.perfdata import FileAttr
 from evspec.loader.output.printfmt import kernel_symbols
-from evspec.loader.output.ringbuf import LostCount, PerfRing, SampleLayout, run_length, walk_records
 from evspec.loader.output.ringbuf_capture import RING_ID_BASE, ring_event_attr
-from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
+from evspec.loader.output.samples import RingDecoder
+from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine, SampleRun
+from evspec.loader.output.spool import BPF, PERF, Frame, Spool, SpoolStats
 from evspec.loader.output.tracefs_format import TracepointDecoders
 from evspec.loader.output.typed import RecordDecoder, TypedDecoders
 from evspec.loader.output.typed_capture import TypedOutput, btf_file_id, is_bpf_output, output_file_attr
 
 from evspec.ast import BpfEvent, Event, EventList
 from evspec.codes.kernel import NO_EVENT_FOR_MAP as NO_EVENT_FOR_PROGRAM
-from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, RING_BUFFER, UNSAMPLED_EVENT, WORKLOAD
+from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, UNSAMPLED_EVENT, WORKLOAD
 from evspec.cpus import format_cpu_list, parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
 from evspec.rules import program_event_name
@@ -87,15 +90,13 @@ SAMPLE_TYPE = (
 TRACKING_SAMPLE_TYPE = SampleType.IDENTIFIER | SampleType.IP | SampleType.TID | SampleType.TIME | SampleType.CPU
 _TRACKING_BITS = ("mmap", "comm", "task", "mmap2", "comm_exec", "ksymbol", "bpf_event", "mmap_data")
 _ATTR_UNIONS = {"sample_freq": "sample_period", "bp_addr": "config1", "bp_len": "config2"}
-_COMM = struct.Struct("<II")
-_LOST = struct.Struct("<QQ")
-_RECORD_HEADER = struct.Struct("<IHH")
-_POLL_MS = 200
 _OWN_EVENT_HELP = ("give each typed map a bpf-output event of its own "
                    "(bpf-output/no-inherit,name=NAME/ and map:MAP.event=NAME)",)
-_FIRST_RUN, _MAX_RUN = 16, 4096  # samples the decoder looks ahead for a run of equal ones
-DEFAULT_RING_PAGES = 128  # perf record's default for root: 512 KiB of data per ring
-DEFAULT_BACKLOG_BYTES = 256 << 20  # ring bytes taken and not yet decoded, at most
+RING_BYTES = 4 << 20  # a ring's data when -m does not say (bench/loss_bench.py --pages measures)
+EVENT_RING_BYTES = 64 << 20  # at most across the CPUs of one event: more CPUs, smaller rings
+MIN_RING_BYTES = 512 << 10  # but never less than perf record's default (-m 128)
+TRACKING_PAGES = 64  # the tracking event's rings: task records are few
+DEFAULT_MAX_MEMORY = 64 << 20  # live mode: the spool's memory, beyond which it goes to a file
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,11 +107,12 @@ class RecordOptions:
     system_wide: bool = False
     cpus: tuple[int, ...] | None = None
     pid: int | None = None
-    ring_pages: int = DEFAULT_RING_PAGES
+    ring_pages: int | None = None  # -m: data pages a ring (None: default_ring_pages)
     dev: str | None = None  # network interface for xdp/tc programs that name none
     pin_root: str | None = None  # where LIBBPF_PIN_BY_NAME maps are pinned (None: /sys/fs/bpf)
     wakeup_fraction: int = 4  # the reader is woken when 1/N of a ring is full (0: every sample)
-    backlog_bytes: int = DEFAULT_BACKLOG_BYTES  # live mode: taken ring bytes waiting to be decoded
+    max_memory: int = DEFAULT_MAX_MEMORY  # live mode: ring bytes waiting to be rendered kept in memory
+    drain_process: bool = False  # live mode: a process of its own reads the rings (run_live)
     clang_opts: tuple[str, ...] = ()  # --clang-opt: for clang when a BPF source is compiled
 
     @property
@@ -118,6 +120,15 @@ class RecordOptions:
         """Whether the events will follow a workload's new children (``Target.inherits`` of the
         target these options make): not with -i, -a, -C or -p."""
         return not (self.no_inherit or self.system_wide or self.cpus is not None or self.pid is not None)
+
+
+def default_ring_pages(cpus: int, page_size: int) -> int:
+    """The data pages of each ring when -m does not say: RING_BYTES, less when the rings of an
+    event on ``cpus`` CPUs would take more than EVENT_RING_BYTES, never less than MIN_RING_BYTES;
+    a power of two."""
+    size = max(MIN_RING_BYTES, min(RING_BYTES, EVENT_RING_BYTES // max(cpus, 1)))
+    pages = max(size // page_size, 1)
+    return 1 << (pages.bit_length() - 1)
 
 
 def online_cpus(path: str = "/sys/devices/system/cpu/online") -> tuple[int, ...]:
@@ -211,17 +222,6 @@ class OpenedEvent:
             len(self.fds),
             tuple(self.fds[0]) if self.fds else (),
         )
-
-
-@dataclass(slots=True)
-class _Pending:
-    """Bytes taken from one ring, decoded up to ``pos``."""
-
-    event: OpenedEvent
-    cpu: int
-    layout: SampleLayout
-    chunk: bytes
-    pos: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -330,9 +330,6 @@ class Workload:
             self.pidfd = -1
 
 
-RecordHandler = Callable[[SampleLine | LostLine], None]
-
-
 class RecordSession:
     """The live state of one ``evspec record``; a context manager that closes everything."""
 
@@ -346,26 +343,29 @@ class RecordSession:
         self._warnings: list[str] = []  # what record says of the plan even without -v
         self.closing_notes: list[str] = []  # the attachers' notes about detaching, after close()
         self.decoders = TracepointDecoders(resolve=kernel_symbols())
-        self.samples = 0
-        self.lost_reported = 0  # the sum of the PERF_RECORD_LOST counts read
+        self.samples = 0  # records rendered (live mode)
+        self.lost_reported = 0  # the sum of the PERF_RECORD_LOST counts read (live mode)
+        self.unprinted = 0  # records left when printing was stopped early
+        self.discarded = 0  # ring buffer records their programs discarded (live mode)
+        self.spool_stats: SpoolStats | None = None  # what the spool held (live mode)
+        self._ring_pages: int | None = None
+        self._drain: DrainProcess | None = None  # live mode's drain process, forked by prepare()
+        self._spool: Spool | None = None
+        self._reader: Follower | None = None  # drain()'s
+        self._handler: Callable[[SampleLine | LostLine | RingRecordLine], None] = lambda _: None
         self.lost_counted: int | None = None  # the events' own counts (PERF_FORMAT_LOST), after run()
         self.lost_counts: tuple[LostCount, ...] = ()  # the same per event instance
         self.probe_sharing: ProbeSharing | None = None
         self._lost_readable = False
-        self._backlog: deque[_Pending] = deque()
-        self._backlog_size = 0
-        self._comms: dict[int, str] = {}
         self._closed = False
         self._attacher: Attacher | None = None
         self._carriers: list[tuple[LoadedObject, ProgramAttach, ProbeEvent, OpenedEvent]] = []
         self.bpf_rings: list[BpfRingReader] = []  # every BPF_MAP_TYPE_RINGBUF map of the objects
-        self._ring_records: deque[RingRecordLine] = deque()
         self._typed_rings: dict[int, RecordDecoder] = {}  # id(reader) -> its map's map:NAME.type
         self._ring_btf: dict[int, int] = {}  # id(reader) of a typed ring -> its object's index
         self.typed_events = TypedDecoders()  # bpf-output event name -> its map's map:NAME.type
         self._typed_outputs: dict[str, TypedOutput] = {}  # the same, with the map and its object
         self._record_types: list[dict[str, str]] = []  # per object: map name -> TYPE
-        self._ring_bytes = 0
 
     @property
     def lost(self) -> int:
@@ -377,9 +377,10 @@ class RecordSession:
         """Samples and losses (both counts of losses where they differ), and the probe programs'
         sharing, for ``record``'s last words."""
         out = {"samples": self.samples, "lost": self.lost}
-        discarded = sum(r.discarded for r in self.bpf_rings)
-        if discarded:
-            out["ringbuf_discarded"] = discarded
+        if self.discarded:
+            out["ringbuf_discarded"] = self.discarded
+        if self.unprinted:
+            out["not_printed"] = self.unprinted
         if self.lost_counted is not None and self.lost_counted != self.lost_reported:
             out["lost_reported"] = self.lost_reported
         if self.probe_sharing is not None:
@@ -419,7 +420,8 @@ class RecordSession:
             self._sweep_dead_runs()
             plan = compile_events(lists, system, "record")
             tp_ids = system.tracepoint_id if system is not None else _no_tracepoints
-            self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=os.getpid()))
+            own = self._start_drain()
+            self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=own))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
             for ref in plan.bpf:
                 spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd,
@@ -434,7 +436,7 @@ class RecordSession:
                 live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred,
                                    expected_attach_types={a.program: a.expected_attach_type for a in attachments},
                                    attach_btf_ids={a.program: a.attach_btf_id for a in attachments},
-                                   skip_tgid=os.getpid(), **pins)
+                                   skip_tgid=own, **pins)
                 earlier = _events_before(lists, ref.spec_index, ref.event)
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
                                   for t in ref.event.prog_terms if t.value is not None)
@@ -459,6 +461,19 @@ class RecordSession:
             self._warnings.extend(self.unpin_created())
             self.close()
             raise
+
+    def _start_drain(self) -> tuple[int, ...]:
+        """Fork the drain process of ``run_live`` if the options want one (before any program is
+        loaded: their prelude must leave it out too); the tgids the programs skip."""
+        if self.options.drain_process and self._drain is None:
+            self._spool = Spool(self.options.max_memory)
+            self._drain = DrainProcess(self._spool, self.kernel)
+            self._drain.start()
+        return self._own_pids()
+
+    def _own_pids(self) -> tuple[int, ...]:
+        """evspec's processes: this one, and the drain's."""
+        return (os.getpid(), *((self._drain.pid,) if self._drain is not None else ()))
 
     def unpin_created(self) -> list[str]:
         """Remove the pins of the maps this session pinned (not of those it found pinned and
@@ -508,13 +523,26 @@ class RecordSession:
             values["inherit"] = 0
         return OpenedEvent(name, perf_attr(values), sampling)
 
-    def _wakeup(self, sampling: bool) -> dict[str, int]:
+    @property
+    def ring_pages(self) -> int:
+        """The data pages of each ring of a sampling event (-m, or ``default_ring_pages``)."""
+        if self._ring_pages is None:
+            self._ring_pages = self.options.ring_pages or default_ring_pages(len(online_cpus()),
+                                                                             self.kernel.page_size)
+        return self._ring_pages
+
+    def _pages(self, ev: OpenedEvent) -> int:
+        return min(self.ring_pages, TRACKING_PAGES) if ev.tracking else self.ring_pages
+
+    def _wakeup(self, sampling: bool, pages: int | None = None) -> dict[str, int]:
+        """The drain is woken when 1/``wakeup_fraction`` of a ring is full: 1/4 by measurement
+        (1/2 lost more on a busy machine, 1/8 no less, with twice the wakeups)."""
         fraction = self.options.wakeup_fraction
         if not sampling:
             return {"wakeup_events": 0}
         if fraction <= 0:
             return {"wakeup_events": 1}
-        data_bytes = self.options.ring_pages * self.kernel.page_size
+        data_bytes = (pages or self.ring_pages) * self.kernel.page_size
         return {"watermark": 1, "wakeup_events": max(data_bytes // fraction, 1)}  # wakeup_watermark
 
     def _tracking_event(self, target: Target) -> OpenedEvent:
@@ -526,7 +554,7 @@ class RecordSession:
             "comm_exec": 1,
             "task": 1,
             "sample_id_all": 1,
-            **self._wakeup(True),
+            **self._wakeup(True, min(self.ring_pages, TRACKING_PAGES)),
             "disabled": 1,
             "enable_on_exec": int(target.on_exec),
             "inherit": int(target.inherits(self.options)),
@@ -564,7 +592,8 @@ class RecordSession:
         for ev in auto:
             ordered.append(self._event(ev.name, ev.attr.to_json(), sampling=True, target=target))  # type: ignore[attr-defined]
         ordered.insert(0, self._tracking_event(target))
-        own = f"common_pid != {os.getpid()}"  # system-wide, evspec's own records are left out at the source
+        # system-wide, evspec's own records are left out at the source
+        own = " && ".join(f"common_pid != {pid}" for pid in self._own_pids())
         for opened in ordered:
             self.events.append(opened)
             for pid in target.pids:
@@ -639,7 +668,7 @@ class RecordSession:
                 continue
             for row in ev.fds:
                 for cpu, fd in zip(ev.cpus or self._target.cpus, row, strict=True):
-                    mapping = self.kernel.mmap_ring(fd, self.options.ring_pages)
+                    mapping = self.kernel.mmap_ring(fd, self._pages(ev))
                     try:
                         sample_type = TRACKING_SAMPLE_TYPE if ev.tracking else SAMPLE_TYPE
                         ev.rings.append((cpu, PerfRing(mapping, int(sample_type))))
@@ -761,225 +790,124 @@ class RecordSession:
 
     # ---------------------------------------------------------------- reading
 
-    def _comm(self, pid: int, tid: int) -> str:
-        comm = self._comms.get(tid) or self._comms.get(pid)
-        if comm is None:
-            try:
-                comm = Path(f"/proc/{tid}/comm").read_text().rstrip("\n")
-            except OSError:
-                comm = f":{tid}"  # gone: perf's name for an unknown task (a later COMM replaces it)
-            self._comms[tid] = comm
-        return comm
-
-    def _note_comms(self, chunk: bytes) -> None:
-        for rtype, _misc, pos, _size in walk_records(chunk):
-            if rtype == RecordType.COMM:
-                _pid, tid = _COMM.unpack_from(chunk, pos + 8)
-                name_at = pos + 8 + _COMM.size
-                self._comms[tid] = chunk[name_at : chunk.find(b"\0", name_at)].decode(errors="replace")
-
-    def _drain_tracking(self) -> None:
-        for ev in self.events:
-            if ev.tracking:
-                for _, ring in ev.rings:
-                    chunk = ring.take()
-                    if chunk:
-                        self._note_comms(chunk)
-
-    def take(self) -> bool:
-        """Copy every ring's new bytes into the backlog (the space goes back to the kernel at
-        once; the tracking rings' COMM records are noted now). True when a ring was more than
-        1/16 full or the backlog is at its limit: the reader should come back at once.
-
-        Taking is a copy; decoding is what costs. While a fast workload fills the rings, the reader
-        alternates ``take`` with ``decode`` of a bounded batch, so that no ring overflows while a
-        batch is decoded; the backlog absorbs the difference up to ``options.backlog_bytes``,
-        beyond which the rings are left to fill (the kernel then drops and counts)."""
-        self._drain_tracking()
-        if self.backlog >= self.options.backlog_bytes:
-            return True
-        busy = False
-        for reader in self.bpf_rings:
-            records = reader.take()
-            if records:
-                size = sum(map(len, records))
-                busy = busy or size * 16 > reader.mapping.data_size
-                # tuple.__new__ over zip: the lines made in C, no Python step per record
-                typed = self._typed_rings.get(id(reader))
-                if typed is not None:
-                    self._ring_records.extend(RingRecordLine(reader.name, raw, typed.decode(raw)) for raw in records)
-                else:
-                    self._ring_records.extend(map(tuple.__new__, repeat(RingRecordLine),
-                                                  zip(repeat(reader.name), records, repeat(None))))
-                self._ring_bytes += size
-        for ev in self.events:
-            if ev.tracking:
-                continue
-            for cpu, ring in ev.rings:
-                chunk = ring.take()
-                if chunk:
-                    busy = busy or len(chunk) * 16 > ring.data_size
-                    self._backlog.append(_Pending(ev, cpu, ring.layout, chunk))
-                    self._backlog_size += len(chunk)
-        return busy
-
-    def feed(self, event: OpenedEvent, cpu: int, chunk: bytes) -> None:
-        """Queue ring bytes for ``decode`` as if taken from ``event``'s ring on ``cpu`` (records
-        replayed from elsewhere: a capture's data section, a test's)."""
-        self._backlog.append(_Pending(event, cpu, SampleLayout(int(event.attr.sample_type)), chunk))
-        self._backlog_size += len(chunk)
-
-    @property
-    def backlog(self) -> int:
-        """Bytes taken from the rings and not decoded yet."""
-        return self._backlog_size + self._ring_bytes
-
-    def decode(self, budget: int | None = None) -> list[SampleLine | LostLine | RingRecordLine]:
-        """The backlog's samples and losses, in ring order: all of them, or about ``budget``
-        (whole runs of equal samples are not split beyond it); BPF ring buffer records first."""
-        out: list[SampleLine | LostLine | RingRecordLine] = []
-        records = self._ring_records
-        if records:
-            if budget is None or budget >= len(records):
-                out.extend(records)
-                records.clear()
-            else:  # the first ``budget`` of them, popped in C
-                out.extend(starmap(records.popleft, repeat((), budget)))
-            self._ring_bytes -= sum(map(len, map(itemgetter(1), out)))
-        self.samples += len(out)
-        backlog = self._backlog
-        while backlog and (budget is None or len(out) < budget):
-            pending = backlog[0]
-            left = None if budget is None else budget - len(out)
-            self._decode(pending, out, left)
-            if pending.pos >= len(pending.chunk):
-                backlog.popleft()
-                self._backlog_size -= len(pending.chunk)
-        return out
-
-    def drain(self, handler: RecordHandler) -> None:
-        """Hand every record available now to ``handler``."""
-        self.take()
-        for line in self.decode():
-            handler(line)
-
-    def _decode(self, pending: _Pending, out: list[SampleLine | LostLine], budget: int | None) -> None:
-        """Decode ``pending`` from its position into ``out``, about ``budget`` records at most.
-
-        The hot loop of live mode. Samples come in runs of equal type and size (one program, one
-        payload size); a run is unpacked by one ``struct.iter_unpack`` over the chunk and its
-        lines built in one comprehension. Anything else (a lone record, a callchain, a raw size
-        word that does not fill the record) goes through ``layout.unpack``, which checks every
-        bound and raises on a corrupt record.
-        """
-        ev, layout, chunk = pending.event, pending.layout, pending.chunk
-        name, cpu = ev.name, pending.cpu
-        decoders = self.decoders if ev.attr.type == PerfType.TRACEPOINT else None
-        format_name = ev.tracefs or name  # where a tracepoint's format is, for its decoder
-        if name in self.typed_events:  # a bpf-output event of a typed map: its samples decoded
-            decoders, format_name = self.typed_events, name  # type: ignore[assignment]
-        comms = self._comms
-        new_line = tuple.__new__
-        header = _RECORD_HEADER.unpack_from
-        sample_type, lost_type = int(RecordType.SAMPLE), int(RecordType.LOST)
-        bulk = layout.bulk_ready
-        pos, end, samples = pending.pos, len(chunk), 0
-        left = end if budget is None else budget
-        window = _FIRST_RUN  # how far the next run is looked for: grows while runs fill it
-        while pos < end and left > 0:
-            if pos + 8 > end:
-                raise KernelError(RING_BUFFER, f"corrupt perf ring buffer record: {end - pos} bytes left at {pos}")
-            rtype, _misc, size = header(chunk, pos)
-            if size < 8 or pos + size > end:
-                raise KernelError(
-                    RING_BUFFER,
-                    f"corrupt perf ring buffer record: header at position {pos} says {size} bytes, "
-                    f"{end - pos} are available",
-                )
-            if rtype == lost_type:
-                if size < 8 + _LOST.size:
-                    raise KernelError(RING_BUFFER, f"corrupt perf ring buffer record: PERF_RECORD_LOST of {size} bytes")
-                _id, lost = _LOST.unpack_from(chunk, pos + 8)
-                self.lost_reported += lost
-                out.append(LostLine(name, cpu, lost))
-                pos += size
-                left -= 1
-                continue
-            if rtype != sample_type:
-                pos += size
-                continue
-            fits = min(window, left, (end - pos) // size)
-            run = run_length(chunk, pos, size, fits) if bulk else 1
-            window = min(window * 4, _MAX_RUN) if run == fits else _FIRST_RUN
-            rows = layout.unpack_run(chunk, pos, size, run) if run > 1 else None
-            if rows is None:
-                run = 1
-                values, _chain, raw = layout.unpack(chunk, pos + 8, pos + size)
-                fields = dict(zip(layout.names, values, strict=False))
-                pid, tid = fields.get("pid", 0), fields.get("tid", 0)
-                comm = comms.get(tid) or self._comm(pid, tid)
-                out.append(SampleLine(name, comm, pid, tid, fields.get("cpu", cpu), fields.get("time", 0),
-                                      fields.get("period", 0), raw,
-                                      None if decoders is None else decoders.fields(format_name, raw)))
-            else:
-                for tid in {row[1] for row in rows}.difference(comms):
-                    pid = next(row[0] for row in rows if row[1] == tid)
-                    self._comm(pid, tid)  # type: ignore[arg-type]
-                if decoders is None:
-                    out.extend([
-                        new_line(SampleLine, (name, comms[tid], pid, tid, cpu_, time, period, raw, None))
-                        for pid, tid, time, cpu_, period, raw in rows
-                    ])
-                else:
-                    fields_of = decoders.fields
-                    out.extend([
-                        SampleLine(name, comms[tid], pid, tid, cpu_, time, period, raw, fields_of(format_name, raw))  # type: ignore[arg-type]
-                        for pid, tid, time, cpu_, period, raw in rows
-                    ])
-            samples += run
-            pos += run * size
-            left -= run
-        pending.pos = pos
-        self.samples += samples
-
     def rings(self) -> list[tuple[OpenedEvent, int, PerfRing]]:
         """Every ring buffer: (its event, its CPU, the ring), the tracking event's first."""
         return [(ev, cpu, ring) for ev in self.events for cpu, ring in ev.rings]
 
+    def ring_decoders(self) -> list[RingDecoder]:
+        """A decoder for each perf ring, in ``rings()`` order: a tracepoint's samples decoded by
+        its format, a typed map's bpf-output samples by its type."""
+        out = []
+        for ev, cpu, _ring in self.rings():
+            fields_of = None
+            if ev.name in self.typed_events:
+                fields_of = partial(self.typed_events.fields, ev.name)
+            elif ev.attr.type == PerfType.TRACEPOINT:
+                fields_of = partial(self.decoders.fields, ev.tracefs or ev.name)
+            out.append(RingDecoder(ev.name, cpu, int(ev.attr.sample_type), fields_of))
+        return out
+
+    def bpf_sources(self) -> list[BpfSource]:
+        """Each BPF ring buffer map as live mode prints its records, in ``bpf_rings`` order."""
+        return [BpfSource(reader.name, self._typed_rings.get(id(reader))) for reader in self.bpf_rings]
+
     def run(self, drain: Callable[[], object], workload: Workload | None, stop_fd: int | None = None) -> None:
-        """Call ``drain`` whenever the rings have data (or every 200 ms; at once again while it
-        returns true, i.e. found data or left some undecoded) until the workload exits,
-        ``stop_fd`` becomes readable or, with -p, every traced task is gone; then disable the
-        events, call ``drain`` until it returns false, and read the events' lost counts."""
-        poller = select.poll()
-        ring_fds = [ring.ring.fd for ev in self.events for _, ring in ev.rings]
-        for fd in ring_fds:
-            poller.register(fd, select.POLLIN)
-        for reader in self.bpf_rings:  # a ring buffer map's fd is readable when it holds records
-            poller.register(reader.mapping.fd, select.POLLIN)
-        if workload is not None:
-            poller.register(workload.pidfd, select.POLLIN)
-        if stop_fd is not None:
-            poller.register(stop_fd, select.POLLIN)
-        stop = False
-        busy = False
-        while not stop:
-            # while the rings keep filling, go round again at once instead of waiting for a wakeup
-            ready = dict(poller.poll(0 if busy else _POLL_MS))
-            busy = bool(drain())
-            if workload is not None and workload.pidfd in ready:
-                stop = True
-            if stop_fd is not None and stop_fd in ready:
-                stop = True
-            if workload is None and self.options.pid is not None:
-                hung = [fd for fd in ring_fds if ready.get(fd, 0) & select.POLLHUP]
-                stop = stop or (bool(ring_fds) and len(hung) == len(ring_fds))
+        """Read the rings in this process: ``drain`` is a round (``run_rounds``) until the workload
+        exits, ``stop_fd`` becomes readable or, with -p, every traced task is gone; then the
+        events' lost counts are read. Capture mode's way (``Capture.drain``)."""
+        before = favour_reader()  # this thread only: the workload, forked already, keeps its own
+        try:
+            self._rounds(drain, workload, (stop_fd,) if stop_fd is not None else ())
+        finally:
+            if before is not None:
+                os.setpriority(os.PRIO_PROCESS, 0, before)
+        self.count_lost()
+
+    def _rounds(self, round_: Callable[[], object], workload: Workload | None, stop_fds: Sequence[int]) -> None:
+        ring_fds = [ring.ring.fd for _, _, ring in self.rings()]
+        run_rounds(round_, [*ring_fds, *(reader.mapping.fd for reader in self.bpf_rings)],  # type: ignore[arg-type]
+                   workload_fd=workload.pidfd if workload is not None else None, stop_fds=stop_fds,
+                   until_hangup=workload is None and self.options.pid is not None, disable=self._disable)
+
+    def drain(self, handler: Callable[[SampleLine | LostLine | RingRecordLine], None]) -> bool:
+        """Read every ring now, in this process, and hand each record to ``handler`` (a read's
+        records in time order, task names as the tracking records say): for library use and
+        tests, where nothing is printed behind the reading. True when anything was read."""
+        if self._reader is None:
+            def hand_out(batch: list[Line]) -> tuple[()]:
+                for line in batch:
+                    for one in (line.lines() if type(line) is SampleRun else (line,)):  # type: ignore[union-attr]
+                        self._handler(one)  # type: ignore[arg-type]
+                return ()
+
+            self._reader = Follower(self.ring_decoders(), self.bpf_sources(), hand_out, lambda _: None)
+        self._handler = handler
+        reader = self._reader
+        took = False
+        for source, (_, _, ring) in enumerate(self.rings()):
+            chunk = ring.take()
+            if chunk:
+                reader.take(Frame(PERF, source, 0, chunk))
+                took = True
+        for source, bpf in enumerate(self.bpf_rings):
+            records, position = bpf.committed()
+            if len(records):
+                reader.take(Frame(BPF, source, 0, bytes(records)))
+                bpf.release(position)
+                took = True
+        before = reader.counts.samples
+        reader.finish()
+        self.samples += reader.counts.samples - before
+        self.lost_reported = sum(d.lost for d in reader.decoders)
+        self.discarded = sum(reader.discarded)
+        return took
+
+    def _disable(self) -> None:
         for ev in self.events:
             for fd in ev.all_fds():
                 self.kernel.disable(fd)
-        while drain():  # the rest, the backlog included
-            pass
+
+    def run_live(self, render: Callable[[list[Line]], Iterable[bytes | bytearray | memoryview]],
+                 write: Callable[[bytes | bytearray | memoryview], None],
+                 workload: Workload | None, stop_fd: int | None = None,
+                 stop_rendering: Callable[[], bool] = lambda: False) -> FollowCounts:
+        """Record and render (``options.drain_process`` set): the drain process copies the rings
+        into the spool (``options.max_memory`` of memory, then a temporary file) until the
+        workload exits, ``stop_fd`` becomes readable or, with -p, every traced task is gone; this
+        process renders behind it (``render`` a batch, ``write`` its pieces) until all is written
+        or ``stop_rendering()`` says stop; then the events' lost counts are read."""
+        if self._drain is None or self._spool is None:
+            raise ValueError("run_live needs a session prepared with options.drain_process")
+        drain, spool = self._drain, self._spool
+        clock = None
+        if self.bpf_rings:  # their records get a time of perf's clock
+            from evspec.loader.output.perf_clock import PerfClock
+
+            clock = PerfClock.calibrate(self.kernel)
+        rings = [ring for _, _, ring in self.rings()]
+        plan = DrainPlan(
+            perf=[(ring.data_size // ring.ring.page_size, ring.sample_type) for ring in rings],
+            bpf=[(reader.name, reader.mapping.data_size) for reader in self.bpf_rings],
+            events=sum(len(ev.all_fds()) for ev in self.events if not ev.rings),
+            workload=workload is not None, stop=stop_fd is not None,
+            until_hangup=workload is None and self.options.pid is not None,
+            clock=(clock.offset, clock.error) if clock is not None else None)
+        fds = [*(ring.ring.fd for ring in rings), *(reader.mapping.fd for reader in self.bpf_rings),
+               *(fd for ev in self.events if not ev.rings for fd in ev.all_fds()),
+               *((workload.pidfd,) if workload is not None else ()), *((stop_fd,) if stop_fd is not None else ())]
+        follower = Follower(self.ring_decoders(), self.bpf_sources(), render, write)
+        drain.hand_over(plan, fds)
+        try:
+            counts = follower.run(spool, drain.exited, (drain.pidfd,), stop_rendering)
+        finally:
+            drain.close()
+            self.spool_stats = spool.stats()
+        self.samples += counts.samples
+        self.lost_reported += sum(d.lost for d in follower.decoders)
+        self.unprinted = counts.unprinted
+        self.discarded = sum(follower.discarded)
         self.count_lost()
+        return counts
 
     def count_lost(self) -> None:
         """Read every sampling event instance's own lost count (PERF_FORMAT_LOST) into
@@ -1027,6 +955,10 @@ class RecordSession:
             return
         self._closed = True
         first: Exception | None = None
+        if self._drain is not None:
+            self._drain.close()
+        if self._spool is not None:
+            self._spool.close()
         for ev in self.events:
             for _, ring in ev.rings:
                 try:

@@ -17,7 +17,7 @@ import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.kernel import BpfRingMapping, KernelError
-from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader
+from evspec.loader.output.bpf_ringbuf import BUSY_BIT, DISCARD_BIT, BpfRingReader, cut_records
 from record_cli import run_record as _record
 
 PAGE = 4096
@@ -181,12 +181,54 @@ def test_mixed_sizes_discards_and_busy_records_read_as_one_header_at_a_time(seed
         assert reader.discarded == discarded
 
 
-def test_ring_records_decode_in_order_by_budget_and_render_as_the_line_functions() -> None:
-    """RecordSession queues every record taken and hands them out by ``budget``; the renderers
-    print a batch of ring records (the same payloads cached, unique ones not) as ring_record_text
-    and ring_record_json print each, mixed with samples too."""
-    from evspec.loader.kernel import Kernel
-    from evspec.loader.kernel.fake import FakeKernel
+@pytest.mark.parametrize("seed", range(4))
+def test_committed_bytes_cut_later_are_what_a_take_gives(seed: int) -> None:
+    """The drain's way: ``committed`` hands the records up to the first busy one as the ring holds
+    them, in place, and ``release`` gives their space back; ``cut_records`` over a copy of those
+    bytes gives what a walk of one header at a time takes, discarded ones counted."""
+    import random
+
+    rng = random.Random(seed)
+    ring = FakeRing(8 * PAGE)
+    reader = BpfRingReader("events", ring.mapping)
+    for _ in range(20):
+        while ring.pos - ring.consumed < 6 * PAGE:
+            size = rng.choice((1, 8, 16, 16, 40))
+            for _ in range(rng.choice((1, 3, 30, 100))):
+                if ring.pos - ring.consumed + size + 16 > 6 * PAGE:
+                    break
+                ring.write(bytes(rng.randrange(256) for _ in range(size)),
+                           rng.choices((0, DISCARD_BIT, BUSY_BIT), (90, 9, 1))[0])
+            else:
+                continue
+            break
+        expected, dropped, stop = reference_take(ring, ring.consumed)
+        span, position = reader.committed()
+        assert position == stop and len(span) == stop - ring.consumed
+        assert cut_records("events", bytes(span)) == (expected, dropped)
+        reader.release(position)
+        assert ring.consumed == stop
+        for at in range(ring.consumed, ring.pos, 8):  # commit the busy record where the next take starts
+            word = struct.unpack_from("=I", ring.producer, PAGE + at % ring.size)[0]
+            if at == ring.consumed and word & BUSY_BIT:
+                for copy in (0, ring.size):
+                    struct.pack_into("=I", ring.producer, PAGE + copy + at % ring.size, word & ~BUSY_BIT)
+
+
+def test_cut_records_refuses_bytes_with_a_record_being_written() -> None:
+    span = struct.pack("=II", 3, 0) + b"abc\0\0\0\0\0" + struct.pack("=II", 3 | BUSY_BIT, 0) + bytes(8)
+    with pytest.raises(KernelError, match="a record at 16 of 32 bytes is marked as being written"):
+        cut_records("events", span)
+    with pytest.raises(KernelError, match="a record of 4000 bytes at 0 runs past producer_pos 16"):
+        cut_records("events", struct.pack("=II", 4000, 0) + bytes(8))
+
+
+def test_ring_records_reach_the_renderer_in_order_and_render_as_the_line_functions() -> None:
+    """A ring's committed bytes, copied whole and cut behind (a live recording's way), reach the
+    renderer as RingRecordLines in order, discarded ones counted; the renderers print a batch of
+    ring records (the same payloads cached, unique ones not) as ring_record_text and
+    ring_record_json print each, mixed with samples too."""
+    from evspec.loader.output.follow import BpfSource, Follower
     from evspec.loader.output.script import (
         JsonRenderer,
         RingRecordLine,
@@ -197,21 +239,25 @@ def test_ring_records_decode_in_order_by_budget_and_render_as_the_line_functions
         sample_json,
         sample_text,
     )
-    from evspec.loader.session import RecordSession
+    from evspec.loader.output.spool import BPF, ROUND, Frame
 
     ring = FakeRing(16 * PAGE)
     payloads = [b"ring!" + bytes(11) if i % 3 else struct.pack("=Q", i) + b"x\0" for i in range(1000)]
-    for payload in payloads:
-        ring.write(payload)
-    session = RecordSession(kernel=Kernel(FakeKernel()))
-    session.bpf_rings.append(BpfRingReader("events", ring.mapping))
-    session.take()
-    assert session.backlog == sum(map(len, payloads)) and ring.consumed == ring.pos
-    batches = [session.decode(300), session.decode(0), session.decode(300), session.decode()]
-    assert [len(b) for b in batches] == [300, 0, 300, 400] and session.backlog == 0 and session.samples == 1000
+    for i, payload in enumerate(payloads):
+        ring.write(payload, DISCARD_BIT if i % 100 == 99 else 0)
+    reader = BpfRingReader("events", ring.mapping)
+    batches: list[list[object]] = []
+    follower = Follower([], [BpfSource("events")], lambda batch: batches.append(batch) or (), lambda _: None)
+    span, position = reader.committed()
+    follower.take(Frame(BPF, 0, 5, bytes(span)))
+    reader.release(position)
+    assert ring.consumed == ring.pos
+    follower.take(Frame(ROUND, 0, 0, b""))
+    follower.finish()
     lines = [line for batch in batches for line in batch]
-    assert lines == [RingRecordLine("events", p) for p in payloads]
-    assert all(type(line) is RingRecordLine for line in lines)
+    kept = [p for i, p in enumerate(payloads) if i % 100 != 99]
+    assert lines == [RingRecordLine("events", p) for p in kept] and follower.discarded == [10]
+    assert follower.counts.samples == len(kept)
     sample = SampleLine("__bpf_stdout__", "getppid", 7, 7, 1, 1_000_000_123, 1, b"hi\0", None)
     mixed = [lines[0], sample, lines[1]]
     for renderer, one in ((TextRenderer(14), lambda line: ring_record_text(line, 14)), (JsonRenderer(), ring_record_json)):
@@ -374,18 +420,16 @@ def test_every_record_written_is_read_and_the_overflow_is_counted(
         session.start()
         workload.start()
 
-        def drain() -> bool:
+        def count(line: object) -> None:
             nonlocal read
-            busy = session.take()
-            read += sum(1 for line in session.decode() if type(line).__name__ == "RingRecordLine")
-            return busy
+            read += type(line).__name__ == "RingRecordLine"
 
-        session.run(drain, workload)
+        session.run(lambda: session.drain(count), workload)
         assert workload.wait() == 0
         counters = session.objects[0].live.maps["counters"].fd
         seen, dropped = (int.from_bytes(session.kernel.lookup(counters, k.to_bytes(4, "little"), 8) or b"", "little")
                          for k in (0, 1))
-        discarded = session.bpf_rings[0].discarded
+        discarded = session.discarded
     finally:
         session.close()
         workload.close()

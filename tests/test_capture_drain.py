@@ -14,7 +14,7 @@ from evspec.loader.kernel import RingMapping
 from evspec.loader.output import capture as capture_module
 from evspec.loader.output import perfdata as pd
 from evspec.loader.output.capture import Capture, RecordCounts
-from evspec.loader.output.ringbuf import PerfRing
+from evspec.loader.output.perf_ring import PerfRing
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
 HOST = pd.HostInfo("box", "6.1.0", "evspec 0.1.0", "x86_64", 2, 2, ("evspec", "record", "-o", "x"))

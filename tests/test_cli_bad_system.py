@@ -209,7 +209,7 @@ def test_record_stopped_during_setup_exits_with_that_signal() -> None:
     """record's wake-up pipe holds the signal's number: SIGTERM during set-up is 143."""
     from evspec.cli.record import _stop_signal, _stop_signals
 
-    with _stop_signals([]) as stop_fd:
-        assert _stop_signal(stop_fd) is None
+    with _stop_signals([]) as stops:
+        assert _stop_signal(stops.fd) is None and stops.count == 0
         os.kill(os.getpid(), signal.SIGTERM)
-        assert _stop_signal(stop_fd) == signal.SIGTERM
+        assert _stop_signal(stops.fd) == signal.SIGTERM and stops.count == 1

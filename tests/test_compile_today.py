@@ -186,7 +186,9 @@ def test_quoted_names_keep_their_quotes_as_evsel_names() -> None:
 def test_a_release_refuses_what_it_does_not_know(text: str, version: str, expected: str) -> None:
     found = release_findings([parser.parse(text)], release(version), corpus_system(), "record")
     assert found and found[0].code == "EM019" and expected in (found[0].message + str(found[0].perf_message))
-    assert release_findings([parser.parse(text)], LATEST, corpus_system(), "record") == []
+    latest = release_findings([parser.parse(text)], LATEST, corpus_system(), "record")
+    # (the corpus machine has no 9p tracepoints: perf 7.3 parses the name, then finds no such event)
+    assert not [d for d in latest if expected in d.message + str(d.perf_message)], latest
 
 
 def test_releases_accept_what_they_know() -> None:

@@ -192,7 +192,7 @@ def test_uncore_wildcards_and_format_limits():
 
 def test_the_pmu_list_order_and_wildcards():
     pmus = PerfPmus(profile("7.2"), intel_system())
-    assert [p.name for p in pmus.all] == ["cpu", "breakpoint", "msr", "power", "software", "tool", "tracepoint",
+    assert [p.name for p in pmus.all] == ["cpu", "breakpoint", "intel_pt", "msr", "power", "software", "tool", "tracepoint",
                                          "uncore_imc_0", "uncore_imc_1", "uprobe"]  # fmt: skip
     assert name_len_no_suffix("uncore_imc_0") == 10 and name_len_no_suffix("cpum_cf") == 7
     assert name_cmp("uncore_imc_2", "uncore_imc_10") < 0 < name_cmp("msr", "breakpoint")

@@ -18,7 +18,7 @@ from evspec.loader.kernel import Kernel, KernelError, RingMapping, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, ProgType, Relocation
-from evspec.loader.output.ringbuf import Lost, PerfRing, Sample, wait_readable
+from evspec.loader.output.perf_ring import Lost, PerfRing, Sample, wait_readable
 
 TRACEFS = Path("/sys/kernel/tracing")
 SAMPLE_TYPE = SampleType.RAW | SampleType.TID | SampleType.TIME | SampleType.CPU

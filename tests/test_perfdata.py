@@ -16,7 +16,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import RingMapping
 from evspec.loader.output import perfdata as pd
 from evspec.loader.output.capture import Capture, comm_record, count_records, count_span
-from evspec.loader.output.ringbuf import LostCount, PerfRing
+from evspec.loader.output.perf_ring import LostCount, PerfRing
 from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, perf_attr
 
 from evspec.cli.script import add_script_parser, script_lines, script_main

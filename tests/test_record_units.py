@@ -254,3 +254,12 @@ def test_attacher_dispatches_to_the_kind_attacher(monkeypatch: pytest.MonkeyPatc
     with pytest.raises(OSError, match="qdisc busy"):
         attacher.close()
     assert made[0].calls == ["plan a", "plan b", "program_fd", "hooks", "hooks", "close"]
+
+
+def test_rings_are_4_mib_unless_an_event_would_take_more_than_64_mib() -> None:
+    from evspec.loader.session import default_ring_pages
+
+    sizes = {cpus: default_ring_pages(cpus, 4096) * 4096 >> 10 for cpus in (1, 2, 16, 32, 64, 128, 1024)}
+    assert sizes == {1: 4096, 2: 4096, 16: 4096, 32: 2048, 64: 1024, 128: 512, 1024: 512}  # KiB
+    assert default_ring_pages(3, 16384) == 256  # 64 KiB pages: still 4 MiB, a power of two of pages
+    assert default_ring_pages(24, 4096) == 512  # 64 MiB / 24 is not a power of two: the one below

@@ -35,6 +35,26 @@ def test_the_prelude_returns_0_in_the_recordings_own_process() -> None:
         skip_task(0)
 
 
+def test_the_prelude_of_several_processes_returns_0_in_each() -> None:
+    """The recording and its drain process: one equality test each but the last, all jumping to
+    the return; a tuple of one is the single tgid's prelude."""
+    assert decoded(skip_task(4242, 77, 78)) == [
+        (0xBF, 6, 1, 0, 0),
+        (abi.OP_CALL, 0, 0, 0, GET_CURRENT_PID_TGID),
+        (0x77, 0, 0, 0, 32),
+        (0x15, 0, 0, 2, 77),  # if r0 == 77 goto r0 = 0
+        (0x15, 0, 0, 1, 78),  # if r0 == 78 goto r0 = 0
+        (0x55, 0, 0, 2, 4242),
+        (0xB7, 0, 0, 0, 0),
+        (abi.OP_EXIT, 0, 0, 0, 0),
+        (0xBF, 1, 6, 0, 0),
+    ]
+    assert prelude_for(ProgType.TRACEPOINT, (4242, 77, 78)) == skip_task(4242, 77, 78)
+    assert prelude_for(ProgType.TRACEPOINT, (9,)) == skip_task(9) == prelude_for(ProgType.TRACEPOINT, 9)
+    with pytest.raises(ValueError, match="not a process id: -1"):
+        skip_task(5, -1)
+
+
 @pytest.mark.parametrize("prog_type", [ProgType.TRACEPOINT, ProgType.KPROBE, ProgType.PERF_EVENT,
                                        ProgType.RAW_TRACEPOINT, ProgType.TRACING])
 def test_tracing_programs_get_it(prog_type: ProgType) -> None:

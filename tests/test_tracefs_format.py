@@ -140,7 +140,7 @@ def _samples(event: str, argv: list[str]) -> list[tuple[int, bytes]]:
     """(pid, raw) of every sample of ``event`` while ``argv`` runs (opened for that child only)."""
     from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, SampleType
     from evspec.loader.kernel import Kernel
-    from evspec.loader.output.ringbuf import PerfRing, Sample
+    from evspec.loader.output.perf_ring import PerfRing, Sample
 
     system, name = event.split(":")
     kernel = Kernel()

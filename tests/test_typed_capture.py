@@ -28,8 +28,6 @@ from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.abi.perf import PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import Kernel
-from evspec.loader.kernel.fake import FakeKernel
 from evspec.loader.object.btf import Btf, BtfKind, find_record_type
 from evspec.loader.object.reader import read_object
 from evspec.loader.output import perfdata as pd
@@ -45,7 +43,7 @@ from evspec.loader.output.typed_capture import (
     type_config,
     typed_output_attr,
 )
-from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, OpenedEvent, RecordSession, perf_attr
+from evspec.loader.session import SAMPLE_TYPE, TRACKING_SAMPLE_TYPE, RecordSession, perf_attr
 from record_cli import run_record, run_script
 
 from evspec.cli.script import name_width, script_lines
@@ -197,20 +195,35 @@ def typed_file(tmp_path: Path, built: Path) -> tuple[Path, list[bytes], bytes]:
 
 
 def live_lines(built: Path, samples: bytes) -> list[SampleLine]:
-    """What a live session decodes from ``samples`` as taken from a perf ring on CPU 1, with
-    __bpf_stdout__ typed as record types it (map:__bpf_stdout__.type=sample)."""
-    session = RecordSession(kernel=Kernel(FakeKernel()))
-    session.typed_events.add("__bpf_stdout__", RecordDecoder.named(_btf(built), "sample"))
-    events = {OUTPUT_ID: OpenedEvent("__bpf_stdout__", output_attr(), True),
-              PLAIN_ID: OpenedEvent("plain", output_attr(), True)}
+    """What live record's renderer gets from ``samples`` as taken from the perf rings on CPU 1
+    (one per event), with __bpf_stdout__ typed as record types it (map:__bpf_stdout__.type=sample)."""
+    from functools import partial
+
+    from evspec.loader.output.follow import Follower
+    from evspec.loader.output.samples import RingDecoder
+    from evspec.loader.output.script import SampleRun
+    from evspec.loader.output.spool import PERF, Frame
+    from evspec.loader.output.typed import TypedDecoders
+
+    typed = TypedDecoders()
+    typed.add("__bpf_stdout__", RecordDecoder.named(_btf(built), "sample"))
+    decoders = [RingDecoder("__bpf_stdout__", 1, int(SAMPLE_TYPE), partial(typed.fields, "__bpf_stdout__")),
+                RingDecoder("plain", 1, int(SAMPLE_TYPE))]
+    lines: list[SampleLine] = []
+
+    def collect(batch: list[object]) -> tuple[()]:
+        lines.extend(line for run in batch if isinstance(run, SampleRun) for line in run.lines())
+        return ()
+
+    follower = Follower(decoders, [], collect, lambda _: None)
     pos = 0
     while pos < len(samples):  # each sample to its event's ring, as the kernel writes them
         size = struct.unpack_from("<H", samples, pos + 6)[0]
-        session.feed(events[struct.unpack_from("<Q", samples, pos + 8)[0]], 1, samples[pos:pos + size])
+        ring = 0 if struct.unpack_from("<Q", samples, pos + 8)[0] == OUTPUT_ID else 1
+        follower.take(Frame(PERF, ring, 0, samples[pos:pos + size]))
         pos += size
-    lines = session.decode()
-    assert all(type(line) is SampleLine for line in lines)
-    return lines  # type: ignore[return-value]
+    follower.finish()
+    return lines
 
 
 def test_evspec_script_prints_typed_samples_as_a_live_session_decodes_them(tmp_path: Path, built: Path) -> None:

@@ -14,7 +14,7 @@ import os
 import select
 import signal
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
@@ -23,12 +23,11 @@ from evspec.cli.app import add_clang_opt
 
 if TYPE_CHECKING:
     from evspec.loader.output.capture import Capture
-    from evspec.loader.output.script import JsonRenderer, TextRenderer
     from evspec.loader.session import RecordSession
 
 EXIT_FINDINGS = 1
 EXIT_SETUP = 2
-LIVE_BATCH = 512  # records decoded and printed between two takes of the rings (~1 ms)
+_SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
 def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
@@ -50,7 +49,11 @@ def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     p.add_argument("-o", "--output", metavar="FILE",
                    help="capture: write the records to FILE in perf.data format instead of printing them")
     p.add_argument("-m", "--mmap-pages", type=_pages, default=None, metavar="PAGES",
-                   help="ring buffer data pages per CPU and event, a power of two (default: 128, perf's)")
+                   help="ring buffer data pages per CPU and event, a power of two (default: 4 MiB a ring, "
+                        "less where the rings of an event would take more than 64 MiB, at least perf's 128)")
+    p.add_argument("--max-memory", type=_size, default=None, metavar="SIZE",
+                   help="live output: the memory that records waiting to be printed may take (K, M, G: "
+                        "binary units; default 64M); past it they wait in a temporary file in $TMPDIR")
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--dump-maps", nargs="?", const="", default=None, metavar="NAME,...",
                    help="after the command, print the final contents of the objects' hash, array and "
@@ -73,10 +76,35 @@ def _pages(text: str) -> int:
     return pages
 
 
+def _size(text: str) -> int:
+    from evspec.loader.output.spool import MIN_MEMORY
+
+    number, unit = text.rstrip("BKMGbkmg"), text[len(text.rstrip("BKMGbkmg")):].upper()
+    if not number.isdigit() or unit not in _SIZE_UNITS:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a size (a number of bytes, or with K, M or G)")
+    size = int(number) * _SIZE_UNITS[unit]
+    if size < MIN_MEMORY:
+        raise argparse.ArgumentTypeError(f"{text}: at least {MIN_MEMORY >> 10}K")
+    return size
+
+
+class _Stops:
+    """The stop signals of a run: the wake-up pipe they write to (``fd``), and how many came."""
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.count = 0
+
+    def stop_rendering(self) -> bool:
+        """The first stop ends the recording (the workload is stopped), the second the printing."""
+        return self.count >= 2
+
+
 @contextmanager
-def _stop_signals(forward: list[int]) -> Iterator[int]:
+def _stop_signals(forward: list[int]) -> Iterator[_Stops]:
     """SIGINT/SIGTERM: forward to the workload (pids in ``forward``) and wake the reader."""
     r, w = os.pipe2(os.O_NONBLOCK | os.O_CLOEXEC)
+    stops = _Stops(r)
 
     def handler(signo: int, _frame: object) -> None:
         for pid in forward:
@@ -84,17 +112,39 @@ def _stop_signals(forward: list[int]) -> Iterator[int]:
                 os.kill(pid, signo)
             except ProcessLookupError:
                 pass
+        stops.count += 1
 
     old = {s: signal.signal(s, handler) for s in (signal.SIGINT, signal.SIGTERM)}
     old_fd = signal.set_wakeup_fd(w, warn_on_full_buffer=False)
     try:
-        yield r
+        yield stops
     finally:
         signal.set_wakeup_fd(old_fd)
         for s, h in old.items():
             signal.signal(s, h)
         os.close(r)
         os.close(w)
+
+
+def _writer(out: TextIO) -> Callable[[bytes | bytearray | memoryview], None]:
+    """How rendered UTF-8 goes to ``out``: straight to its descriptor when it has one and is
+    UTF-8, with os.write (a BufferedWriter loses the rest of a large write that a signal
+    interrupts: Python 3.11 on a full pipe), else as text."""
+    try:
+        fd = out.fileno()
+    except (AttributeError, OSError, ValueError):
+        fd = -1
+    if fd >= 0 and (getattr(out, "encoding", "") or "").lower().replace("-", "") == "utf8":
+        def write(data: bytes | bytearray | memoryview) -> None:
+            out.flush()
+            view = memoryview(data)
+            while view:
+                view = view[os.write(fd, view):]
+    else:
+        def write(data: bytes | bytearray | memoryview) -> None:
+            out.write(str(data, "utf-8"))
+            out.flush()
+    return write
 
 
 def _stop_signal(stop_fd: int) -> int | None:
@@ -130,8 +180,21 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
-    from evspec.loader.output.script import JsonRenderer, TextRenderer, paused_gc, summary_json
-    from evspec.loader.session import DEFAULT_RING_PAGES, RecordOptions, RecordSession, Workload
+    from evspec.loader.output.script import (
+        JsonRenderer,
+        LostLine,
+        TextRenderer,
+        lost_samples_json,
+        lost_samples_text,
+        paused_gc,
+        summary_json,
+    )
+    from evspec.loader.session import (
+        DEFAULT_MAX_MEMORY,
+        RecordOptions,
+        RecordSession,
+        Workload,
+    )
     from evspec.render.text import render_text
     from evspec.system import load_system, parse_cpu_list
 
@@ -146,8 +209,13 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     if not command and args.pid is None and not args.all_cpus and args.cpu is None:
         err.write("evspec record: error: give a command after --, or -p PID, -a or -C CPUS\n")
         return EXIT_SETUP
+    if args.output and args.max_memory is not None:
+        err.write("evspec record: error: --max-memory bounds the records waiting to be printed; with -o "
+                  "they are written to the file as they are read\n")
+        return EXIT_SETUP
     forward: list[int] = []
-    with _stop_signals(forward) as stop_fd:
+    with _stop_signals(forward) as stops:
+        stop_fd = stops.fd
         options = RecordOptions(
             no_inherit=args.no_inherit,
             system_wide=args.all_cpus,
@@ -155,7 +223,9 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             pid=args.pid,
             dev=args.dev,
             pin_root=args.pin_root,
-            ring_pages=args.mmap_pages or DEFAULT_RING_PAGES,
+            ring_pages=args.mmap_pages,
+            max_memory=args.max_memory or DEFAULT_MAX_MEMORY,
+            drain_process=not args.output,
             clang_opts=tuple(args.clang_opts),
         )
         system = load_system("live")
@@ -166,19 +236,6 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
         session = RecordSession(options=options)
         capture: Capture | None = None
         fmt_json = args.format == "json"
-        renderers: list[TextRenderer | JsonRenderer] = []
-
-        def drain_live() -> bool:
-            """Take the rings' new bytes, decode and print a batch; true while more is waiting."""
-            busy = session.take()
-            lines = session.decode(LIVE_BATCH)
-            if lines:
-                if not renderers:
-                    renderers.append(JsonRenderer() if fmt_json else TextRenderer(session.name_width))
-                out.write(renderers[0].render(lines))
-                out.flush()
-            return busy or session.backlog > 0
-
         status = 0
         started = False
         try:
@@ -208,9 +265,18 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 if workload is not None:
                     workload.start()
                 with paused_gc():
-                    session.run(capture.drain if capture is not None else drain_live, workload, stop_fd)
+                    if capture is not None:
+                        session.run(capture.drain, workload, stop_fd)
+                    else:
+                        renderer = JsonRenderer() if fmt_json else TextRenderer(session.name_width)
+                        session.run_live(renderer.pieces, _writer(out), workload, stop_fd,
+                                         stops.stop_rendering)
                 if capture is not None:
                     capture.add_lost_counts(session.lost_counts)
+                else:
+                    render_lost = lost_samples_json if fmt_json else lost_samples_text
+                    out.write("".join(render_lost(LostLine(c.event, c.cpu, c.lost))
+                                      for c in session.lost_counts if c.lost))
                 if workload is not None:
                     status = workload.wait()
                 if args.dump_maps is not None:
@@ -258,12 +324,33 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             f"({counts.samples} samples, {lost} lost{_reported(lost, counts.lost)}) ]\n"
         )
     else:
+        _spool_report(session, err, verbose=args.verbose)
+        if session.unprinted:
+            err.write(f"evspec record: printing stopped: {session.unprinted} records were not printed\n")
+        unprinted = f", {session.unprinted} not printed" if session.unprinted else ""
         err.write(f"[ evspec record: {session.samples} samples, {session.lost} lost"
-                  f"{_reported(session.lost, session.lost_reported)} ]\n")
+                  f"{_reported(session.lost, session.lost_reported)}{unprinted} ]\n")
         if fmt_json:
             out.write(summary_json(session.summary()))
             out.flush()
     return status
+
+
+def _spool_report(session: RecordSession, err: TextIO, *, verbose: bool) -> None:
+    """What the records waiting to be printed took (-v), and a spool file that could not be
+    written (always: the rings kept the records meanwhile, and what they could not hold is lost)."""
+    stats = session.spool_stats
+    if stats is None:
+        return
+    if stats.errno:
+        err.write(f"evspec record: warning: the spool file {stats.path} could not be written "
+                  f"({os.strerror(stats.errno)}): records waited in the rings while --max-memory was full, "
+                  "and the losses count what did not fit there\n")
+    if verbose:
+        spilled = (f"; {stats.spilled} bytes went to {stats.path} (at most {stats.file_peak} at once), "
+                   "removed" if stats.spilled else "")
+        err.write(f"evspec record: records waiting to be printed took at most {stats.memory_peak} bytes of "
+                  f"memory{spilled}\n")
 
 
 def _capture_failed(capture: Capture, session: RecordSession, err: TextIO) -> int:

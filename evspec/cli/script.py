@@ -53,16 +53,6 @@ class ScriptTotals:
         return out
 
 
-def lost_samples_text(line: LostLine) -> str:
-    return f"LOST_SAMPLES {line.lost} of {line.event} on cpu {line.cpu}\n"
-
-
-def lost_samples_json(line: LostLine) -> str:
-    import json
-
-    return json.dumps({"lost_samples": line.lost, "cpu": line.cpu, "event": line.event}) + "\n"
-
-
 def add_script_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
     p = subparsers.add_parser(
         "script",
@@ -177,8 +167,8 @@ def script_lines(data: PerfData, totals: ScriptTotals | None = None) -> Iterator
     samples of a ring buffer map's event (``ringbuf_capture``) are its records, and those of an
     event that names their type are decoded (``typed_decoder``), as live."""
     from evspec.loader.abi.perf import AttrFlag, RecordType
+    from evspec.loader.output.perf_ring import SampleLayout
     from evspec.loader.output.perfdata import SampleIdTrailer
-    from evspec.loader.output.ringbuf import SampleLayout
     from evspec.loader.output.ringbuf_capture import is_ring_event
     from evspec.loader.output.script import LostLine, RingRecordLine, SampleLine
 
@@ -277,6 +267,8 @@ def script_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                     out.write(renderer.render(batch))
                     batch.clear()
             out.write(renderer.render(batch))
+        from evspec.loader.output.script import lost_samples_json, lost_samples_text
+
         render_lost = lost_samples_json if fmt_json else lost_samples_text
         out.write("".join(render_lost(x) for x in totals.lost_samples))
         if fmt_json:

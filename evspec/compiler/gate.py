@@ -15,6 +15,7 @@ from collections.abc import Iterator, Sequence
 from evspec import lexicon
 from evspec.ast import (
     AliasEvent,
+    BpfEvent,
     BreakpointEvent,
     CacheEvent,
     Event,
@@ -45,18 +46,35 @@ def release_findings(lists: Sequence[EventList], release: Release, system: Syste
     out: list[Diagnostic] = []
     earlier: list[str] = []
     for events in lists:
-        if release.version in dialect.VERSIONS:
+        if release.version in dialect.VERSIONS and not _own_bpf_events(events, release.version):
             verdict = dialect.predict(events.source, release.version, system=system, mode=mode,  # type: ignore[arg-type]
                                       earlier_events=tuple(earlier))
             earlier.extend(verdict.evsels)
             if not verdict.accepted:
+                reasons = [d.message for d in _lacking(events, release)]
                 out.append(_refused(events.source, release, verdict.error.message if verdict.error else None,
-                                    verdict.error.column if verdict.error else None))
+                                    verdict.error.column if verdict.error else None, reasons))
             continue
-        out.extend(d.located(events.source) for event in events.events() for d in _lacks(event, release))
-        out.extend(d.located(events.source) for item in events.items if isinstance(item, Group)
-                   for d in _letters(item.modifiers, release))
+        out.extend(d.located(events.source) for d in _lacking(events, release))
     return out
+
+
+def _own_bpf_events(events: EventList, version: str) -> bool:
+    """Whether the string names a BPF object and ``version`` has no BPF events (6.6 removed them):
+    such a string is evspec's own language (COMPAT section 1), whose perf parts the release's
+    facts still check."""
+    from evspec.dialect.versions import profile
+
+    return profile(version).bpf is None and any(isinstance(e, BpfEvent) for e in events.events())
+
+
+def _lacking(events: EventList, release: Release) -> Iterator[Diagnostic]:
+    """What of today's language the string uses that ``release`` lacks, by the release's facts."""
+    for event in events.events():
+        yield from _lacks(event, release)
+    for item in events.items:
+        if isinstance(item, Group):
+            yield from _letters(item.modifiers, release)
 
 
 #: evspec's own findings (today's rules) that a release does not make, by the fact that says so
@@ -74,11 +92,13 @@ def release_takes(diagnostic: Diagnostic, release: Release) -> bool:
     return fact is not None and getattr(release, fact)
 
 
-def _refused(text: str, release: Release, message: str | None, column: int | None) -> Diagnostic:
+def _refused(text: str, release: Release, message: str | None, column: int | None,
+             reasons: Sequence[str] = ()) -> Diagnostic:
     span = Span(0, len(text)) if column is None or column < 0 else Span(min(column, len(text) - 1),
                                                                          min(column, len(text) - 1) + 1)
     said = f"'{message}'" if message else "nothing (it fails silently)"
-    return error(CODE, f"perf {release.version} refuses this string; it says {said}", span,
+    why = f" ({'; '.join(dict.fromkeys(reasons))})" if reasons else ""
+    return error(CODE, f"perf {release.version} refuses this string; it says {said}{why}", span,
                  perf_message=message,
                  help=(f"perf {release.version} computes no attrs for it; 'evspec check --perf {release.version}' "
                        "says why",)).located(text)

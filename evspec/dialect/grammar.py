@@ -41,6 +41,13 @@ def _listed(i: int) -> Action:
     return lambda s, v, loc: [v[i]]
 
 
+def _append(s: PerfState, v: list, loc: list[Loc]) -> list:
+    """``LIST , ITEM``: the item added to the list in place (as perf's list_add_tail), so that a
+    long list costs linear time."""
+    v[0].append(v[2])
+    return v[0]  # type: ignore[no-any-return]
+
+
 def _none(s: PerfState, v: list, loc: list[Loc]) -> None:
     return None
 
@@ -284,7 +291,7 @@ def _common_head(p: Profile) -> list[Production]:
         _p("opt_event_config", "/ event_config /", _first(1)),
         _p("opt_event_config", "/ /", _none),
         _p("opt_event_config", "", _none),
-        _p("event_config", "event_config , event_term", lambda s, v, loc: [*v[0], v[2]]),
+        _p("event_config", "event_config , event_term", _append),
         _p("event_config", "event_term", _listed(0)),
         _p("event_legacy_numeric", "PE_VALUE : PE_VALUE opt_event_config", _numeric),
         _p("event_legacy_raw", "PE_RAW opt_event_config", _raw),
@@ -301,7 +308,7 @@ def _arrays() -> list[Production]:
         _p("event_term", "PE_NAME array = PE_VALUE", _term(None, 0, 3, 1)),
         _p("array", "[ array_terms ]", lambda s, v, loc: tuple(v[1])),
         _p("array", "PE_ARRAY_ALL", lambda s, v, loc: ()),
-        _p("array_terms", "array_terms , array_term", lambda s, v, loc: [*v[0], v[2]]),
+        _p("array_terms", "array_terms , array_term", _append),
         _p("array_terms", "array_term", _listed(0)),
         _p("array_term", "PE_VALUE", _array_item),
         _p("array_term", "PE_VALUE PE_ARRAY_RANGE PE_VALUE", _array_range),
@@ -609,7 +616,7 @@ def _grammar_pmu(p: Profile) -> list[Production]:
         _p("opt_event_config", "", _none),
         _p("opt_pmu_config", "/ event_config /", _first(1)),
         _p("opt_pmu_config", "/ /", _none),
-        _p("event_config", "event_config , event_term", lambda s, v, loc: [*v[0], v[2]]),
+        _p("event_config", "event_config , event_term", _append),
         _p("event_config", "event_term", _listed(0)),
         _p("name_or_raw", "PE_RAW"),
         _p("name_or_raw", "PE_NAME"),

@@ -86,12 +86,12 @@ class ProgramAttach:
 @dataclass(frozen=True, slots=True)
 class AttachOptions:
     """What the command line says about attaching: tracepoint ids of the machine, ``--dev``;
-    ``skip_tgid``: the recording's own process, in which the programs a kind attacher loads itself
-    must do nothing (``load.self_filter``)."""
+    ``skip_tgid``: the recording's own process (or processes), in which the programs a kind
+    attacher loads itself must do nothing (``load.self_filter``)."""
 
     tracepoint_id: TracepointIds
     dev: str | None = None
-    skip_tgid: int | None = None
+    skip_tgid: int | tuple[int, ...] | None = None
 
 
 class KindAttacher(Protocol):

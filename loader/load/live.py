@@ -878,12 +878,12 @@ def load_object(
     pin_root: str = DEFAULT_PIN_ROOT,
     target_btf: TargetBtf | None = None,
     attach_btf_ids: Mapping[str, int] | None = None,
-    skip_tgid: int | None = None,
+    skip_tgid: int | tuple[int, ...] | None = None,
 ) -> LiveObject:
     """Create the maps and load the programs of ``spec``.
 
     ``skip_tgid``: the tracing programs get ``self_filter``'s prelude, so that they do nothing in
-    that process (a recording's own).
+    that process, or those processes (a recording's own).
 
     ``expected_attach_types`` and ``attach_btf_ids`` (a kernel BTF type id: the ``btf_trace_NAME``
     of a tp_btf program; a ``ModuleTypeId`` for a module's type, whose module BTF fd the caller

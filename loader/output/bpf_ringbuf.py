@@ -15,7 +15,7 @@ from itertools import chain
 from typing import NamedTuple
 
 from evspec.loader.kernel import BpfRingMapping, KernelError
-from evspec.loader.output.ringbuf import Atomics
+from evspec.loader.output.perf_ring import Atomics
 
 from evspec.codes import kernel as codes
 
@@ -73,7 +73,6 @@ class BpfRingReader:
         self._mask = mapping.data_size - 1
         # the data twice in a row: a record is contiguous whatever its position
         self._data = memoryview((ctypes.c_char * (2 * mapping.data_size)).from_address(mapping.data)).cast("B")
-        self._words = self._data.cast("I")  # the header words (every record starts 8-byte aligned)
 
     def _load(self, address: int) -> int:
         if self.atomics.plain:
@@ -90,74 +89,117 @@ class BpfRingReader:
         return self._take(True)
 
     def _take(self, runs: bool) -> list[bytes | RecordRun]:
-        """The records committed since the last call, in order; their space goes back at once.
+        """The records committed since the last call, in order; their space goes back at once."""
+        consumer, producer = self._positions()
+        out: list[bytes | RecordRun] = []
+        used, dropped = walk(self._data, consumer & self._mask, producer - consumer, out, runs,
+                             where=(self.name, consumer))
+        self.discarded += dropped
+        self._release(consumer + used)
+        return out
 
-        Records come in runs of one size (one program, one struct): the header words of a run are
-        read at once (a strided view of the live memory), and its payloads cut from one copy of
-        the run by a ``struct`` of many records, so that a record costs no Python step of its own.
-        A header is read before the bytes after it are copied (a committed header means its record
-        is written); a busy record ends the take, a discarded one is counted and left out."""
+    def committed(self) -> tuple[memoryview, int]:
+        """The committed records (discarded ones included) as the ring holds them, headers and
+        padding too, up to the first record still being written, in place; and the position
+        to ``release`` once they are copied. ``cut_records`` cuts such bytes into records."""
+        consumer, producer = self._positions()
+        at = consumer & self._mask
+        used, _ = walk(self._data, at, producer - consumer, None, False, where=(self.name, consumer))
+        return self._data[at : at + used], consumer + used
+
+    def release(self, position: int) -> None:
+        """Hand the space up to ``position`` (from ``committed``) back to the kernel."""
+        self._release(position)
+
+    def _positions(self) -> tuple[int, int]:
         consumer = self._load(self.mapping.consumer)
         producer = self._load(self.mapping.producer)
         if producer - consumer > self.mapping.data_size:
             raise KernelError(codes.RING_BUFFER, f"corrupt BPF ring buffer {self.name}: producer_pos {producer} is "
                                                  f"more than its {self.mapping.data_size} bytes past consumer_pos "
                                                  f"{consumer}")
-        out: list[bytes | RecordRun] = []
-        data, words, mask = self._data, self._words, self._mask
-        window, skip, backoff = _FIRST_RUN, 0, 4
-        while consumer < producer:
-            at = consumer & mask
-            word = words[at >> 2]
-            if word & BUSY_BIT:
-                break
-            length = word & _LENGTH_MASK
-            total = (length + HEADER_SIZE + 7) & ~7
-            if consumer + total > producer:
-                raise KernelError(codes.RING_BUFFER, f"corrupt BPF ring buffer {self.name}: a record of {length} "
-                                                     f"bytes at {consumer} runs past producer_pos {producer}")
-            fits = 0 if skip else min(window, (producer - consumer) // total)
-            if fits > 1:
-                # the header words of the next ``fits`` records if they are all of this size
-                heads = words[at >> 2 : (at + fits * total) >> 2 : total >> 2].tolist()
-                kept = heads.count(length)
-                dropped = heads.count(length | DISCARD_BIT)
-                run = kept + dropped
-                if run < fits:  # a busy record, or another size: the run ends at the first of them
-                    run = next(i for i, w in enumerate(heads) if w != length and w != length | DISCARD_BIT)
-                    dropped = heads[:run].count(length | DISCARD_BIT)
-                    kept = run - dropped
-                if run > 1:
-                    backoff = 1
-                    window = min(window * 4, _MAX_RUN) if run == fits else _FIRST_RUN
-                    self.discarded += dropped
-                    if kept:
-                        span = bytes(data[at : at + run * total])
-                        if dropped:
-                            out.extend([span[i + HEADER_SIZE : i + HEADER_SIZE + length]
-                                        for i, w in zip(range(0, run * total, total), heads, strict=False)
-                                        if w == length])
-                        elif runs:
-                            out.append(RecordRun(span, length, total, run))
-                        else:
-                            out.extend(run_payloads(span, length, total, run))
-                    consumer += run * total
-                    continue
-                # sizes change from record to record: one at a time for a while, longer each time
-                window, backoff = _FIRST_RUN, min(backoff * 4, _MAX_RUN)
-                skip = backoff
-            elif skip:
-                skip -= 1
-            if word & DISCARD_BIT:
-                self.discarded += 1
-            else:
-                out.append(bytes(data[at + HEADER_SIZE : at + HEADER_SIZE + length]))
-            consumer += total
-        self._release(consumer)
-        return out
+        return consumer, producer
 
     def _release(self, position: int) -> None:
         if self.atomics.plain:
             ctypes.c_uint64.from_address(self.mapping.consumer).value = position
         else:
             self.atomics.store_release(self.mapping.consumer, position)
+
+
+def cut_records(name: str, span: bytes) -> tuple[list[bytes], int]:
+    """The payloads of the records in ``span`` (what ``BpfRingReader.committed`` gave: whole
+    committed records with their headers) and how many of them were discarded."""
+    out: list[bytes | RecordRun] = []
+    used, dropped = walk(memoryview(span), 0, len(span), out, False, where=(name, 0))
+    if used != len(span):
+        raise KernelError(codes.RING_BUFFER, f"corrupt BPF ring buffer {name} records: a record at {used} of "
+                                             f"{len(span)} bytes is marked as being written")
+    return out, dropped  # type: ignore[return-value]
+
+
+def walk(data: memoryview, at: int, length: int, out: list[bytes | RecordRun] | None, runs: bool,
+         where: tuple[str, int]) -> tuple[int, int]:
+    """Walk the records in ``data[at:at + length]`` up to the first one still being written:
+    how many bytes they take and how many were discarded; with ``out``, the payloads of the
+    others appended to it (a run of one size as one ``RecordRun`` with ``runs``).
+
+    Records come in runs of one size (one program, one struct): the header words of a run are
+    read at once (a strided view), and its payloads cut from one copy of the run by a ``struct``
+    of many records, so that a record costs no Python step of its own. A header is read before
+    the bytes after it are copied (a committed header means its record is written); a busy
+    record ends the walk. ``where`` (the ring's name, the ring position of ``at``) names the place
+    of a corrupt record."""
+    words = data[: (len(data) // 4) * 4].cast("I")  # the header words (every record starts 8-byte aligned)
+    discarded = 0
+    pos, stop = at, at + length
+    window, skip, backoff = _FIRST_RUN, 0, 4
+    while pos < stop:
+        word = words[pos >> 2]
+        if word & BUSY_BIT:
+            break
+        rec_len = word & _LENGTH_MASK
+        total = (rec_len + HEADER_SIZE + 7) & ~7
+        if pos + total > stop:
+            name, base = where
+            raise KernelError(codes.RING_BUFFER, f"corrupt BPF ring buffer {name}: a record of {rec_len} "
+                                                 f"bytes at {base + pos - at} runs past producer_pos "
+                                                 f"{base + length}")
+        fits = 0 if skip else min(window, (stop - pos) // total)
+        if fits > 1:
+            # the header words of the next ``fits`` records if they are all of this size
+            heads = words[pos >> 2 : (pos + fits * total) >> 2 : total >> 2].tolist()
+            kept = heads.count(rec_len)
+            dropped = heads.count(rec_len | DISCARD_BIT)
+            run = kept + dropped
+            if run < fits:  # a busy record, or another size: the run ends at the first of them
+                run = next(i for i, w in enumerate(heads) if w != rec_len and w != rec_len | DISCARD_BIT)
+                dropped = heads[:run].count(rec_len | DISCARD_BIT)
+                kept = run - dropped
+            if run > 1:
+                backoff = 1
+                window = min(window * 4, _MAX_RUN) if run == fits else _FIRST_RUN
+                discarded += dropped
+                if kept and out is not None:
+                    span = bytes(data[pos : pos + run * total])
+                    if dropped:
+                        out.extend([span[i + HEADER_SIZE : i + HEADER_SIZE + rec_len]
+                                    for i, w in zip(range(0, run * total, total), heads, strict=False)
+                                    if w == rec_len])
+                    elif runs:
+                        out.append(RecordRun(span, rec_len, total, run))
+                    else:
+                        out.extend(run_payloads(span, rec_len, total, run))
+                pos += run * total
+                continue
+            # sizes change from record to record: one at a time for a while, longer each time
+            window, backoff = _FIRST_RUN, min(backoff * 4, _MAX_RUN)
+            skip = backoff
+        elif skip:
+            skip -= 1
+        if word & DISCARD_BIT:
+            discarded += 1
+        elif out is not None:
+            out.append(bytes(data[pos + HEADER_SIZE : pos + HEADER_SIZE + rec_len]))
+        pos += total
+    return pos - at, discarded

@@ -29,6 +29,7 @@ from pathlib import Path
 from evspec.loader.abi.perf import RecordType
 from evspec.loader.errors import ObjectError
 from evspec.loader.output.bpf_ringbuf import BpfRingReader
+from evspec.loader.output.perf_ring import LostCount, PerfRing, RingSpan, run_length
 from evspec.loader.output.perfdata import (
     Feature,
     FileAttr,
@@ -40,7 +41,6 @@ from evspec.loader.output.perfdata import (
     encode_bpf_btf,
     lost_samples_record,
 )
-from evspec.loader.output.ringbuf import LostCount, PerfRing, RingSpan, run_length
 from evspec.loader.output.ringbuf_capture import RingSamples
 
 from evspec.codes import kernel as codes

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 
 from evspec.loader.abi.perf import AttrFlag, PerfEventAttr, PerfType, RecordType, SampleType, SwConfig
 from evspec.loader.kernel import Kernel, KernelError
-from evspec.loader.output.ringbuf import PerfRing, walk_records
+from evspec.loader.output.perf_ring import PerfRing, walk_records
 
 from evspec.codes import kernel as codes
 

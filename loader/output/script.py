@@ -47,8 +47,11 @@ from itertools import chain, groupby, repeat
 from operator import itemgetter
 from typing import NamedTuple
 
+from evspec.loader.output.perf_ring import cut_column
 from evspec.loader.output.tracefs_format import FieldValue, TraceFields
 from evspec.loader.output.typed import TypedFields, fields_json, fields_text
+
+from evspec.span import Record
 
 BYTES_PER_LINE = 8
 _json_string = json.encoder.encode_basestring_ascii  # json.dumps(str), without its Python steps
@@ -84,6 +87,52 @@ class LostLine:
     event: str
     cpu: int
     lost: int
+
+
+class SampleRun(Record, frozen=False):
+    """Samples of one event, as columns: what live mode decodes a run of a ring's samples into
+    (``loader.output.samples``) and the renderers print in bulk. ``fields`` holds each sample's
+    decoded fields (a tracepoint's, a typed map's) or is None; ``comms`` is filled in before
+    rendering by whoever knows the tasks' names."""
+
+    __slots__ = ("event", "pids", "tids", "cpus", "times", "periods", "raws", "fields", "comms")
+    event: str
+    pids: list[int]
+    tids: list[int]
+    cpus: list[int]
+    times: list[int]
+    periods: list[int]
+    raws: list[bytes | None]
+    fields: list[object] | None
+    comms: list[str] | None
+
+    def __init__(self, event: str, pids: list[int], tids: list[int], cpus: list[int], times: list[int],
+                 periods: list[int], raws: list[bytes | None], fields: list[object] | None = None,
+                 comms: list[str] | None = None) -> None:
+        self.event, self.pids, self.tids, self.cpus, self.times = event, pids, tids, cpus, times
+        self.periods, self.raws, self.fields, self.comms = periods, raws, fields, comms
+
+    def __len__(self) -> int:
+        return len(self.times)
+
+    def slice(self, start: int, stop: int) -> SampleRun:
+        """Samples ``start`` to ``stop`` as a run of their own."""
+        return SampleRun(self.event, self.pids[start:stop], self.tids[start:stop], self.cpus[start:stop],
+                         self.times[start:stop], self.periods[start:stop], self.raws[start:stop],
+                         None if self.fields is None else self.fields[start:stop],
+                         None if self.comms is None else self.comms[start:stop])
+
+    def names(self) -> list[str]:
+        """``comms``, which must be filled in."""
+        if self.comms is None:
+            raise ValueError(f"the samples of {self.event} have no task names yet")
+        return self.comms
+
+    def lines(self) -> list[SampleLine]:
+        """The samples one by one (``comms`` filled in)."""
+        fields = self.fields if self.fields is not None else repeat(None)
+        return list(map(SampleLine, repeat(self.event), self.names(), self.pids, self.tids, self.cpus, self.times,
+                        self.periods, self.raws, fields))
 
 
 def _printable(byte: int) -> bool:
@@ -253,27 +302,43 @@ def ring_records_json(records: list[RingRecordLine]) -> str:
     return _ring_bulk(records, ring_record_json, _json_block)
 
 
+def _dump_pieces(sized: list[bytes], joint: str) -> list[Iterable[str]]:
+    """The pieces of the text of each payload of ``sized`` (all of one size), ``joint`` first:
+    ``joint``, the hexdump's lines (each cut from every payload's hex and characters at once),
+    the ``BPF string:`` line where there is one, and the empty line; zipped, one tuple each."""
+    count, size = len(sized), len(sized[0]) if sized else 0
+    pieces: list[Iterable[str]] = []
+    if size:
+        hexes = list(map(bytes.hex, sized, repeat(" ")))
+        chars = list(map(bytes.decode, map(bytes.translate, sized, repeat(_SHOWN)), repeat("latin-1")))
+        for i in range(0, size, BYTES_PER_LINE):
+            short = BYTES_PER_LINE - min(BYTES_PER_LINE, size - i)
+            label = "BPF output:" if i == 0 else ""
+            pieces.append(repeat(f"{joint}\n{label:>{_LABEL_WIDTH}} {i:04x}: ", count))
+            pieces.append(map(str.__getitem__, hexes, repeat(slice(3 * i, 3 * i + 3 * BYTES_PER_LINE - 1))))
+            pieces.append(repeat("   " * short + "  ", count))
+            pieces.append(map(str.__getitem__, chars, repeat(slice(i, i + BYTES_PER_LINE))))
+            joint = " " * short
+    pieces.append(_strings(sized, f"{joint}\n{'BPF string:':>{_LABEL_WIDTH}} \"", joint, "\n\n",
+                           lambda text: text + '"'))
+    return pieces
+
+
+def dump_texts(raws: Iterable[bytes], joint: str) -> dict[bytes, str]:
+    """``joint``, then each payload's hexdump, ``BPF string:`` and empty line, as ``sample_text``
+    prints them after a header ending in ``joint``: made in bulk, per payload size."""
+    out: dict[bytes, str] = {}
+    for _size, same in groupby(sorted(raws, key=len), len):
+        sized = list(same)
+        out.update(zip(sized, map("".join, zip(*_dump_pieces(sized, joint), strict=True)), strict=True))
+    return out
+
+
 def _text_block(name_width: int) -> _Block:
     def block(event: str, raws: list[bytes]) -> Iterator[tuple[str, ...]]:
         out: Iterator[tuple[str, ...]] | None = None
         for size, same in groupby(raws, len):  # the hexdump's lines depend on the size
-            sized = list(same)
-            count = len(sized)
-            pieces: list[Iterable[str]] = []
-            joint = f"{event:>{name_width}}: ring buffer record, {size} bytes"
-            if size:
-                hexes = list(map(bytes.hex, sized, repeat(" ")))
-                chars = list(map(bytes.decode, map(bytes.translate, sized, repeat(_SHOWN)), repeat("latin-1")))
-                for i in range(0, size, BYTES_PER_LINE):
-                    short = BYTES_PER_LINE - min(BYTES_PER_LINE, size - i)
-                    label = "BPF output:" if i == 0 else ""
-                    pieces.append(repeat(f"{joint}\n{label:>{_LABEL_WIDTH}} {i:04x}: ", count))
-                    pieces.append(map(str.__getitem__, hexes, repeat(slice(3 * i, 3 * i + 3 * BYTES_PER_LINE - 1))))
-                    pieces.append(repeat("   " * short + "  ", count))
-                    pieces.append(map(str.__getitem__, chars, repeat(slice(i, i + BYTES_PER_LINE))))
-                    joint = " " * short
-            pieces.append(_strings(sized, f"{joint}\n{'BPF string:':>{_LABEL_WIDTH}} \"", joint, "\n\n",
-                                   lambda text: text + '"'))
+            pieces = _dump_pieces(list(same), f"{event:>{name_width}}: ring buffer record, {size} bytes")
             runs = zip(*pieces, strict=True)
             out = runs if out is None else chain(out, runs)
         return out if out is not None else iter(())
@@ -288,6 +353,16 @@ def ring_records_text(records: list[RingRecordLine], name_width: int) -> str:
 
 def lost_text(lost: LostLine) -> str:
     return f"LOST {lost.lost} records of {lost.event} on cpu {lost.cpu}\n"
+
+
+def lost_samples_text(line: LostLine) -> str:
+    """An event instance's exact loss count (PERF_FORMAT_LOST, or a file's
+    PERF_RECORD_LOST_SAMPLES), after the records; cpu -1: the instance followed a task."""
+    return f"LOST_SAMPLES {line.lost} of {line.event} on cpu {line.cpu}\n"
+
+
+def lost_samples_json(line: LostLine) -> str:
+    return json.dumps({"lost_samples": line.lost, "cpu": line.cpu, "event": line.event}) + "\n"
 
 
 def sample_json(sample: SampleLine) -> str:
@@ -313,19 +388,69 @@ def lost_json(lost: LostLine) -> str:
 
 
 _CACHE_LIMIT = 1 << 14  # payloads remembered by a renderer; all forgotten when it is reached
+Buffer = bytes | bytearray | memoryview
+_CHUNK = 2048  # samples of a run printed at a time: the text stays in the CPU's caches
+
+
+def _time_digits(times: list[int]) -> tuple[bytes, int, int] | None:
+    """The times as perf script prints them (``%5d.%06d`` of seconds and microseconds) can be
+    made from the decimal digits of the nanoseconds when all have as many digits, ten or more
+    (a second or more): those digits joined, their count, and the blanks before each printed
+    time; None otherwise."""
+    digits = len(str(max(times)))
+    if digits < 10 or len(str(min(times))) != digits:
+        return None
+    return "".join(map(str, times)).encode("ascii"), digits, max(0, 5 - (digits - 9))
+
+
+def _fill_times(buffer: bytearray | memoryview, at: int, stride: int, digits: bytes, count: int, blanks: int) -> None:
+    """Write the times into ``buffer`` at ``at`` + ``blanks`` of every ``stride`` bytes: of each
+    group of ``count`` digits of ``digits`` (nanoseconds), all but the last three, a point
+    before the last six of those."""
+    seconds = count - 9
+    for k in range(count - 3):
+        buffer[at + blanks + k + (k >= seconds) :: stride] = digits[k::count]
+
+
+def _time_template(count: int, blanks: int) -> bytes:
+    """What ``_fill_times`` writes into, for times of ``count`` digits of nanoseconds."""
+    return b" " * blanks + b"0" * (count - 9) + b"." + b"0" * 6
+
+
+def time_texts(times: list[int]) -> list[bytes]:
+    """Each time as perf script prints it, ``%5d.%06d`` of its seconds and microseconds: made
+    from the digits of all of them at once where they allow (``_time_digits``)."""
+    made = _time_digits(times) if times else None
+    if made is None:
+        return [b"%5d.%06d" % divmod(t // 1000, 1_000_000) for t in times]
+    digits, count, blanks = made
+    template = _time_template(count, blanks)
+    buffer = bytearray(template) * len(times)
+    _fill_times(buffer, 0, len(template), digits, count, blanks)
+    return cut_column(buffer, 0, len(template), len(template), len(times))
+
+
+def _constant(*columns: list[object]) -> bool:
+    return all(column.count(column[0]) == len(column) for column in columns)
 
 
 class TextRenderer:
-    """``sample_text`` / ``lost_text`` for batches of lines.
+    """``sample_text`` / ``lost_text`` for batches of lines and runs.
 
     A bpf-output sample is printed as three pieces, each computed once and reused: the task
-    columns (a ``%`` template for the time), and the period, event and payload lines; ring buffer
-    records in bulk (``ring_records_text``)."""
+    columns, the time, and the period, event and payload lines. A ``SampleRun`` is printed in
+    bulk: its times made from their digits at once (``time_texts``), and where task and payload
+    do not change from sample to sample, one sample's text repeated with the times written into
+    it (a strided copy per digit); ring buffer records in bulk (``ring_records_text``)."""
 
     def __init__(self, name_width: int) -> None:
         self.name_width = name_width
         self._heads: dict[tuple[str, int, int], str] = {}
         self._tails: dict[tuple[int, str, bytes | None], str] = {}
+        self._prefixes: dict[tuple[str, int, int], bytes] = {}
+        self._suffixes: dict[tuple[int, str, bytes], bytes] = {}
+        self._template = b""
+        self._repeated = bytearray()
 
     def _head(self, comm: str, tid: int, cpu: int) -> str:
         if len(self._heads) >= _CACHE_LIMIT:
@@ -346,14 +471,22 @@ class TextRenderer:
         self._tails[(period, event, raw)] = tail
         return tail
 
-    def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
-        out: list[str] = []
+    def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine | SampleRun]) -> str:
+        return b"".join(map(bytes, self.pieces(lines))).decode()
+
+    def pieces(self, lines: Iterable[SampleLine | LostLine | RingRecordLine | SampleRun]) -> Iterator[Buffer]:
+        """``render`` in UTF-8, a piece at a time; a piece may be a buffer that the next one
+        reuses: write it (or copy it) before asking for the next."""
         for kind, group in groupby(lines, type):
             if kind is RingRecordLine:
-                out.append(ring_records_text(list(group), self.name_width))  # type: ignore[arg-type]
+                yield ring_records_text(list(group), self.name_width).encode()  # type: ignore[arg-type]
+            elif kind is SampleRun:
+                for run in group:
+                    yield from self._run(run)  # type: ignore[arg-type]
             else:
+                out: list[str] = []
                 self._samples(group, out)  # type: ignore[arg-type]
-        return "".join(out)
+                yield "".join(out).encode()
 
     def _samples(self, lines: Iterable[SampleLine | LostLine], out: list[str]) -> None:
         append = out.append
@@ -371,11 +504,60 @@ class TextRenderer:
             append(head % divmod(time_ns // 1000, 1_000_000))
             append(tail)
 
+    def _run(self, run: SampleRun) -> Iterator[Buffer]:
+        if run.fields is not None or None in run.raws or not len(run):
+            pieces: list[str] = []
+            self._samples(run.lines(), pieces)
+            yield "".join(pieces).encode()
+            return
+        for at in range(0, len(run), _CHUNK):
+            yield self._chunk(run.slice(at, at + _CHUNK) if len(run) > _CHUNK else run)
+
+    def _chunk(self, run: SampleRun) -> Buffer:
+        comms, tids, cpus, periods, raws = run.names(), run.tids, run.cpus, run.periods, run.raws
+        count = len(run)
+        event = run.event
+        if len(self._prefixes) >= _CACHE_LIMIT:
+            self._prefixes.clear()
+        if len(self._suffixes) >= _CACHE_LIMIT:
+            self._suffixes.clear()
+        prefixes, suffixes = self._prefixes, self._suffixes
+        tasks = [(comms[0], tids[0], cpus[0])] if _constant(comms, tids, cpus) else list(zip(comms, tids, cpus, strict=True))
+        for task in dict.fromkeys(tasks).keys() - prefixes.keys():
+            comm, tid, cpu = task
+            prefixes[task] = f"{comm:>16} {tid:5d} [{cpu:03d}] ".encode()
+        keys = [(periods[0], event, raws[0])] if _constant(periods, raws) else list(zip(periods, repeat(event), raws))
+        missing = dict.fromkeys(keys).keys() - suffixes.keys()
+        for period, same in groupby(sorted(missing, key=itemgetter(0)), itemgetter(0)):
+            texts = dump_texts([raw for _, _, raw in same], f": {period:10d} {event:>{self.name_width}}: ")  # type: ignore[misc]
+            suffixes.update(((period, event, raw), text.encode()) for raw, text in texts.items())
+        made = _time_digits(run.times)
+        if made is not None and len(tasks) == 1 and len(keys) == 1:
+            digits, width, blanks = made
+            prefix = prefixes[tasks[0]]
+            template = prefix + _time_template(width, blanks) + suffixes[keys[0]]
+            buffer = self._buffer(template, count)
+            _fill_times(buffer, len(prefix), len(template), digits, width, blanks)
+            return buffer
+        heads = repeat(prefixes[tasks[0]], count) if len(tasks) == 1 else map(prefixes.__getitem__, tasks)
+        tails = repeat(suffixes[keys[0]], count) if len(keys) == 1 else map(suffixes.__getitem__, keys)
+        return b"".join(chain.from_iterable(zip(heads, time_texts(run.times), tails, strict=False)))
+
+    def _buffer(self, template: bytes, count: int) -> memoryview:
+        """``template`` ``count`` times: in the buffer of the last chunk when it held that
+        template already (only the times differ), else in a new one."""
+        if self._template != template or len(self._repeated) < count * len(template):
+            self._template = template
+            # (bytearray(template * count) costs ten times as much)
+            self._repeated = bytearray(template) * max(count, _CHUNK)
+        return memoryview(self._repeated)[: count * len(template)]
+
 
 class JsonRenderer:
-    """``sample_json`` / ``lost_json`` for batches of lines: a sample is its task's part up to
-    ``"time_ns": ``, the time, and its payload's part, the first and the last computed once; ring
-    buffer records in bulk (``ring_records_json``)."""
+    """``sample_json`` / ``lost_json`` for batches of lines and runs: a sample is its task's part
+    up to ``"time_ns": ``, the time, and its payload's part, the first and the last computed
+    once; a ``SampleRun``'s samples joined in bulk; ring buffer records in bulk
+    (``ring_records_json``)."""
 
     def __init__(self) -> None:
         self._heads: dict[tuple[str, str, int, int, int], str] = {}
@@ -396,14 +578,20 @@ class JsonRenderer:
         self._tails[raw] = tail
         return tail
 
-    def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine]) -> str:
+    def render(self, lines: Iterable[SampleLine | LostLine | RingRecordLine | SampleRun]) -> str:
         out: list[str] = []
         for kind, group in groupby(lines, type):
             if kind is RingRecordLine:
                 out.append(ring_records_json(list(group)))  # type: ignore[arg-type]
+            elif kind is SampleRun:
+                out.extend(map(self._run, group))  # type: ignore[arg-type]
             else:
                 self._samples(group, out)  # type: ignore[arg-type]
         return "".join(out)
+
+    def pieces(self, lines: Iterable[SampleLine | LostLine | RingRecordLine | SampleRun]) -> Iterator[Buffer]:
+        """``render`` in UTF-8, a piece at a time."""
+        yield self.render(lines).encode()
 
     def _samples(self, lines: Iterable[SampleLine | LostLine], out: list[str]) -> None:
         append = out.append
@@ -419,6 +607,27 @@ class JsonRenderer:
             append(heads.get((event, comm, pid, tid, cpu)) or self._head(event, comm, pid, tid, cpu))
             append(str(time_ns))
             append(tails.get(raw) or self._tail(raw))
+
+    def _run(self, run: SampleRun) -> str:
+        if run.fields is not None or None in run.raws or not len(run):
+            out: list[str] = []
+            self._samples(run.lines(), out)
+            return "".join(out)
+        event, heads, tails = run.event, self._heads, self._tails
+        if len(heads) >= _CACHE_LIMIT:
+            heads.clear()
+        if len(tails) >= _CACHE_LIMIT:
+            tails.clear()
+        tasks = list(zip(repeat(event), run.names(), run.pids, run.tids, run.cpus))
+        for task in dict.fromkeys(tasks).keys() - heads.keys():
+            self._head(*task)
+        raws: list[bytes] = run.raws  # type: ignore[assignment]
+        missing = list(dict.fromkeys(raws).keys() - tails.keys())
+        ends = _strings(missing, '", "string": ', '", "string": null', "}\n", _json_string)
+        tails.update(zip(missing, map("".join, zip(repeat(', "raw_hex": "'), map(bytes.hex, missing), ends)),
+                         strict=True))
+        return "".join(chain.from_iterable(zip(map(heads.__getitem__, tasks), map(str, run.times),
+                                               map(tails.__getitem__, raws), strict=True)))
 
 
 def summary_json(summary: Mapping[str, int]) -> str:

@@ -4,19 +4,17 @@ from __future__ import annotations
 
 import ctypes
 import struct
-from pathlib import Path
 
 import pytest
 from evspec.loader.abi.perf import MmapPage, RecordType, SampleType
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
 from evspec.loader.kernel.fake import FakeKernel
-from evspec.loader.output import ringbuf
-from evspec.loader.output.ringbuf import Atomics, Lost, OtherRecord, PerfRing, Sample
-from evspec.loader.output.script import LostLine, SampleLine
-from evspec.loader.output.tracefs_format import TracepointDecoders
-from evspec.loader.session import SAMPLE_TYPE, OpenedEvent, RecordSession, perf_attr
+from evspec.loader.output import perf_ring
+from evspec.loader.output.perf_ring import Atomics, Lost, OtherRecord, PerfRing, Sample
+from evspec.loader.session import OpenedEvent, RecordSession, perf_attr
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from perf_records import full_sample, lost_record
 
 PAGE = 4096
 RAW_TID_TIME_CPU = SampleType.RAW | SampleType.TID | SampleType.TIME | SampleType.CPU
@@ -87,7 +85,7 @@ def test_lost_and_other_records() -> None:
 
 
 def test_every_decoded_field_in_kernel_order() -> None:
-    st_all = ringbuf.DECODED_SAMPLE_TYPES
+    st_all = perf_ring.DECODED_SAMPLE_TYPES
     body = struct.pack(
         "=QQIIQQQQIIQ",
         1,  # identifier
@@ -145,13 +143,13 @@ def test_take_refuses_a_head_beyond_the_ring() -> None:
 
 def test_walk_records_gives_offsets_and_refuses_a_partial_record() -> None:
     data = struct.pack("=IHH", 9, 1, 16) + bytes(8) + struct.pack("=IHH", 2, 0, 8)
-    assert list(ringbuf.walk_records(data)) == [(9, 1, 0, 16), (2, 0, 16, 8)]
+    assert list(perf_ring.walk_records(data)) == [(9, 1, 0, 16), (2, 0, 16, 8)]
     with pytest.raises(KernelError, match="less than a record header"):
-        list(ringbuf.walk_records(data + b"\0" * 4))
+        list(perf_ring.walk_records(data + b"\0" * 4))
 
 
 def test_sample_layout_indexes_fields() -> None:
-    layout = ringbuf.SampleLayout(SampleType.IDENTIFIER | SampleType.TID | SampleType.CPU | SampleType.RAW)
+    layout = perf_ring.SampleLayout(SampleType.IDENTIFIER | SampleType.TID | SampleType.CPU | SampleType.RAW)
     assert layout.names == ("identifier", "pid", "tid", "cpu", "_cpu_reserved")
     assert (layout.index("tid"), layout.index("time")) == (2, None)
     body = struct.pack("=QIIII", 7, 1, 2, 3, 0) + struct.pack("=I", 4) + b"abcd"
@@ -246,99 +244,6 @@ def test_any_sequence_of_payloads_comes_back_in_order(payloads: list[bytes], sta
     assert all(len(g) % 8 == 4 for g in got)
 
 
-# ------------------------------------------- runs of samples, live mode's decoder
-
-
-def full_sample(pid: int, tid: int, time: int, cpu: int, payload: bytes) -> bytes:
-    """A whole PERF_RECORD_SAMPLE of the session's SAMPLE_TYPE (identifier, ip, tid, time, cpu,
-    period, raw)."""
-    size = (len(payload) + 4 + 7) // 8 * 8 - 4
-    body = struct.pack("=QQIIQIIQ", 77, 0, pid, tid, time, cpu, 0, 1) + struct.pack("=I", size)
-    body += payload.ljust(size, b"\0")
-    return struct.pack("=IHH", RecordType.SAMPLE, 0, 8 + len(body)) + body
-
-
-def lost_record(count: int) -> bytes:
-    return struct.pack("=IHHQQ", RecordType.LOST, 0, 24, 77, count)
-
-
-def session_with(chunk: bytes, *, event_type: int = 1, name: str = "evt") -> RecordSession:
-    session = RecordSession(kernel=Kernel(FakeKernel()))
-    attr = perf_attr({"type": event_type, "config": 10, "sample_type": int(SAMPLE_TYPE)})
-    session._comms.update({5: "five", 6: "six"})
-    session.feed(OpenedEvent(name, attr, True), 3, chunk)
-    return session
-
-
-def reference(chunk: bytes) -> list[SampleLine | LostLine]:
-    """Record by record, with the checked decoder of single samples."""
-    comms = {5: "five", 6: "six"}
-    out: list[SampleLine | LostLine] = []
-    for rtype, misc, pos, size in ringbuf.walk_records(chunk):
-        if rtype == RecordType.LOST:
-            out.append(LostLine("evt", 3, struct.unpack_from("=Q", chunk, pos + 16)[0]))
-        elif rtype == RecordType.SAMPLE:
-            s = ringbuf.decode_sample(chunk[pos + 8 : pos + size], misc, int(SAMPLE_TYPE))
-            out.append(SampleLine("evt", comms[s.tid], s.pid, s.tid, s.cpu, s.time, s.period, s.raw))  # type: ignore[arg-type,index]
-    return out
-
-
-_records = st.lists(
-    st.one_of(
-        st.tuples(st.sampled_from([5, 6]), st.integers(0, 1 << 40), st.integers(0, 3),
-                  st.sampled_from([b"same payload", b"other", b"x" * 20])),
-        st.integers(1, 9),
-    ),
-    max_size=60,
-)
-
-
-@settings(max_examples=100, deadline=None)
-@given(_records, st.sampled_from([None, 1, 4, 25]))
-def test_decoding_in_runs_equals_decoding_one_by_one(records: list[object], budget: int | None) -> None:
-    chunk = b"".join(
-        lost_record(r) if isinstance(r, int) else full_sample(r[0], r[0], r[1], r[2], r[3])  # type: ignore[index]
-        for r in records
-    )
-    session = session_with(chunk)
-    got: list[SampleLine | LostLine] = []
-    while session.backlog:
-        batch = session.decode(budget)
-        assert budget is None or len(batch) <= budget
-        got.extend(batch)
-    assert got == reference(chunk)
-    assert session.samples == sum(1 for x in got if isinstance(x, SampleLine))
-    assert session.lost == session.lost_reported == sum(r for r in records if isinstance(r, int))
-
-
-def test_unpack_run_gives_rows_and_refuses_a_short_raw_size_word() -> None:
-    layout = ringbuf.SampleLayout(int(SAMPLE_TYPE))
-    chunk = b"".join(full_sample(5, 6, 100 + i, 1, b"abc") for i in range(4))
-    size = len(chunk) // 4
-    assert ringbuf.run_length(chunk, 0, size, 4) == 4
-    assert layout.unpack_run(chunk, 0, size, 4) == [(5, 6, 100 + i, 1, 1, b"abc\0") for i in range(4)]
-    word_at = 8 + layout.fixed.size
-    bad = bytearray(chunk)
-    struct.pack_into("=I", bad, size * 2 + word_at, 2)  # the third says 2 payload bytes of 4
-    assert layout.unpack_run(bytes(bad), 0, size, 4) is None
-    session = session_with(bytes(bad))
-    lines = session.decode()
-    assert [x.raw for x in lines] == [b"abc\0", b"abc\0", b"ab", b"abc\0"]  # type: ignore[union-attr]
-
-
-def test_tracepoint_samples_carry_their_decoded_fields(tmp_path: Path) -> None:
-    folder = tmp_path / "events" / "demo" / "tp"
-    folder.mkdir(parents=True)
-    (folder / "format").write_text(
-        "name: tp\nID: 9\nformat:\n\tfield:unsigned short common_type;\toffset:0;\tsize:2;\tsigned:0;\n\n"
-        "\tfield:int value;\toffset:4;\tsize:4;\tsigned:1;\n\nprint fmt: \"\"\n"
-    )
-    chunk = b"".join(full_sample(5, 5, i, 0, struct.pack("=Hxxi", 9, -i)) for i in range(3))
-    session = session_with(chunk, event_type=2, name="demo:tp")
-    session.decoders = TracepointDecoders(tmp_path)
-    assert [x.fields for x in session.decode()] == [(("value", -i),) for i in range(3)]  # type: ignore[union-attr]
-
-
 class ReadingFunnel(FakeKernel):
     """A fake kernel whose perf events answer read(2) with {value, lost}."""
 
@@ -364,7 +269,7 @@ def test_lost_counts_are_read_from_the_events_when_the_kernel_keeps_them() -> No
     session.lost_reported = 5
     session.count_lost()
     assert (session.lost_counted, session.lost) == (14, 14)
-    assert session.lost_counts == (ringbuf.LostCount("evt", 41, 0, 7), ringbuf.LostCount("evt", 42, 1, 7))
+    assert session.lost_counts == (perf_ring.LostCount("evt", 41, 0, 7), perf_ring.LostCount("evt", 42, 1, 7))
     assert session.summary() == {"samples": 0, "lost": 14, "lost_reported": 5}
     session.lost_counted = 5
     assert session.summary() == {"samples": 0, "lost": 5}
@@ -388,12 +293,12 @@ def test_run_length_finds_where_a_run_of_equal_headers_stops() -> None:
     for stop in range(1, 40):
         chunk = one * stop + lost_record(1) + one * 3
         fits = min(40, len(chunk) // size)
-        assert ringbuf.run_length(chunk, 0, size, fits) == stop
-        assert ringbuf.run_length(memoryview(chunk), 0, size, fits) == stop  # a ring's mapping
+        assert perf_ring.run_length(chunk, 0, size, fits) == stop
+        assert perf_ring.run_length(memoryview(chunk), 0, size, fits) == stop  # a ring's mapping
     other_misc = one[:4] + struct.pack("=H", 1) + one[6:]
-    assert ringbuf.run_length(one * 3 + other_misc, 0, size, 4) == 3  # the whole header counts
-    assert ringbuf.run_length(b"\0" * 36, 0, 12, 3) == 1  # not a ring record size: one at a time
-    assert ringbuf.run_length(one, 0, size, 0) == 0
+    assert perf_ring.run_length(one * 3 + other_misc, 0, size, 4) == 3  # the whole header counts
+    assert perf_ring.run_length(b"\0" * 36, 0, 12, 3) == 1  # not a ring record size: one at a time
+    assert perf_ring.run_length(one, 0, size, 0) == 0
 
 
 def test_peek_gives_the_records_in_place_and_release_frees_them() -> None:

@@ -15,6 +15,7 @@ import select
 import struct
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from itertools import chain
 
 from evspec.loader.abi.perf import MmapPage, RecordType, SampleType
 from evspec.loader.kernel import KernelError, RingMapping
@@ -157,8 +158,7 @@ _FIXED_FIELDS = (
     (SampleType.PERIOD, ("period",), "Q"),
 )
 
-# The fields a bulk-decoded sample must carry (``SampleLayout.bulk_ready``), in the kernel's order,
-# which is the order of the rows ``SampleLayout.unpack_run`` returns.
+# The fields a bulk-decoded sample must carry (``SampleLayout.bulk_ready``: loader.output.samples).
 BULK_FIELDS = ("pid", "tid", "time", "cpu", "period")
 
 
@@ -181,48 +181,26 @@ class SampleLayout:
         self.names = tuple(names)
         self.callchain = bool(sample_type & SampleType.CALLCHAIN)
         self.raw = bool(sample_type & SampleType.RAW)
-        self._rows: dict[int, struct.Struct] = {}
+
+    def offsets(self) -> dict[str, int]:
+        """Where each fixed-size field is in a whole record (its 8-byte header included)."""
+        out: dict[str, int] = {}
+        at = _HEADER.size
+        for bit, field_names, code in _FIXED_FIELDS:
+            if self.sample_type & bit:
+                for name, one in zip(field_names, code, strict=True):
+                    out[name] = at
+                    at += struct.calcsize(one)
+        return out
 
     def index(self, name: str) -> int | None:
         return self.names.index(name) if name in self.names else None
 
     @property
     def bulk_ready(self) -> bool:
-        """Whether ``unpack_run`` can decode runs of this layout's samples (raw data last, no
+        """Whether runs of this layout's samples can be decoded as columns (raw data last, no
         callchain, every field of BULK_FIELDS present)."""
         return self.raw and not self.callchain and all(f in self.names for f in BULK_FIELDS)
-
-    def row_struct(self, size: int) -> struct.Struct | None:
-        """The struct of a ``size``-byte sample that yields BULK_FIELDS and the payload, the other
-        bytes skipped (None when the size cannot hold the fixed fields and the raw size word)."""
-        row = self._rows.get(size)
-        if row is None:
-            payload = size - _HEADER.size - self.fixed.size - 4
-            if payload < 0 or not self.bulk_ready:
-                return None
-            codes_ = f"<{_HEADER.size}x"
-            for bit, field_names, code in _FIXED_FIELDS:
-                if self.sample_type & bit:
-                    for name, one in zip(field_names, code, strict=True):
-                        codes_ += one if name in BULK_FIELDS else f"{struct.calcsize(one)}x"
-            row = self._rows[size] = struct.Struct(f"{codes_}4x{payload}s")
-        return row
-
-    def unpack_run(self, chunk: bytes, pos: int, size: int, count: int) -> list[tuple[int | bytes, ...]] | None:
-        """``count`` samples of ``size`` bytes each from ``pos`` (a run of equal headers, see
-        ``run_length``), unpacked in one C loop into rows ``(pid, tid, time, cpu, period,
-        payload)``. None when some record's raw size word does not say that the payload fills the
-        rest of its record: those need ``unpack``, which checks every bound."""
-        row = self.row_struct(size)
-        if row is None:
-            return None
-        word_at = pos + _HEADER.size + self.fixed.size
-        stop = pos + size * count
-        expected = _U32.pack(size - _HEADER.size - self.fixed.size - 4)
-        for k in range(4):
-            if chunk[word_at + k : stop : size].strip(expected[k : k + 1]):
-                return None
-        return list(row.iter_unpack(memoryview(chunk)[pos:stop]))
 
     def unpack(self, body: bytes, pos: int, end: int) -> tuple[tuple[int, ...], tuple[int, ...] | None, bytes | None]:
         """The fixed fields, callchain and raw data of the sample whose body is ``body[pos:end]``."""
@@ -282,6 +260,34 @@ def run_length(buffer: bytes | memoryview, pos: int, size: int, count: int) -> i
         else:
             differs = middle
     return same
+
+
+_CUT_GROUP = 64  # records cut by one struct
+_CUTTERS: dict[tuple[int, int, int, int], struct.Struct] = {}
+
+
+def _cutter(offset: int, length: int, size: int, count: int) -> struct.Struct:
+    key = (offset, length, size, count)
+    cutter = _CUTTERS.get(key)
+    if cutter is None:
+        if len(_CUTTERS) >= 1024:  # many record sizes: forget them all now and then
+            _CUTTERS.clear()
+        cutter = _CUTTERS[key] = struct.Struct("=" + f"{offset}x{length}s{size - offset - length}x" * count)
+    return cutter
+
+
+def cut_column(buffer: bytes | bytearray | memoryview, offset: int, length: int, size: int, count: int) -> list[bytes]:
+    """``length`` bytes at ``offset`` of each of ``count`` records of ``size`` bytes in ``buffer``,
+    cut by a ``struct`` of many records (no Python step per record)."""
+    view = memoryview(buffer)
+    groups, rest = divmod(count, _CUT_GROUP)
+    out: list[bytes] = []
+    if groups:
+        out.extend(chain.from_iterable(_cutter(offset, length, size, _CUT_GROUP).iter_unpack(
+            view[: groups * _CUT_GROUP * size])))
+    if rest:
+        out.extend(_cutter(offset, length, size, rest).unpack_from(view, groups * _CUT_GROUP * size))
+    return out
 
 
 def walk_records(chunk: bytes) -> Iterator[tuple[int, int, int, int]]:
