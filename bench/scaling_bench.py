@@ -33,7 +33,7 @@ def _best(fn: Callable[[], object], rounds: int = 3) -> float:
 
 
 def _json_bytes(text: str) -> int:
-    from evspec.cli.app import main
+    from evspec.cli import main
 
     out = io.StringIO()
     with redirect_stdout(out), redirect_stderr(io.StringIO()):

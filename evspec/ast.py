@@ -29,7 +29,8 @@ class _Node(Slotted):
     __slots__ = ()
 
     def __init_subclass__(cls) -> None:
-        positions = tuple(n for n in cls.__slots__ if _is_position(n))
+        slots: tuple[str, ...] = cls.__slots__
+        positions = tuple(n for n in slots if _is_position(n))
         super().__init_subclass__(uncompared=positions, hidden=positions)
 
 

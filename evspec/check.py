@@ -22,6 +22,7 @@ if TYPE_CHECKING:
     from pathlib import Path
 
     from evspec.ast import EventList
+    from evspec.compiler.resolve import Mode
     from evspec.system.model import System
 
 
@@ -47,11 +48,11 @@ class CheckOptions(Slotted, frozen=False):
 
     __slots__ = ("system", "mode", "cwd", "clang_opts")
     system: System | None
-    mode: str
+    mode: Mode
     cwd: Path | None
     clang_opts: tuple[str, ...]
 
-    def __init__(self, system: System | None = None, mode: str = "record", cwd: Path | None = None,
+    def __init__(self, system: System | None = None, mode: Mode = "record", cwd: Path | None = None,
                  clang_opts: Sequence[str] = ()) -> None:
         self.system = system
         self.mode = mode

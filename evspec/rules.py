@@ -279,7 +279,7 @@ def _takes_legacy_config(event: Event) -> bool | None:
     return None
 
 
-def _terms(event: Event, terms: Terms, names: set[str]) -> Iterator[Diagnostic]:
+def _terms(event: Event, terms: Terms, names: set[str] | frozenset[str]) -> Iterator[Diagnostic]:
     label = _kind_label(event)
     restricted = isinstance(event, (TracepointEvent, BpfEvent))
     keywords_seen: dict[str, Term] = {}
@@ -474,7 +474,7 @@ def _string_help(key: str) -> tuple[str, ...]:
 _PROG_HINT = "a program term is prog:NAME.event=EVENT, EVENT defined earlier (cpu-clock/freq=99/)"
 
 
-def _prog_term(term: ProgTerm, names: set[str]) -> Iterator[Diagnostic]:
+def _prog_term(term: ProgTerm, names: set[str] | frozenset[str]) -> Iterator[Diagnostic]:
     """``prog:NAME.event=EVENT``: structure, option, value present and a word, the event earlier."""
     key = f"prog:{term.prog_name}"
     if not term.prog_name or term.option not in lexicon.PROG_OPTIONS:
@@ -527,7 +527,7 @@ def _var_term(term: VarTerm, seen: dict[str, VarTerm]) -> Iterator[Diagnostic]:
                       help=(f"remove one of the var:{term.name}= terms",))
 
 
-def _map_term(term: MapTerm, names: set[str]) -> Iterator[Diagnostic]:
+def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagnostic]:
     """perf's order: structure, index list, (map exists, index too large: against the object),
     option, value present, value type, referenced event. The first problem only."""
     key = f"map:{term.map_name}"

@@ -30,6 +30,12 @@ python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check '.[test]' >/dev/null
 
 "$venv/bin/ruff" check evspec loader tests bench
+# mypy --strict on what pyproject.toml's [tool.mypy] covers, over a copy installed as users get it
+# (from a folder outside the source tree, so that the installed package is what mypy reads)
+typed=$(mktemp -d)
+trap 'rm -rf "$typed"' EXIT
+"$venv/bin/python" -m pip install -q --disable-pip-version-check --no-deps --target "$typed/site" . >/dev/null
+(cd "$typed" && MYPYPATH="$typed/site" "$venv/bin/mypy" --config-file "$OLDPWD/pyproject.toml")
 # The console script (not `python -m pytest`) keeps the source tree off sys.path, so `evspec` is the
 # installed package.
 set +e

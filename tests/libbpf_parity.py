@@ -71,7 +71,7 @@ def libbpf_verdicts(runner: Path, objects: Mapping[str, Path]) -> dict[Key, Verd
 
 def evspec_verdicts(objects: Mapping[str, Path]) -> dict[Key, Verdict]:
     """``evspec verify --format json`` of all ``objects`` in one run."""
-    from evspec.cli.app import build_parser
+    from evspec.cli import build_parser
     from evspec.cli.verify import verify_main
 
     stems = {str(path): stem for stem, path in objects.items()}

@@ -17,7 +17,8 @@ import pytest
 
 from evspec import parser
 from evspec.check import check_specs
-from evspec.cli.app import EXIT_FINDINGS, EXIT_INTERNAL, main
+from evspec.cli import main
+from evspec.cli.app import EXIT_FINDINGS, EXIT_INTERNAL
 from evspec.inputs import collect
 
 #: shapes of long strings: the text of n items

@@ -48,7 +48,7 @@ from evspec.loader.object.spec import ObjectSpec
 from test_module_btf import blobs, built  # noqa: F401  (fixtures)
 
 from evspec.ast import BpfEvent
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.cli.system import snapshot_main
 from evspec.codes import lookup
 from evspec.span import Span
@@ -195,7 +195,7 @@ def test_several_failures_are_each_an_error_on_the_objects_span(root_kernel: Non
 
 
 def test_check_of_an_object_with_externs_loads_no_kernel_layer(objects: Path) -> None:
-    code = ("import sys\nfrom evspec.cli.app import main\n"
+    code = ("import sys\nfrom evspec.cli import main\n"
             "status = main(['check', '--system', 'live', '-e', './several.o', '-e', './virtual.o'])\n"
             "print('kernel=' + ','.join(m for m in sys.modules if m.startswith('evspec.loader.kernel')))\n"
             "print(f'status={status}')\n")

@@ -15,7 +15,7 @@ from bpf_build import build_program, require_tools
 from corpus_files import DATA
 from record_cli import run_record
 
-from evspec.cli.app import main
+from evspec.cli import main
 
 SOURCE = DATA / "clang" / "tracing_args.c"
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from evspec.cli.app import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE, main
+from evspec.cli import main
+from evspec.cli.app import EXIT_CLEAN, EXIT_FINDINGS, EXIT_INTERNAL, EXIT_USAGE
 
 
 def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:

@@ -18,7 +18,8 @@ from typing import Any
 
 import pytest
 
-from evspec.cli.app import EXIT_USAGE, main
+from evspec.cli import main
+from evspec.cli.app import EXIT_USAGE
 from evspec.system.fixtures import corpus_data
 from evspec.system.snapshot import SnapshotError, decode_btf, encode_btf, read_snapshot
 

@@ -53,7 +53,7 @@ def test_predictions_equal_the_committed_answers(release, machine):
 def test_format_perf_prints_what_perf_printed(release, capfdbinary, monkeypatch):
     """``check --perf RELEASE --format perf`` writes perf's stderr byte for byte (every 25th
     rejection; the usage block after "Run 'perf list'" is the same for all and is not stored)."""
-    from evspec.cli.app import main
+    from evspec.cli import main
 
     monkeypatch.setenv("COLUMNS", ENV["COLUMNS"])
     _, answers = read_answers(release)

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from evspec.check import CheckOptions, check_specs
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.diagnostics import Source
 from evspec.dialect.check import CURRENT_RELEASES, accident_notes, check_with_perf
 from evspec.inputs import SpecInput

@@ -17,7 +17,7 @@ from evspec.loader.object.inspect import global_entries, inspect_report
 from evspec.loader.object.reader import read_object
 from golden_files import check_golden
 
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.parser import parse
 
 SOURCE = DATA / "inspect" / "globals.c"

@@ -17,7 +17,7 @@ from evspec.loader.object.inspect import inspect_report, inspect_text
 from evspec.loader.object.reader import read_object
 from record_cli import run_record
 
-from evspec.cli.app import main
+from evspec.cli import main
 
 LEGACY_NOTE = ('legacy SEC("maps") map definitions (channel, chan1, arr, arr64, arr8, arr3, hmap): libbpf 1.0 and '
                f'later refuse this object ("{LIBBPF_LEGACY_MAPS}"); evspec reads them as perf 4.x did')

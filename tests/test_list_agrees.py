@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.system import snapshot
 from evspec.system.fixtures import corpus_system, hybrid_system, intel_system
 

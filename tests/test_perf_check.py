@@ -83,7 +83,7 @@ def test_every_version_predicts(bpf_fixtures: Path, version: str) -> None:
 
 
 def _cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    from evspec.cli.app import main
+    from evspec.cli import main
 
     status = main(["check", *argv])
     out, err = capsys.readouterr()

@@ -18,7 +18,7 @@ import pytest
 from conftest import oracle
 from perf_runtime import EVENTS, MODES, key, observe, observe_all
 
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.system import read_snapshot
 from evspec.system.live import LiveSystem
 

@@ -39,7 +39,7 @@ from evspec.loader.sections.names import AttachKind, BtfTarget, parse_section
 from libbpf_parity import Row, build_runner, compare, evspec_verdicts, libbpf_verdicts, table
 from record_cli import run_record as _record
 
-from evspec.cli.app import main as evspec_main
+from evspec.cli import main as evspec_main
 from evspec.diagnostics import EvspecError
 
 DATA = Path(__file__).parent / "data" / "progtypes"

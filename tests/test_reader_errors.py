@@ -26,7 +26,7 @@ from evspec.loader.object.map_dump import decode_map, decode_type
 from evspec.loader.object.reader import read_object_bytes
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.codes import bpf as codes
 
 EXIT_INTERNAL = 3
@@ -69,7 +69,7 @@ def test_what_unpacking_corrupt_bytes_raises_is_still_corrupt_input(monkeypatch:
 
 BROKEN_INSPECT = """
 import sys
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.loader.object import reader
 
 def broken(self):

@@ -17,7 +17,7 @@ import pytest
 from corpus_files import DATA
 
 from evspec.check import CheckOptions, check_specs
-from evspec.cli.app import main
+from evspec.cli import main
 from evspec.cli.system import snapshot_main
 from evspec.diagnostics import Source
 from evspec.inputs import SpecInput

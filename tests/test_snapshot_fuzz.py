@@ -12,7 +12,8 @@ from typing import Any
 
 import pytest
 
-from evspec.cli.app import EXIT_INTERNAL, main
+from evspec.cli import main
+from evspec.cli.app import EXIT_INTERNAL
 from evspec.system.fixtures import intel_system
 from evspec.system.snapshot import snapshot
 

@@ -59,7 +59,7 @@ def _modules_after(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
         "import sys\n"
         f"for name in {sorted({**HEAVY, **AVOIDABLE, **VERIFY_AVOIDS, **LIBBPF_NAMES_AVOID})!r}:\n"
         "    sys.modules.pop(name, None)\n"
-        "from evspec.cli.app import main\n"
+        "from evspec.cli import main\n"
         f"status = main({argv!r})\n"
         "sys.stdout.write('\\n'.join(sorted(sys.modules)) + '\\n')\n"
         "sys.stdout.write(f'status={status}')\n"
@@ -229,10 +229,10 @@ def test_help_still_lists_every_command(tmp_path: Path) -> None:
 def test_help_is_sized_as_argparse_would(monkeypatch: pytest.MonkeyPatch, columns: str) -> None:
     import argparse
 
-    from evspec.cli.app import _HelpFormatter
+    from evspec.cli.app import HelpFormatter
 
     monkeypatch.setenv("COLUMNS", columns)
-    assert _HelpFormatter("evspec")._width == argparse.HelpFormatter("evspec")._width
+    assert HelpFormatter("evspec")._width == argparse.HelpFormatter("evspec")._width
 
 
 JSON_DOCUMENTS = [

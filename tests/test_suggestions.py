@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from evspec.cli.app import EXIT_CLEAN, EXIT_FINDINGS, main
+from evspec.cli import main
+from evspec.cli.app import EXIT_CLEAN, EXIT_FINDINGS
 from evspec.suggest import ascii_twin, closest, edit_distance, hex_problem, without_look_alikes
 from evspec.system.fixtures import corpus_data
 

@@ -19,7 +19,7 @@ import pytest
 from conftest import oracle
 from corpus_files import DATA
 
-from evspec.cli.app import build_parser
+from evspec.cli import build_parser
 from evspec.cli.verify import verify_main
 
 CORE = DATA / "core"

@@ -8,11 +8,15 @@ import sys
 from evspec.cli.app import (
     EXIT_CLEAN,
     EXIT_FINDINGS,
-    _columns,
-    _inputs,
-    _load_system,
-    _run_checks,
-    _use_color,
+    PERF_VERSIONS,
+    UsageError,
+    add_clang_opt,
+    add_inputs,
+    add_system,
+    columns,
+    load_system,
+    read_inputs,
+    use_color,
 )
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
@@ -26,17 +30,36 @@ if TYPE_CHECKING:
     from evspec.render.sarif import SarifStream
 
 
+def add_check_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("check", help="validate event strings (syntax; with --system also PMUs, "
+                                     "tracepoints and BPF objects)")
+    add_inputs(p, "files with one event string per line")
+    p.add_argument("--format", choices=("text", "perf", "json", "sarif", "github"), default="text")
+    p.add_argument("--color", choices=("auto", "always", "never"), default="auto",
+                   help="colour for --format text (auto: only on a terminal and without NO_COLOR)")
+    p.add_argument("--fail-on", choices=("error", "warning"), default="warning",
+                   help="exit 1 on any warning (default) or only on errors")
+    p.add_argument("--perf", choices=(*PERF_VERSIONS, "installed"), metavar="VERSION",
+                   help="also predict what perf VERSION (" + ", ".join(PERF_VERSIONS) + ", or 'installed': "
+                        "the release of the perf on PATH) does with "
+                        "each string: its verdict, message and caret, quirks explained; "
+                        "--format perf then prints exactly what that perf prints")
+    add_system(p, "none")
+    add_clang_opt(p)
+
+
 def check_main(args: argparse.Namespace) -> int:
     """Findings in the chosen format, written as each string is checked; with ``--perf VERSION``
     merged with that perf's verdicts (``--format perf`` then prints what that perf prints,
     ``json`` adds each ``"perf"`` verdict)."""
-    inputs = _inputs(args)
-    system = _load_system(args)
-    from evspec.check import CheckOptions, Unverified, iter_checked
+    inputs = read_inputs(args)
+    system = load_system(args)
+    from evspec.check import CheckOptions, Unverified, check_specs, iter_checked
 
+    options = CheckOptions(system=system, mode=args.mode, clang_opts=args.clang_opts)
     if args.perf:
         unverified = Unverified() if system is None else None
-        checked = _run_checks(list(inputs), system, args.mode, unverified, args.clang_opts)
+        checked = check_specs(list(inputs), options, unverified)
         note = unverified.note() if unverified is not None else None
         return _check_with_perf(args, checked, system, () if note is None else (note,))
     from evspec.diagnostics import fails
@@ -44,13 +67,12 @@ def check_main(args: argparse.Namespace) -> int:
     sink = _sink(args.format, args.color)
     unverified = Unverified() if system is None else None
     failing = False
-    for checked in iter_checked(inputs, CheckOptions(system=system, mode=args.mode, clang_opts=args.clang_opts),
-                                unverified):
-        if checked.diagnostics:
-            if any(d.code.startswith("ES") for d in checked.diagnostics):
-                checked = _with_accident_notes(checked, system, args.mode)
-            sink.spec(checked.diagnostics)
-            failing = failing or any(fails(d, args.fail_on) for d in checked.diagnostics)
+    for one in iter_checked(inputs, options, unverified):
+        if one.diagnostics:
+            if any(d.code.startswith("ES") for d in one.diagnostics):
+                one = _with_accident_notes(one, system, args.mode)
+            sink.spec(one.diagnostics)
+            failing = failing or any(fails(d, args.fail_on) for d in one.diagnostics)
     note = unverified.note() if unverified is not None else None
     if note is not None:
         sink.spec((note,))
@@ -118,7 +140,7 @@ class _GithubSink(_Sink):
 
 def _sink(fmt: str, color: str) -> _Sink:
     if fmt == "text":
-        return _TextSink(_use_color(color))
+        return _TextSink(use_color(color))
     if fmt == "perf":
         return _PerfSink()
     if fmt == "json":
@@ -185,14 +207,13 @@ def _with_perf(args: argparse.Namespace, checked: Sequence[CheckedSpec], system)
 
     version = args.perf
     if version == "installed":
-        from evspec.cli.app import UsageError
         from evspec.dialect.installed import ReleaseError, installed_release
 
         try:
             version = installed_release()
         except ReleaseError as exc:
             raise UsageError(str(exc)) from None
-    return check_with_perf(checked, version, system=system, cwd=Path.cwd(), mode=args.mode, term_width=_columns())
+    return check_with_perf(checked, version, system=system, cwd=Path.cwd(), mode=args.mode, term_width=columns())
 
 
 def _perf_json(results: Sequence[DialectChecked]) -> tuple[dict[str, object], dict[int, dict[str, object]]]:
@@ -203,5 +224,5 @@ def _perf_json(results: Sequence[DialectChecked]) -> tuple[dict[str, object], di
     per_diag: dict[int, dict[str, object]] = {i: {"perf": perf_json(owner.verdict)} for i, owner in enumerate(owners)}
     verdicts = [{"event": r.spec.input.text, "source": r.spec.input.source.to_json(), **perf_json(r.verdict)}
                 for r in results]
-    extra = {"summary": {"perf_accepts": all(r.verdict.accepted for r in results)}, "perf": verdicts}
+    extra: dict[str, object] = {"summary": {"perf_accepts": all(r.verdict.accepted for r in results)}, "perf": verdicts}
     return extra, per_diag

@@ -9,13 +9,13 @@ import sys
 from collections.abc import Sequence
 
 from evspec.ast import BpfEvent, EventList, MapTerm, ProgTerm, VarTerm
+from evspec.cli.app import COMPILE_RELEASES, add_system, load_system
 from evspec.diagnostics import Diagnostic
-from evspec.system.model import System
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from evspec.loader.sections.program_events import ProgramEvent
-    from evspec.system.model import Features, Pmu
+    from evspec.system.model import System
 
 
 def _render_findings(diags: Sequence[Diagnostic]) -> None:
@@ -24,9 +24,18 @@ def _render_findings(diags: Sequence[Diagnostic]) -> None:
     sys.stderr.write(render_text(diags, color=False) + summary_line(diags) + "\n")
 
 
+def add_compile_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("compile", help="compile event strings to perf_event_attr plans")
+    p.add_argument("-e", "--event", dest="events", action="append", default=[], metavar="SPEC")
+    p.add_argument("--perf", choices=COMPILE_RELEASES, default=COMPILE_RELEASES[-1], metavar="VERSION",
+                   help="the attrs perf VERSION (" + ", ".join(COMPILE_RELEASES) + ") computes "
+                        "(default: the newest); a string that release refuses is an error")
+    add_system(p, "live")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
 def compile_main(args: argparse.Namespace) -> int:
     from evspec.check import CheckOptions, check_specs
-    from evspec.cli.app import _load_system
     from evspec.compiler.compile import compile_events
     from evspec.compiler.gate import release_findings, release_takes
     from evspec.compiler.releases import release
@@ -36,7 +45,7 @@ def compile_main(args: argparse.Namespace) -> int:
     if not args.events:
         raise InputError("no event strings: give -e SPEC")
     perf = release(args.perf)
-    system = _load_system(args)
+    system = load_system(args)
     checked = check_specs(collect(args.events, []), CheckOptions(system=system, mode=args.mode))
     findings = [d for c in checked for d in c.diagnostics if not (d.is_error and release_takes(d, perf))]
     if not any(d.is_error for d in findings):
@@ -117,6 +126,7 @@ def _with_program_events(lists: list[EventList], system: System | None
     from evspec.loader.sections.program_events import program_events
     from evspec.loader.session import read_bpf_object
     from evspec.parser import parse
+    from evspec.system.with_probes import WithProbes
 
     out: list[EventList] = []
     objects: list[_ObjectPrograms] = []
@@ -139,7 +149,7 @@ def _with_program_events(lists: list[EventList], system: System | None
     if plan_stdout(loaded).create_event:
         out.append(parse(STDOUT_EVENT_STRING))
     probes = {p.event for o in objects for p in o.programs if p.created and p.event}
-    return out, objects, (_WithProbes(system, probes) if probes and system is not None else system)
+    return out, objects, (WithProbes(system, probes) if probes and system is not None else system)
 
 
 def _terms_and_modifiers(event: BpfEvent, source: str) -> str:
@@ -150,46 +160,3 @@ def _terms_and_modifiers(event: BpfEvent, source: str) -> str:
     if event.modifiers is not None and event.modifiers.letters:
         text += event.modifiers.letters if terms else ":" + event.modifiers.letters
     return text
-
-
-class _WithProbes(System):
-    """``system``, where the probes record will create exist as tracepoints (id 0: unknown yet)."""
-
-    def __init__(self, system: System, probes: set[str]) -> None:
-        self._system = system
-        self._probes: dict[str, set[str]] = {}
-        for name in probes:
-            group, _, event = name.partition(":")
-            self._probes.setdefault(group, set()).add(event)
-
-    def pmu_names(self) -> tuple[str, ...]:
-        return self._system.pmu_names()
-
-    def pmu(self, name: str) -> Pmu | None:
-        return self._system.pmu(name)
-
-    def tracepoint_systems(self) -> tuple[str, ...]:
-        known = self._system.tracepoint_systems()
-        return known + tuple(g for g in self._probes if g not in known)
-
-    def tracepoint_events(self, system: str) -> tuple[str, ...]:
-        events = self._system.tracepoint_events(system) if system in self._system.tracepoint_systems() else ()
-        return events + tuple(sorted(self._probes.get(system, set()) - set(events)))
-
-    def tracepoint_id(self, system: str, event: str) -> int | None:
-        if event in self._probes.get(system, ()):
-            return 0
-        return self._system.tracepoint_id(system, event)
-
-    def possible_cpus(self) -> tuple[int, ...]:
-        return self._system.possible_cpus()
-
-    def features(self) -> Features:
-        return self._system.features()
-
-    @property
-    def cwd(self) -> str:
-        return self._system.cwd
-
-    def file_exists(self, path: str) -> bool:
-        return self._system.file_exists(path)

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import argparse
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from evspec.cli.app import add_inputs, print_text, use_color
 from evspec.diagnostics import Diagnostic, EvspecError, Source
 from evspec.inputs import InputError, is_skipped_line, split_comment, split_lines
 
@@ -47,6 +49,20 @@ def format_lines(lines: Sequence[str], path: str) -> list[FormattedLine]:
                                    result.diagnostics)
         out.append(result)
     return out
+
+
+def add_fmt_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("fmt", help="print event strings in canonical form")
+    add_inputs(p, "event files to format")
+    mode = p.add_mutually_exclusive_group()
+    mode.add_argument("--check", action="store_true",
+                      help="print nothing but the lines that are not canonical; exit 1 if there are any")
+    mode.add_argument("--write", "-w", action="store_true", help="rewrite the files in place")
+
+
+def fmt_main(args: argparse.Namespace) -> int:
+    return format_main(args.events, args.files, check=args.check, write=args.write,
+                       render=lambda diags: print_text(diags, use_color("auto")))
 
 
 def format_main(events: Sequence[str], files: Sequence[str], *, check: bool, write: bool,

@@ -6,9 +6,17 @@ import argparse
 import json
 import sys
 
+from evspec.cli.app import add_clang_opt
 from evspec.cli.object_errors import print_object_error
 
 EXIT_USAGE = 2
+
+
+def add_inspect_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("inspect", help="show the maps and programs of a BPF object or source")
+    p.add_argument("object", help="a BPF object (.o) or source (.c, compiled with clang)")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+    add_clang_opt(p)
 
 
 def inspect_main(args: argparse.Namespace) -> int:

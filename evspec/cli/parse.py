@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from evspec.cli.app import EXIT_CLEAN, EXIT_FINDINGS, _inputs, _use_color
+from evspec.cli.app import EXIT_CLEAN, EXIT_FINDINGS, add_inputs, read_inputs, use_color
 
 TYPE_CHECKING = False  # imports for annotations only
 if TYPE_CHECKING:
@@ -14,17 +14,23 @@ if TYPE_CHECKING:
     from evspec.check import CheckedSpec
 
 
+def add_parse_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("parse", help="print the AST of event strings")
+    add_inputs(p, "files with one event string per line")
+    p.add_argument("--format", choices=("text", "json"), default="text")
+
+
 def parse_main(args: argparse.Namespace) -> int:
     """The typed AST of every string, as a tree or JSON, and the findings."""
     from evspec.check import CheckOptions, iter_checked
 
-    checked = iter_checked(_inputs(args), CheckOptions(system=None, mode="record"))
+    checked = iter_checked(read_inputs(args), CheckOptions(system=None, mode="record"))
     if args.format == "json":
         return _json(checked)
     from evspec.render.ast import to_tree
     from evspec.render.text import counts_line, render_diagnostic
 
-    color = _use_color("auto")
+    color = use_color("auto")
     errors = warnings = 0
     findings: list[str] = []
     for c in checked:

@@ -19,6 +19,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
+from evspec.cli.app import add_clang_opt
+
 if TYPE_CHECKING:
     from evspec.loader.output.saved.capture import Capture
     from evspec.loader.session import RecordSession
@@ -28,7 +30,7 @@ EXIT_SETUP = 2
 _SIZE_UNITS = {"": 1, "B": 1, "K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
 
 
-def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
+def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "record",
         help="load BPF objects and events, run a command, print what they record",
@@ -58,8 +60,6 @@ def add_record_parser(subparsers: argparse._SubParsersAction) -> argparse.Argume
                         "per-CPU maps (or of the maps named, global data maps included); a *hist* array "
                         "of counts prints as a log2 histogram")
     p.add_argument("-v", "--verbose", action="store_true")
-    from evspec.cli.app import add_clang_opt
-
     add_clang_opt(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
     p.set_defaults(func=record_main)

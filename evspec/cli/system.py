@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from evspec.cli.app import Parser, UsageError
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from evspec.system.model import System, TracefsUnavailable
@@ -26,8 +28,26 @@ def _unreadable_tracefs(system: System) -> TracefsUnavailable | None:
     return None
 
 
+def add_system_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    p = sub.add_parser("system", help="describe this machine for checks elsewhere")
+    actions = p.add_subparsers(dest="system_command", metavar="ACTION", parser_class=Parser, required=True)
+    s = actions.add_parser("snapshot", help="write a snapshot of this machine's PMUs, tracepoints and CPUs")
+    s.add_argument("-o", "--output", default="-", help="file to write (default: stdout)")
+    s.add_argument("--btf", action="store_true",
+                   help="also save the running kernel's BTF and what BPF externs resolve against (uname, "
+                        "Kconfig, kallsyms names; compressed), for checking CO-RE relocations and "
+                        "externs against this kernel elsewhere")
+    s.add_argument("--without-tracefs", action="store_true",
+                   help="write the snapshot even when this user cannot read tracefs (Debian mounts it "
+                        "mode 0700): it then holds no tracepoints, and kprobe and uprobe support unknown")
+
+
+def system_main(args: argparse.Namespace) -> int:
+    """``system snapshot``, its only action."""
+    return snapshot_main(args)
+
+
 def snapshot_main(args: argparse.Namespace) -> int:
-    from evspec.cli.app import UsageError
     from evspec.system import load_system
     from evspec.system.snapshot import snapshot_text
 
