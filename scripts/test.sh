@@ -26,6 +26,9 @@ venv=${EVSPEC_VENV:-.venv-test}
 python3 -m venv "$venv"
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 # A regular (non-editable) install: the tests run against the built wheel, grammar files included.
+# setuptools builds in build/lib and never removes a module that left the tree, which would then
+# ship in the wheel: start from an empty build folder.
+rm -rf build/lib build/bdist.*
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --force-reinstall --no-deps . >/dev/null
 "$venv/bin/python" -m pip install -q --disable-pip-version-check '.[test]' >/dev/null
 
