@@ -24,6 +24,7 @@ bash scripts/oracles.sh
 
 venv=${EVSPEC_VENV:-.venv-test}
 python3 -m venv "$venv"
+venv=$(cd "$venv" && pwd)  # absolute: mypy runs from another folder
 "$venv/bin/python" -m pip install -q --disable-pip-version-check --upgrade pip >/dev/null
 # A regular (non-editable) install: the tests run against the built wheel, grammar files included.
 # setuptools builds in build/lib and never removes a module that left the tree, which would then
