@@ -18,7 +18,8 @@ from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec,
 from record_cli import run_record
 
 from evspec.ast import BpfEvent
-from evspec.cli.app import EXIT_FINDINGS, main
+from evspec.cli import main
+from evspec.cli.app import EXIT_FINDINGS
 from evspec.diagnostics import Diagnostic, Severity
 from evspec.span import Span
 
