@@ -7,13 +7,12 @@ from __future__ import annotations
 import os
 import re
 import subprocess
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from bpf_build import build_bpf, copy_sources, libc_path, require_tools
-from normal_user import run_as_normal_user
+from normal_user import public_temp_dir, run_as_normal_user
 
 DATA = Path(__file__).parent / "data" / "unprivileged"
 TRACEFS = Path("/sys/kernel/tracing")
@@ -23,8 +22,7 @@ TRACEFS = Path("/sys/kernel/tracing")
 def public_dir() -> Iterator[Path]:
     """A folder `nobody` can enter, with the two objects built in it."""
     require_tools("clang")
-    d = Path(tempfile.mkdtemp(prefix="evspec-record-unpriv-"))
-    d.chmod(0o755)
+    d = public_temp_dir("evspec-record-unpriv-")
     copy_sources(DATA, ("tracepoint.c", "uprobe.c"), d)
     build_bpf(d, "tracepoint.c", "tracepoint.o")
     build_bpf(d, "uprobe.c", "uprobe.o", f'-DLIBC="{libc_path()}"')

@@ -9,19 +9,16 @@ import json
 import os
 import shutil
 import stat
-import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from normal_user import public_temp_dir, run_as_normal_user
 
 from evspec.system import read_snapshot
 from evspec.system.live import FileReader, LiveSystem
 from evspec.system.model import TracefsUnavailable
 
-NOBODY = 65534
 TRACING = Path("/sys/kernel/tracing")
 
 
@@ -53,8 +50,8 @@ def test_a_tracefs_this_user_cannot_read_is_named(tmp_path: Path) -> None:
 
 @pytest.fixture
 def public_dir() -> Iterator[Path]:
-    d = Path(tempfile.mkdtemp(prefix="evspec-tracefs-"))
-    d.chmod(0o777)
+    d = public_temp_dir("evspec-tracefs-")
+    d.chmod(0o777)  # nobody writes its snapshot here
     try:
         yield d
     finally:
@@ -74,19 +71,9 @@ def _tracefs_mode_0700() -> None:
         pytest.skip(f"tracefs here is mode {mode:04o}: other users may read it")
 
 
-def _as_nobody(argv: list[str], cwd: Path) -> subprocess.CompletedProcess[str]:
-    setpriv = shutil.which("setpriv")
-    if setpriv is None:
-        pytest.fail("setpriv (util-linux) is needed to drop root for this test")
-    env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(cwd), "LANG": "C.UTF-8"}
-    return subprocess.run([setpriv, f"--reuid={NOBODY}", f"--regid={NOBODY}", "--clear-groups", "--",
-                           sys.executable, "-m", "evspec", *argv], cwd=cwd, env=env, capture_output=True, text=True,
-                          check=False)
-
-
 def test_check_as_a_normal_user_names_the_permission(public_dir: Path) -> None:
     _tracefs_mode_0700()
-    proc = _as_nobody(["check", "--system", "live", "--format", "json", "-e", "sched:sched_switch,cpu-clock"],
+    proc = run_as_normal_user(["check", "--system", "live", "--format", "json", "-e", "sched:sched_switch,cpu-clock"],
                       public_dir)
     assert proc.returncode == 1, proc.stderr
     [diag] = json.loads(proc.stdout)["diagnostics"]
@@ -99,12 +86,12 @@ def test_check_as_a_normal_user_names_the_permission(public_dir: Path) -> None:
 def test_snapshot_as_a_normal_user_refuses_unless_told(public_dir: Path) -> None:
     _tracefs_mode_0700()
     out = public_dir / "machine.json"
-    proc = _as_nobody(["system", "snapshot", "-o", str(out)], public_dir)
+    proc = run_as_normal_user(["system", "snapshot", "-o", str(out)], public_dir)
     assert proc.returncode == 2 and not out.exists()
     assert proc.stderr.startswith("evspec system snapshot: error: tracefs at /sys/kernel/tracing cannot be read by "
                                   "this user"), proc.stderr
     assert "--without-tracefs" in proc.stderr
-    proc = _as_nobody(["system", "snapshot", "--without-tracefs", "-o", str(out)], public_dir)
+    proc = run_as_normal_user(["system", "snapshot", "--without-tracefs", "-o", str(out)], public_dir)
     assert proc.returncode == 0 and "warning: tracefs at /sys/kernel/tracing cannot be read" in proc.stderr
     data = json.loads(out.read_text())
     assert data["features"]["uprobe_events"] is None and data["features"]["kprobe_events"] is None

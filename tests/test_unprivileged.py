@@ -8,57 +8,15 @@ interpreter `nobody` can use."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import shutil
-import stat
 import subprocess
-import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-
-NOBODY = 65534
-# what `evspec check` and `evspec inspect` import, besides the standard library
-PACKAGES = ("evspec", "evspec.loader", "evspec.grammar", "elftools", "lark")
-
-
-def _world_usable(path: str) -> bool:
-    """Whether another user can reach ``path`` (every directory above it searchable by others)
-    and read it (and run it, for a file that is executable)."""
-    real = os.path.realpath(path)
-    parts = Path(real).parents
-    if not all(os.stat(d).st_mode & stat.S_IXOTH for d in parts):
-        return False
-    mode = os.stat(real).st_mode
-    return bool(mode & stat.S_IROTH) and (not mode & stat.S_IXUSR or bool(mode & stat.S_IXOTH))
-
-
-def _public_temp_dir(prefix: str) -> Path:
-    """A new directory that other users can read, in the first temporary place they can reach."""
-    for parent in (tempfile.gettempdir(), "/tmp", "/var/tmp", "/dev/shm"):
-        if os.path.isdir(parent) and _world_usable(parent):
-            d = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
-            d.chmod(0o755)
-            return d
-    pytest.fail("no temporary directory that other users can enter (TMPDIR, /tmp, /var/tmp, /dev/shm)")
-
-
-def _interpreter() -> str:
-    """A Python (3.10 or later) that `nobody` can run with its standard library: this one's base
-    interpreter when others can reach it, else the system's."""
-    for candidate in (getattr(sys, "_base_executable", sys.executable), "/usr/bin/python3", "/usr/local/bin/python3"):
-        if not os.path.exists(candidate) or not _world_usable(candidate):
-            continue
-        probe = subprocess.run([candidate, "-c", "import sys; print(sys.version_info >= (3, 10), sys.prefix)"],
-                               capture_output=True, text=True, check=False)
-        ok, _, prefix = probe.stdout.strip().partition(" ")
-        if probe.returncode == 0 and ok == "True" and _world_usable(prefix):
-            return candidate
-    pytest.fail("no Python 3.10+ interpreter that other users can run (this one's lives where they cannot enter)")
+from normal_user import NOBODY, copy_installed, interpreter, public_temp_dir
 
 
 @pytest.fixture(scope="module")
@@ -66,18 +24,8 @@ def installed_copy() -> Iterator[Path]:
     """The installed evspec (its loader and grammar, wherever the installation put them: a wheel
     nests them, an editable install maps them from the checkout) and its third-party imports,
     copied where `nobody` can read them."""
-    site = _public_temp_dir("evspec-site-")
+    site = copy_installed()
     try:
-        for name in PACKAGES:
-            spec = importlib.util.find_spec(name)
-            if spec is None or not spec.submodule_search_locations:
-                pytest.fail(f"{name} is not installed as a package")
-            dest = site.joinpath(*name.split("."))
-            if not dest.exists():  # a wheel's evspec/ holds loader/ and grammar/ already
-                shutil.copytree(list(spec.submodule_search_locations)[0], dest,
-                                ignore=shutil.ignore_patterns("__pycache__"))
-        for p in site.rglob("*"):
-            p.chmod(0o755 if p.is_dir() else 0o644)
         yield site
     finally:
         shutil.rmtree(site)
@@ -86,7 +34,7 @@ def installed_copy() -> Iterator[Path]:
 @pytest.fixture
 def public_dir(bpf_fixtures: Path) -> Iterator[Path]:
     """A folder `nobody` can read, with copies of some fixture objects."""
-    d = _public_temp_dir("evspec-unpriv-")
+    d = public_temp_dir("evspec-unpriv-")
     for name in ("maps.o", "legacy_maps.o", "stdout1.o"):
         shutil.copy(bpf_fixtures / name, d / name)
         (d / name).chmod(0o644)
@@ -100,7 +48,7 @@ def public_dir(bpf_fixtures: Path) -> Iterator[Path]:
 def as_normal_user(installed_copy: Path):  # type: ignore[no-untyped-def]
     """``run(ARGS, cwd)``: ``python -s ARGS`` as `nobody` (when the tests run as root), importing
     the world-readable copy."""
-    python = _interpreter()
+    python = interpreter()
     prefix: list[str] = []
     if os.geteuid() == 0:
         setpriv = shutil.which("setpriv")
