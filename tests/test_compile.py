@@ -7,6 +7,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -220,6 +221,21 @@ def test_world_writable_cache_is_refused(clang: str, source: Path, tmp_path: Pat
     assert list(cache.iterdir()) == []
     assert "WB001" in caplog.text and "mode 0777" in caplog.text
     assert _return_value(first) == 40 + possible_cpus()
+
+
+def test_an_object_made_without_the_cache_goes_when_the_process_ends(clang: str, source: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    cache.chmod(0o777)
+    code = ("import sys; from pathlib import Path; from evspec.loader.object.clang import compile_source; "
+            "obj = compile_source(Path(sys.argv[1]), cache_dir=Path(sys.argv[2])); print(obj); "
+            "assert obj.exists()")
+    proc = subprocess.run([sys.executable, "-c", code, str(source), str(cache)], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    made = Path(proc.stdout.strip())
+    assert made.name == source.stem + ".o" and made.parent.name.startswith("evspec-bpf-")
+    assert not made.parent.exists()
 
 
 def test_cache_owned_by_another_user_is_refused(clang: str, source: Path, tmp_path: Path,

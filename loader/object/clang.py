@@ -17,6 +17,7 @@ kernel); when it is not, evspec compiles into a fresh private temporary director
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import logging
@@ -260,7 +261,7 @@ def compile_source(path: str | os.PathLike[str], *, clang: str | None = None,
 
     The object lives in the cache (``$XDG_CACHE_HOME/evspec/bpf`` or ``~/.cache/evspec/bpf``
     unless ``cache_dir`` is given); when the cache cannot be used safely, in a new private
-    temporary directory that the caller may remove. clang's failure raises ``ObjectError`` with
+    temporary directory removed when the process exits. clang's failure raises ``ObjectError`` with
     clang's messages in ``detail``.
     """
     source = Path(path).absolute()
@@ -274,7 +275,9 @@ def compile_source(path: str | os.PathLike[str], *, clang: str | None = None,
     flags = compile_flags(extra_flags)
     cache = _open_cache(cache_dir)
     if cache is None:
-        output = Path(tempfile.mkdtemp(prefix="evspec-bpf-")) / (source.stem + ".o")
+        private = tempfile.mkdtemp(prefix="evspec-bpf-")
+        atexit.register(shutil.rmtree, private, True)  # the object lives as long as the process
+        output = Path(private) / (source.stem + ".o")
         _clang(compiler, flags, source, path, output, None)
         return output
 
