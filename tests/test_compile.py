@@ -231,7 +231,7 @@ def test_an_object_made_without_the_cache_goes_when_the_process_ends(clang: str,
             "obj = compile_source(Path(sys.argv[1]), cache_dir=Path(sys.argv[2])); print(obj); "
             "assert obj.exists()")
     proc = subprocess.run([sys.executable, "-c", code, str(source), str(cache)], capture_output=True, text=True,
-                          check=False)
+                          check=False, cwd=tmp_path)  # (not the checkout, whose evspec/ would shadow the install)
     assert proc.returncode == 0, proc.stderr
     made = Path(proc.stdout.strip())
     assert made.name == source.stem + ".o" and made.parent.name.startswith("evspec-bpf-")
