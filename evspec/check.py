@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from evspec.diagnostics import Diagnostic, collapsed, note, warning
 from evspec.inputs import SpecInput
-from evspec.span import Slotted, Span, set_field
+from evspec.span import Slotted, Span
 
 #: the codes of what a check without a system says (evspec.codes.semantic, evspec.codes.syntax)
 UNVERIFIED = "WM002"
@@ -29,15 +29,9 @@ if TYPE_CHECKING:
 class CheckedSpec(Slotted):
     """One checked event string: its input, the items that parsed, and its findings in order."""
 
-    __slots__ = ("input", "events", "diagnostics")
     input: SpecInput
     events: EventList
     diagnostics: tuple[Diagnostic, ...]
-
-    def __init__(self, input: SpecInput, events: EventList, diagnostics: tuple[Diagnostic, ...]) -> None:
-        set_field(self, "input", input)
-        set_field(self, "events", events)
-        set_field(self, "diagnostics", diagnostics)
 
 
 class CheckOptions(Slotted, frozen=False):

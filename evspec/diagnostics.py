@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from evspec.span import Slotted, Span, set_field
+from evspec.span import Slotted, Span
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -23,13 +23,8 @@ class Severity(str, Enum):
 class Label(Slotted):
     """A secondary mark in the same event string: ``span`` with a short ``message``."""
 
-    __slots__ = ("span", "message")
     span: Span
     message: str
-
-    def __init__(self, span: Span, message: str) -> None:
-        set_field(self, "span", span)
-        set_field(self, "message", message)
 
 
 class Source(Slotted):
@@ -38,17 +33,10 @@ class Source(Slotted):
     ``kind`` is "arg" or "file"; ``index`` (for "arg") is the 0-based position among the ``-e``
     arguments; ``path`` and ``line`` (1-based) are for "file"."""
 
-    __slots__ = ("kind", "index", "path", "line")
     kind: str
-    index: int | None
-    path: str | None
-    line: int | None
-
-    def __init__(self, kind: str, index: int | None = None, path: str | None = None, line: int | None = None) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "index", index)
-        set_field(self, "path", path)
-        set_field(self, "line", line)
+    index: int | None = None
+    path: str | None = None
+    line: int | None = None
 
     def to_json(self) -> dict[str, object]:
         if self.kind == "arg":
@@ -66,37 +54,18 @@ class Diagnostic(Slotted, uncompared=("source",)):
     ``repeats`` are the spans where the same problem occurs again in the string (``collapsed``).
     """
 
-    __slots__ = ("code", "severity", "message", "span", "labels", "help", "notes", "perf_message", "perf_help",
-                 "event", "source", "repeats")
     code: str
     severity: Severity
     message: str
     span: Span
-    labels: tuple[Label, ...]
-    help: tuple[str, ...]
-    notes: tuple[str, ...]
-    perf_message: str | None
-    perf_help: str | None
-    event: str
-    source: Source | None
-    repeats: tuple[Span, ...]
-
-    def __init__(self, code: str, severity: Severity, message: str, span: Span, labels: tuple[Label, ...] = (),
-                 help: tuple[str, ...] = (), notes: tuple[str, ...] = (), perf_message: str | None = None,
-                 perf_help: str | None = None, event: str = "", source: Source | None = None,
-                 repeats: tuple[Span, ...] = ()) -> None:
-        set_field(self, "code", code)
-        set_field(self, "severity", severity)
-        set_field(self, "message", message)
-        set_field(self, "span", span)
-        set_field(self, "labels", labels)
-        set_field(self, "help", help)
-        set_field(self, "notes", notes)
-        set_field(self, "perf_message", perf_message)
-        set_field(self, "perf_help", perf_help)
-        set_field(self, "event", event)
-        set_field(self, "source", source)
-        set_field(self, "repeats", repeats)
+    labels: tuple[Label, ...] = ()
+    help: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+    perf_message: str | None = None
+    perf_help: str | None = None
+    event: str = ""
+    source: Source | None = None
+    repeats: tuple[Span, ...] = ()
 
     @property
     def is_error(self) -> bool:

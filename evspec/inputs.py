@@ -6,7 +6,7 @@ import io
 import sys
 
 from evspec.diagnostics import Source
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -19,15 +19,9 @@ class SpecInput(Slotted):
     line (all ``-e`` arguments together; each line of a file on its own), which matters for
     ``map:NAME.event=EVT`` references to earlier events."""
 
-    __slots__ = ("text", "source", "command")
     text: str
     source: Source
     command: int
-
-    def __init__(self, text: str, source: Source, command: int) -> None:
-        set_field(self, "text", text)
-        set_field(self, "source", source)
-        set_field(self, "command", command)
 
 
 class InputError(Exception):

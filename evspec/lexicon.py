@@ -14,7 +14,7 @@ from enum import Enum
 from functools import lru_cache
 
 from evspec.ast import SymbolKind
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 # --------------------------------------------------------------------------------------------
 # built-in symbolic events: spelling -> (kind, canonical perf name)
@@ -177,15 +177,9 @@ def _cache_type_at() -> re.Pattern[str]:
 class CacheWord(Slotted):
     """A word split into its cache type and parts; the part offsets are relative to the word."""
 
-    __slots__ = ("cache_type", "parts", "part_offsets")
     cache_type: str
     parts: tuple[str, ...]
     part_offsets: tuple[int, ...]
-
-    def __init__(self, cache_type: str, parts: tuple[str, ...], part_offsets: tuple[int, ...]) -> None:
-        set_field(self, "cache_type", cache_type)
-        set_field(self, "parts", parts)
-        set_field(self, "part_offsets", part_offsets)
 
 
 def split_cache_word(word: str) -> CacheWord | None:
@@ -292,15 +286,9 @@ class KeywordTerm(Slotted):
     """A keyword term: its ``name``, the ``ValueType`` of its value, and the ``maximum`` of a
     number with a narrower range than 64 bits (or None)."""
 
-    __slots__ = ("name", "value_type", "maximum")
     name: str
     value_type: ValueType
-    maximum: int | None
-
-    def __init__(self, name: str, value_type: ValueType, maximum: int | None = None) -> None:
-        set_field(self, "name", name)
-        set_field(self, "value_type", value_type)
-        set_field(self, "maximum", maximum)
+    maximum: int | None = None
 
 
 _KEYWORDS = (

@@ -17,7 +17,6 @@ import select
 import signal
 import struct
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 from types import TracebackType
@@ -56,6 +55,7 @@ from evspec.codes.kernel import OBJECT, PAST_THE_RECORD, UNSAMPLED_EVENT, WORKLO
 from evspec.cpus import format_cpu_list, parse_cpu_list
 from evspec.diagnostics import EvspecError, Source
 from evspec.references import program_event_name
+from evspec.span import Slotted, value_field
 from evspec.system.model import System
 
 if TYPE_CHECKING:
@@ -111,8 +111,7 @@ TRACKING_PAGES = 64  # the tracking event's rings: task records are few
 DEFAULT_MAX_MEMORY = 64 << 20  # live mode: the spool's memory, beyond which it goes to a file
 
 
-@dataclass(frozen=True, slots=True)
-class RecordOptions:
+class RecordOptions(Slotted):
     """``-i``, ``-a``, ``-C``, ``-p``, the ring size and ``--dev``."""
 
     no_inherit: bool = False
@@ -171,8 +170,7 @@ def perf_attr(values: dict[str, int]) -> PerfEventAttr:
     return attr
 
 
-@dataclass(frozen=True, slots=True)
-class Target:
+class Target(Slotted):
     """Where events are opened: CPUs (-1: any) × tasks (-1: all); ``on_exec``: the workload's exec
     enables them."""
 
@@ -208,8 +206,7 @@ def _events_before(lists: Sequence[EventList], spec_index: int, event: BpfEvent)
     return out
 
 
-@dataclass(slots=True)
-class OpenedEvent:
+class OpenedEvent(Slotted, frozen=False):
     """One evsel: ``fds[t][c]`` for thread ``t`` and CPU slot ``c``; rings when it samples."""
 
     name: str
@@ -218,9 +215,9 @@ class OpenedEvent:
     tracking: bool = False
     cpus: tuple[int, ...] | None = None  # the CPU slots of each row; None: the target's
     tracefs: str | None = None  # a tracepoint event's SYSTEM:EVENT in tracefs (its format's)
-    fds: list[list[int]] = field(default_factory=list)
-    ids: list[int] = field(default_factory=list)  # PERF_EVENT_IOC_ID of each fd, in all_fds() order
-    rings: list[tuple[int, PerfRing]] = field(default_factory=list)  # (cpu, ring)
+    fds: list[list[int]] = value_field(default_factory=list)
+    ids: list[int] = value_field(default_factory=list)  # PERF_EVENT_IOC_ID of each fd, in all_fds() order
+    rings: list[tuple[int, PerfRing]] = value_field(default_factory=list)  # (cpu, ring)
 
     def all_fds(self) -> list[int]:
         return [fd for row in self.fds for fd in row]
@@ -236,8 +233,7 @@ class OpenedEvent:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeSharing:
+class ProbeSharing(Slotted):
     """Probe programs with argument prologues: how many programs served how many probe points
     (points with equal prologues share one program)."""
 
@@ -245,8 +241,7 @@ class ProbeSharing:
     points: int
 
 
-@dataclass(frozen=True, slots=True)
-class LoadedObject:
+class LoadedObject(Slotted):
     path: str
     live: LiveObject
     attachments: tuple[ProgramAttach, ...]
@@ -258,10 +253,10 @@ class LoadedObject:
 def read_bpf_object(path: str, is_source: bool, cwd: Path, clang_opts: Sequence[str] = ()) -> ObjectSpec:
     """The object ``path`` names (a source is compiled, with ``clang_opts``); messages name
     ``path`` as the user wrote it, not the compile cache's object."""
-    from dataclasses import replace
-
     from evspec.loader.object.clang import compile_source
     from evspec.loader.object.reader import read_object
+
+    from evspec.span import replace
 
     full = cwd / path
     if not is_source:

@@ -57,7 +57,7 @@ def _modules_after(argv: list[str], tmp_path: Path) -> tuple[int, set[str]]:
     # startup loaded of the modules watched here, so that only evspec's own imports show.
     code = (
         "import sys\n"
-        f"for name in {sorted({**HEAVY, **AVOIDABLE, **VERIFY_AVOIDS, **LIBBPF_NAMES_AVOID})!r}:\n"
+        f"for name in {sorted({**HEAVY, **AVOIDABLE, **VERIFY_AVOIDS, **LIBBPF_NAMES_AVOID, **RECORD_AVOIDS})!r}:\n"
         "    sys.modules.pop(name, None)\n"
         "from evspec.cli import main\n"
         f"status = main({argv!r})\n"
@@ -189,6 +189,39 @@ def test_verify_of_a_perf_style_section_stays_light(root_kernel: None, tmp_path:
     """perf's ``SYS:EVENT`` is not a libbpf name: verify parses it over the committed tables."""
     modules = _verify_imports(tmp_path, PERF_STYLE_SOURCE)
     assert "evspec.loader.sections.lalr" in modules, "the import log did not cover the section parser"
+
+
+RECORD_AVOIDS = {
+    "dataclasses": "the loader's records are evspec.span.Slotted classes: the decorator, with inspect, "
+                   "cost a recording's start 60 ms of CPU",
+    "inspect": "it brings ast, dis, tokenize and linecache (6 ms)",
+}
+STDOUT_SOURCE = r"""
+#include <linux/bpf.h>
+#include <bpf/bpf_helpers.h>
+struct { __uint(type, BPF_MAP_TYPE_PERF_EVENT_ARRAY); __uint(key_size, sizeof(int));
+         __uint(value_size, sizeof(int)); } __bpf_stdout__ SEC(".maps");
+SEC("syscalls:sys_enter_getppid")
+int on_getppid(void *ctx)
+{
+	char text[] = "hello";
+	bpf_perf_event_output(ctx, &__bpf_stdout__, BPF_F_CURRENT_CPU, text, sizeof(text));
+	return 0;
+}
+char _license[] SEC("license") = "GPL";
+"""
+
+
+def test_record_of_an_object_stays_light(root_kernel: None, tmp_path: Path) -> None:
+    """The start of ``evspec record -e ./obj.o -- true`` (issue 25 measures it against bpftrace's)."""
+    require_tools("clang")
+    (tmp_path / "obj.c").write_text(STDOUT_SOURCE)
+    subprocess.run(["clang", *BPF_FLAGS, "-c", "obj.c", "-o", "obj.o"], cwd=tmp_path, check=True)
+    status, modules = _modules_after(["record", "-e", "./obj.o", "--", "true"], tmp_path)
+    assert status == 0
+    assert "evspec.loader.session" in modules, "the import log did not cover recording"
+    for top, why in RECORD_AVOIDS.items():
+        assert not _loaded(modules, top), f"{top} imported by 'evspec record -e ./obj.o -- true': {why}"
 
 
 def test_the_kernels_copy_of_perf_format_lost_is_the_abis() -> None:

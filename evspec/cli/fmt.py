@@ -5,16 +5,15 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from evspec.cli.app import add_inputs, print_text, use_color
 from evspec.diagnostics import Diagnostic, EvspecError, Source
 from evspec.inputs import InputError, is_skipped_line, split_comment, split_lines
+from evspec.span import Slotted
 
 
-@dataclass(frozen=True, slots=True)
-class FormattedLine:
+class FormattedLine(Slotted):
     original: str
     canonical: str | None  # None: the line does not parse (see diagnostics)
     diagnostics: tuple[Diagnostic, ...] = ()

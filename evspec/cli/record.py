@@ -17,11 +17,13 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, TextIO
 
 from evspec.cli.app import add_clang_opt
 
+TYPE_CHECKING = False  # typing itself costs a start 2-3 ms
 if TYPE_CHECKING:
+    from typing import TextIO
+
     from evspec.loader.output.saved.capture import Capture
     from evspec.loader.session import RecordSession
 

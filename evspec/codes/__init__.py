@@ -10,25 +10,17 @@ from __future__ import annotations
 
 import importlib
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 _AREAS = ("syntax", "semantic", "bpf", "bpfconfig", "kernel", "perf")
 
 
 class CodeInfo(Slotted):
-    __slots__ = ("code", "title", "explanation", "example", "fix")
     code: str
     title: str  # one line
     explanation: str  # what it means; may span lines
-    example: str  # an event string that triggers it
-    fix: str  # how to fix it
-
-    def __init__(self, code: str, title: str, explanation: str, example: str = "", fix: str = "") -> None:
-        set_field(self, "code", code)
-        set_field(self, "title", title)
-        set_field(self, "explanation", explanation)
-        set_field(self, "example", example)
-        set_field(self, "fix", fix)
+    example: str = ""  # an event string that triggers it
+    fix: str = ""  # how to fix it
 
 
 def catalogue() -> dict[str, CodeInfo]:

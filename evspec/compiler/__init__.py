@@ -8,9 +8,11 @@ on first use, so ``evspec check`` pays only for the resolver.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing itself costs a start 2-3 ms
 if TYPE_CHECKING:
+    from typing import Any
+
     from evspec.compiler.attr import Attr
     from evspec.compiler.compile import BpfReference, GroupRef, Plan, PlannedEvent, compile_events
     from evspec.compiler.listing import ListedEvent, list_events

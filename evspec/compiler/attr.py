@@ -13,7 +13,6 @@ them, 2.5 ms. Field names are the ones ``perf stat -vv`` prints, with perf's uni
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
 
 from evspec.loader.abi.perf_ids import PERF_ATTR_SIZE_VER7, PerfType, SwConfig
 
@@ -255,13 +254,35 @@ def _field_order() -> dict[str, int]:
     return order if order is not None else __getattr__("_FIELD_ORDER")  # type: ignore[return-value]
 
 
-@dataclass(frozen=True, slots=True)
 class Attr(Mapping[str, int]):
     """A frozen perf_event_attr: the fields that are not zero (plus ``type``, ``size`` and
     ``config``, always present). ``attr["x"]`` raises KeyError for a zero field; ``attr.get("x",
-    0)`` or ``attr.value("x")`` read any field."""
+    0)`` or ``attr.value("x")`` read any field. A value: equal and hashed by its items."""
 
+    __slots__ = ("items_",)
     items_: tuple[tuple[str, int], ...]
+
+    def __init__(self, items_: tuple[tuple[str, int], ...]) -> None:
+        object.__setattr__(self, "items_", items_)
+
+    def __setattr__(self, name: str, value: object) -> None:
+        from dataclasses import FrozenInstanceError
+
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not Attr:
+            return NotImplemented
+        return self.items_ == other.items_
+
+    def __hash__(self) -> int:
+        return hash(self.items_)
+
+    def __repr__(self) -> str:
+        return f"Attr(items_={self.items_!r})"
+
+    def __reduce__(self) -> tuple[type, tuple[tuple[tuple[str, int], ...]]]:
+        return Attr, (self.items_,)
 
     @staticmethod
     def build(values: Mapping[str, int]) -> Attr:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from evspec.ast import BpfEvent, Event, EventList, Group, Number, Term, TermKind, Word
@@ -26,6 +25,7 @@ from evspec.compiler.regroup import PmuInfo, sort_and_fix_groups
 from evspec.compiler.releases import LATEST, PERF_PMU_TYPE_TOOL, Release
 from evspec.compiler.resolve import BaseEvsel, Mode, mode_diagnostics, perf_pmus, resolve_event
 from evspec.diagnostics import Diagnostic, EvspecError, error
+from evspec.span import Slotted, value_field
 from evspec.system.model import System
 
 #: perf record's default sampling frequency (``-F``), and perf's DWARF stack dump default
@@ -42,8 +42,7 @@ _EVENT_PMU_TEXT = re.compile(r"[^,{}/]+/[^/]*/[^,{}/]*")
 _EVENT_TEXT = re.compile(r"[^,{}/]+")
 
 
-@dataclass(frozen=True, slots=True)
-class GroupRef:
+class GroupRef(Slotted):
     index: int  # among the groups with more than one member, in order
     leader: bool
     position: int = 0  # the evsel's place in its group (perf's evsel__group_idx; the leader's is 0)
@@ -58,8 +57,7 @@ class GroupRef:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class PlannedEvent:
+class PlannedEvent(Slotted):
     """One evsel: what ``perf_event_open`` gets, and what perf keeps beside the attr."""
 
     name: str
@@ -116,8 +114,7 @@ class PlannedEvent:
         return out
 
 
-@dataclass(frozen=True, slots=True)
-class BpfReference:
+class BpfReference(Slotted):
     """A BPF object event, compiled later by the loader."""
 
     spec_index: int
@@ -133,8 +130,7 @@ class BpfReference:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Slotted):
     events: tuple[PlannedEvent, ...]
     bpf: tuple[BpfReference, ...] = ()
     mode: str = "record"
@@ -154,8 +150,7 @@ class Plan:
 # evsel state while building
 
 
-@dataclass(slots=True, eq=False)
-class _Evsel:
+class _Evsel(Slotted, frozen=False, eq=False):
     base: BaseEvsel
     spec_index: int
     name: str
@@ -171,7 +166,7 @@ class _Evsel:
     bpf_counter: bool = False
     retire_lat: bool = False
     dont_regroup: bool = False
-    config_term_kinds: set[str] = field(default_factory=set)
+    config_term_kinds: set[str] = value_field(default_factory=set)
 
     @property
     def is_leader(self) -> bool:

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
 from typing import Any
 
 from evspec.compiler import attr as A
 from evspec.compiler.runtime import counts_only
 from evspec.diagnostics import EvspecError
+from evspec.span import Slotted
 from evspec.system.model import PmuAlias, System, TracefsUnavailable
 
 KINDS = ("hw", "sw", "cache", "tracepoint", "pmu")
 _KIND_ALIASES = {"hardware": "hw", "software": "sw", "tool": "sw", "pmus": "pmu", "tracepoints": "tracepoint"}
 
 
-@dataclass(frozen=True, slots=True)
-class ListedEvent:
+class ListedEvent(Slotted):
     """One entry of the list: an event by its name and the other names it goes by (the same
     event), or a ``template`` of a syntax (``rNNN``, ``mem:<addr>``), which is no name.
     ``parameters`` are the terms an alias needs given (``ldlat=VALUE``)."""

@@ -15,12 +15,12 @@ from __future__ import annotations
 import fnmatch
 import re
 import string
-from dataclasses import dataclass
 from functools import cached_property
 
 from evspec import lexicon
 from evspec.compiler import attr as A
 from evspec.compiler.releases import PERF_PMU_TYPE_TOOL, Release
+from evspec.span import Slotted
 from evspec.system.model import Pmu, PmuAlias, System, pmu_suffix_matches
 
 #: the name of the core PMU perf makes up where sysfs has none
@@ -30,8 +30,7 @@ TOOL_PMU = "tool"
 SOFTWARE_PMU = "software"
 
 
-@dataclass(frozen=True, slots=True)
-class PmuEvent:
+class PmuEvent(Slotted):
     """What a PMU's event NAME is: a sysfs alias (``alias``), or one of perf's legacy hardware,
     legacy cache, software or tool events (``kind`` with its ``config``). ``alternate_hw`` is the
     legacy hardware event a sysfs alias of a core PMU stands for (perf's alternate_hw_config)."""

@@ -4,10 +4,10 @@ configures. The loader's recording session takes it as data and compiles nothing
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evspec.compiler.compile import Plan, PlannedEvent, compile_events
+from evspec.span import Slotted
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -16,8 +16,7 @@ if TYPE_CHECKING:
     from evspec.system.model import System
 
 
-@dataclass(frozen=True, slots=True)
-class RecordingPlan:
+class RecordingPlan(Slotted):
     """The compiled events of ``record``'s strings (``plan``), and the bpf-output event it opens
     when an object's output map needs one (``stdout_events``)."""
 

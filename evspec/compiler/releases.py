@@ -8,9 +8,8 @@ util/pmus.c, util/evsel.c, pmu-events/arch/common/common/*.json) and checked aga
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from evspec import lexicon
+from evspec.span import Slotted, replace
 
 #: perf's PMU type of its ``tool`` PMU (PERF_PMU_TYPE_TOOL, 7.2 and later)
 PERF_PMU_TYPE_TOOL = 0xFFFFFFFE
@@ -28,8 +27,7 @@ _STAT_612 = (*_STAT_61, "config3")
 _STAT_72 = (*_STAT_612, "config4", "cpu")
 
 
-@dataclass(frozen=True, slots=True)
-class Release:
+class Release(Slotted):
     """One perf release's event-building facts (see the module docstring)."""
 
     version: str

@@ -16,7 +16,6 @@ their symbol tables, with the per-core-PMU expansion of hybrid machines.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
 
@@ -47,7 +46,7 @@ from evspec.compiler.releases import LATEST, PERF_PMU_TYPE_TOOL, Release
 from evspec.cpus import parse_cpu_list
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
 from evspec.rules import cache_name_findings
-from evspec.span import Span
+from evspec.span import Slotted, Span, replace
 from evspec.system.model import Pmu, PmuAlias, System, TracefsUnavailable
 
 Mode = Literal["record", "stat"]
@@ -65,8 +64,7 @@ DEFAULT_TERMS: dict[str, tuple[str, ...]] = {"intel_pt": ("tsc", "pt", "branch")
 TRACING_EVENTS_PATH = "/sys/kernel/tracing/events"
 
 
-@dataclass(frozen=True, slots=True)
-class BaseEvsel:
+class BaseEvsel(Slotted):
     """One evsel an event creates, before modifiers, keyword terms other than ``config*`` and
     the command's defaults."""
 
@@ -93,8 +91,7 @@ class BaseEvsel:
     cpus: tuple[int, ...] | None = None  # the PMU's CPUs where they are not all (cpu_core, uncore)
 
 
-@dataclass(frozen=True, slots=True)
-class Resolution:
+class Resolution(Slotted):
     evsels: tuple[BaseEvsel, ...]
     diagnostics: tuple[Diagnostic, ...]
     #: the event breaks a system-independent rule (reported by the parser's rules, not here)

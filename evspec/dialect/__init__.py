@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from evspec.dialect.actions.errors import ErrorSlot, PerfError
 from evspec.dialect.versions import VERSIONS, profile
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
@@ -38,8 +38,6 @@ class PerfVerdict(Slotted):
     ``more_errors`` (6.12+: the errors printed after ``error``) and ``ran_as`` (accepted: the
     string perf ran, without what it skipped or truncated)."""
 
-    __slots__ = ("version", "accepted", "silent", "error", "initial_error", "stderr", "quirk", "stdout", "evsels",
-                 "more_errors", "ran_as")
     version: str
     accepted: bool
     silent: bool
@@ -47,25 +45,10 @@ class PerfVerdict(Slotted):
     initial_error: PerfError | None
     stderr: str
     quirk: str | None
-    stdout: str
-    evsels: tuple[str, ...]
-    more_errors: tuple[PerfError, ...]
-    ran_as: str
-
-    def __init__(self, version: str, accepted: bool, silent: bool, error: PerfError | None,
-                 initial_error: PerfError | None, stderr: str, quirk: str | None, stdout: str = "",
-                 evsels: tuple[str, ...] = (), more_errors: tuple[PerfError, ...] = (), ran_as: str = "") -> None:
-        set_field(self, "version", version)
-        set_field(self, "accepted", accepted)
-        set_field(self, "silent", silent)
-        set_field(self, "error", error)
-        set_field(self, "initial_error", initial_error)
-        set_field(self, "stderr", stderr)
-        set_field(self, "quirk", quirk)
-        set_field(self, "stdout", stdout)
-        set_field(self, "evsels", evsels)
-        set_field(self, "more_errors", more_errors)
-        set_field(self, "ran_as", ran_as)
+    stdout: str = ""
+    evsels: tuple[str, ...] = ()
+    more_errors: tuple[PerfError, ...] = ()
+    ran_as: str = ""
 
 
 def predict(

@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from evspec.diagnostics import Diagnostic, error
-from evspec.span import Slotted, Span, set_field
+from evspec.span import Slotted, Span
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
@@ -30,15 +30,9 @@ CODE_PERF_SILENT = "EP002"
 class DialectChecked(Slotted):
     """A checked string, its findings with perf's disagreement added, and that perf's verdict."""
 
-    __slots__ = ("spec", "diagnostics", "verdict")
     spec: CheckedSpec
     diagnostics: tuple[Diagnostic, ...]
     verdict: PerfVerdict
-
-    def __init__(self, spec: CheckedSpec, diagnostics: tuple[Diagnostic, ...], verdict: PerfVerdict) -> None:
-        set_field(self, "spec", spec)
-        set_field(self, "diagnostics", diagnostics)
-        set_field(self, "verdict", verdict)
 
 
 def _noted(diag: Diagnostic, notes: tuple[str, ...], perf: tuple[str | None, str | None] | None = None) -> Diagnostic:

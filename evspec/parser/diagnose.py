@@ -15,7 +15,7 @@ from evspec.diagnostics import Diagnostic, error
 from evspec.grammar.lalr import BLANKS, SyntaxStop, Tok
 from evspec.parser.builder import PARSER_ERROR, end_of, is_tok, trimmed
 from evspec.rules import value_help
-from evspec.span import Slotted, Span, set_field
+from evspec.span import Slotted, Span
 
 _OPENERS = {"LBRACE", "NAMED_LBRACE", "LSQB"}
 _EVENT_START = {None, "_LEAD", "COMMA", "LBRACE", "NAMED_LBRACE"}
@@ -35,15 +35,9 @@ class _Stack(Slotted):
     """The parser's stack at an error, flattened to its leaves (tokens and finished AST nodes);
     the unclosed '{', '/', '[' in order; whether the last token closed a term list."""
 
-    __slots__ = ("leaves", "opens", "prev_closes_terms")
     leaves: tuple[object, ...]
     opens: tuple[Tok, ...]
     prev_closes_terms: bool
-
-    def __init__(self, leaves: tuple[object, ...], opens: tuple[Tok, ...], prev_closes_terms: bool) -> None:
-        set_field(self, "leaves", leaves)
-        set_field(self, "opens", opens)
-        set_field(self, "prev_closes_terms", prev_closes_terms)
 
     @staticmethod
     def of(stop: SyntaxStop) -> _Stack:

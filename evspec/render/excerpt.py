@@ -5,7 +5,7 @@ the string are ``clipped`` alike."""
 
 from __future__ import annotations
 
-from evspec.span import Slotted, Span, set_field
+from evspec.span import Slotted, Span
 
 #: strings up to this long are shown whole
 EXCERPT_LIMIT = 400
@@ -26,15 +26,9 @@ _TEXT_TAIL = 120
 class Excerpt(Slotted):
     """``text`` is ``event[start:start + len(text)]``; ``length`` is the length of the whole string."""
 
-    __slots__ = ("text", "start", "length")
     text: str
     start: int
     length: int
-
-    def __init__(self, text: str, start: int, length: int) -> None:
-        set_field(self, "text", text)
-        set_field(self, "start", start)
-        set_field(self, "length", length)
 
     @property
     def whole(self) -> bool:

@@ -26,7 +26,7 @@ import unicodedata
 
 from evspec.diagnostics import Diagnostic, Severity, Source
 from evspec.render.excerpt import clipped, clipped_all, excerpt, repeats_note
-from evspec.span import Slotted, Span, set_field
+from evspec.span import Slotted, Span
 
 TYPE_CHECKING = False  # imports for annotations only: a cold start does not pay for them
 if TYPE_CHECKING:
@@ -65,13 +65,8 @@ class DisplayLine(Slotted):
     """An event string as displayed, with the display column where each character starts:
     ``columns[i]`` is the cell where character ``i`` starts, ``columns[len]`` the total width."""
 
-    __slots__ = ("text", "columns")
     text: str
     columns: tuple[int, ...]
-
-    def __init__(self, text: str, columns: tuple[int, ...]) -> None:
-        set_field(self, "text", text)
-        set_field(self, "columns", columns)
 
     @classmethod
     def of(cls, event: str) -> DisplayLine:
@@ -118,17 +113,10 @@ class _Mark(Slotted):
     """Display columns ``[first, last)`` marked with ``char`` ("^" for the primary span, "-" for a
     label), and the label's message."""
 
-    __slots__ = ("first", "last", "char", "message")
     first: int
     last: int
     char: str
     message: str
-
-    def __init__(self, first: int, last: int, char: str, message: str) -> None:
-        set_field(self, "first", first)
-        set_field(self, "last", last)
-        set_field(self, "char", char)
-        set_field(self, "message", message)
 
 
 def _overlaps(a: _Mark, b: _Mark) -> bool:
@@ -136,13 +124,8 @@ def _overlaps(a: _Mark, b: _Mark) -> bool:
 
 
 class _Style(Slotted):
-    __slots__ = ("color", "severity")
     color: bool
     severity: Severity
-
-    def __init__(self, color: bool, severity: Severity) -> None:
-        set_field(self, "color", color)
-        set_field(self, "severity", severity)
 
     def paint(self, text: str, code: str) -> str:
         return f"{code}{text}{_RESET}" if self.color and text else text

@@ -12,7 +12,12 @@ import fnmatch
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+
+from evspec.span import Slotted, value_field
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from evspec.ast import Terms
 
 #: perf_event_attr fields a sysfs ``format/`` file may place bits in.
 CONFIG_FIELDS = ("config", "config1", "config2", "config3")
@@ -28,8 +33,7 @@ TRACEFS_NON_EVENTS = frozenset({"enable", "filter"})
 _FORMAT_TOKEN = re.compile(r"(config[0-9]*)\s*:|(\d+)\s*-\s*(\d+)|(\d+)|,")
 
 
-@dataclass(frozen=True, slots=True)
-class FormatField:
+class FormatField(Slotted):
     """One ``format/NAME`` file: where the value of term NAME goes in the attr.
 
     ``bits`` are inclusive ``(low, high)`` bit ranges in the order written; the value's bit 0 goes
@@ -98,8 +102,7 @@ def parse_format(name: str, text: str) -> FormatField:
 # PMU aliases (``events/NAME`` with their side files)
 
 
-@dataclass(frozen=True, slots=True)
-class PmuAlias:
+class PmuAlias(Slotted):
     """``events/NAME``: a term list such as ``event=0x3c,umask=?`` plus its side files."""
 
     name: str
@@ -109,7 +112,7 @@ class PmuAlias:
     per_pkg: bool = False
     snapshot: bool = False
 
-    def terms(self):  # -> evspec.ast.Terms
+    def terms(self) -> Terms:
         """The definition parsed as a term list (the parser is imported on first use)."""
         from evspec.parser import parse_terms
 
@@ -117,10 +120,11 @@ class PmuAlias:
 
     def parameters(self) -> tuple[str, ...]:
         """Names of the terms whose value is ``?``: the user must supply them as ``NAME=VALUE``."""
+        from evspec.ast import Term
+
         out = []
         for term in self.terms().items:
-            value = getattr(term, "value", None)
-            if value is not None and getattr(value, "text", None) == "?":
+            if isinstance(term, Term) and term.value is not None and getattr(term.value, "text", None) == "?":
                 out.append(term.key)
         return tuple(out)
 
@@ -133,8 +137,7 @@ class PmuAlias:
 # PMUs
 
 
-@dataclass(frozen=True, slots=True)
-class Pmu:
+class Pmu(Slotted):
     """One ``/sys/bus/event_source/devices/NAME``.
 
     ``cpus`` is the text of the ``cpus`` file (core PMUs, hybrid ones in particular) and
@@ -143,8 +146,8 @@ class Pmu:
 
     name: str
     type: int
-    formats: Mapping[str, FormatField] = field(default_factory=dict)
-    aliases: Mapping[str, PmuAlias] = field(default_factory=dict)  # key: lower-case name
+    formats: Mapping[str, FormatField] = value_field(default_factory=dict)
+    aliases: Mapping[str, PmuAlias] = value_field(default_factory=dict)  # key: lower-case name
     cpus: str | None = None
     cpumask: str | None = None
 
@@ -184,8 +187,7 @@ def pmu_suffix_matches(pmu_name: str, token: str) -> bool:
 # features
 
 
-@dataclass(frozen=True, slots=True)
-class Features:
+class Features(Slotted):
     """``hybrid_extended_type``: on a machine with several core PMUs, whether the kernel takes a
     hardware or cache event with the PMU's type in config bits 32-63 (perf probes it with one
     perf_event_open; a live system assumes so, a snapshot may say otherwise)."""
@@ -197,8 +199,7 @@ class Features:
     hybrid_extended_type: bool = True
 
 
-@dataclass(frozen=True, slots=True)
-class ExternFacts:
+class ExternFacts(Slotted):
     """What a BPF object's ``__kconfig`` and ``__ksym`` externs are resolved against, besides the
     kernel's BTF: ``uname -r``, ``-v`` and ``-m``, ``/proc/version_signature``, the Kconfig values
     and the names of ``/proc/kallsyms``, without their addresses. What was not read says why.
@@ -353,8 +354,7 @@ class System(ABC):
         raise ExternFactsUnavailable("this system description holds no extern sources")
 
 
-@dataclass(frozen=True, slots=True)
-class TracepointMatch:
+class TracepointMatch(Slotted):
     """The tracepoints a ``system:event`` pattern names: (system, event, id) in order."""
 
     found: tuple[tuple[str, str, int], ...]

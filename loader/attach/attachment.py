@@ -5,15 +5,15 @@ attacher gets (``AttachOptions``). The attacher and its kind attachers share the
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 
 from evspec.loader.sections.names import AttachKind
+
+from evspec.span import Slotted, value_field
 
 TracepointIds = Callable[[str, str], int | None]
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeEvent:
+class ProbeEvent(Slotted):
     """A perf event that carries a program: the evsel name perf would show, and its attr fields.
 
     ``one_per_task``: every perf event opened with these values is a kernel probe of its own that
@@ -25,13 +25,12 @@ class ProbeEvent:
     """
 
     name: str
-    values: Mapping[str, int] = field(hash=False)
+    values: Mapping[str, int] = value_field(hash=False)
     one_per_task: bool = False
     tracefs: str | None = None  # SYSTEM:EVENT of its tracefs entry, when that is not ``name``
 
 
-@dataclass(frozen=True, slots=True)
-class ProgramAttach:
+class ProgramAttach(Slotted):
     """One program: its BPF program type and the events it goes on (none: load only).
 
     ``deferred`` programs are not loaded by ``load_object``: their kind attacher loads them itself
@@ -44,13 +43,12 @@ class ProgramAttach:
     events: tuple[ProbeEvent, ...] = ()
     deferred: bool = False
     kind: AttachKind = AttachKind.NONE
-    detail: object = field(default=None, compare=False)
+    detail: object = value_field(default=None, compare=False)
     expected_attach_type: int = 0  # what BPF_PROG_LOAD needs for some types (tp_btf: BPF_TRACE_RAW_TP)
     attach_btf_id: int = 0  # the kernel BTF type a tp_btf program is loaded for
 
 
-@dataclass(frozen=True, slots=True)
-class AttachOptions:
+class AttachOptions(Slotted):
     """What the command line says about attaching: tracepoint ids of the machine, ``--dev``;
     ``skip_tgid``: the recording's own process (or processes), in which the programs a kind
     attacher loads itself must do nothing (``load.self_filter``)."""

@@ -33,7 +33,6 @@ import stat
 import tempfile
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, TypeVar
 
@@ -46,6 +45,7 @@ from evspec.loader.object.spec import ObjectSpec, ProgramSpec
 from evspec.loader.sections.names import AttachKind, NetHookTarget, SectionSpec, TcDirection, XdpMode
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 # include/uapi/linux/if_link.h
 XDP_FLAGS_UPDATE_IF_NOEXIST = 1 << 0
@@ -79,8 +79,7 @@ class NetlinkFailure(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class XdpState:
+class XdpState(Slotted):
     """The XDP programs of an interface by mode (program ids; None: no program in that mode)."""
 
     drv: int | None = None
@@ -104,8 +103,7 @@ class XdpState:
         )
 
 
-@dataclass(frozen=True, slots=True)
-class TcFilter:
+class TcFilter(Slotted):
     """A bpf filter on a clsact hook, as the kernel lists it."""
 
     name: str
@@ -218,8 +216,7 @@ class PyrouteNetlink:
 # ------------------------------------------------------------------------------ the plan
 
 
-@dataclass(frozen=True, slots=True)
-class NetHook:
+class NetHook(Slotted):
     """A program's network hook as planned: the interface (name and index) and the hook."""
 
     ifname: str
@@ -231,8 +228,7 @@ class NetHook:
 # ---------------------------------------------------------------------- what was attached
 
 
-@dataclass(frozen=True, slots=True)
-class XdpAttached:
+class XdpAttached(Slotted):
     ifindex: int
     ifname: str
     prog_id: int
@@ -242,8 +238,7 @@ class XdpAttached:
         return {"kind": "xdp", "ifindex": self.ifindex, "ifname": self.ifname, "prog_id": self.prog_id}
 
 
-@dataclass(frozen=True, slots=True)
-class FilterAttached:
+class FilterAttached(Slotted):
     ifindex: int
     ifname: str
     parent: int
@@ -253,8 +248,7 @@ class FilterAttached:
         return {"kind": "filter", "ifindex": self.ifindex, "ifname": self.ifname, "parent": self.parent, "name": self.name}
 
 
-@dataclass(frozen=True, slots=True)
-class ClsactCreated:
+class ClsactCreated(Slotted):
     ifindex: int
     ifname: str
 

@@ -31,7 +31,6 @@ import errno as E
 import os
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 from typing import Protocol
@@ -42,6 +41,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import KernelError
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted, value_field
 
 DEFAULT_SYSFS_PMUS = Path("/sys/bus/event_source/devices")
 DEFAULT_TRACEFS = Path("/sys/kernel/tracing")
@@ -63,8 +63,7 @@ class ProbeKind(str, Enum):
         return f"{self.value}_events"
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeLocation:
+class ProbeLocation(Slotted):
     """Where one probe point goes, in the kernel's terms."""
 
     kind: ProbeKind
@@ -93,8 +92,7 @@ class ProbeLocation:
 # the probe PMUs
 
 
-@dataclass(frozen=True, slots=True)
-class ProbePmu:
+class ProbePmu(Slotted):
     """A dynamic PMU (``uprobe``/``kprobe``): its perf type and the config bits of ``retprobe``."""
 
     name: str
@@ -146,8 +144,7 @@ class KernelTracefsWriter:
             os.close(fd)
 
 
-@dataclass(frozen=True, slots=True)
-class TracefsEntry:
+class TracefsEntry(Slotted):
     """One line of ``uprobe_events``/``kprobe_events``."""
 
     kind: ProbeKind
@@ -157,12 +154,11 @@ class TracefsEntry:
     target: str
 
 
-@dataclass(frozen=True, slots=True)
-class Tracefs:
+class Tracefs(Slotted):
     """A mounted tracefs (or a test directory standing in for one)."""
 
     root: Path
-    writer: TracefsWriter = field(default_factory=KernelTracefsWriter)
+    writer: TracefsWriter = value_field(default_factory=KernelTracefsWriter)
 
     def supports(self, kind: ProbeKind) -> bool:
         return (self.root / kind.events_file).exists()
@@ -230,8 +226,7 @@ def _readable_dir(path: Path) -> bool:
 # owners of tracefs entries
 
 
-@dataclass(frozen=True, slots=True)
-class Owner:
+class Owner(Slotted):
     """The process that created a tracefs entry: its pid, start time (clock ticks since boot) and
     pid namespace (the inode of ``/proc/PID/ns/pid``; None in groups that do not name one).
 
@@ -357,8 +352,7 @@ def sweep_dead_runs(
 # making the events
 
 
-@dataclass(frozen=True, slots=True)
-class _Created:
+class _Created(Slotted):
     kind: ProbeKind
     group: str
     event: str

@@ -38,7 +38,6 @@ import os
 import re
 from abc import ABC, abstractmethod
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -77,6 +76,7 @@ from evspec.loader.sections.names import (
 )
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 if TYPE_CHECKING:
     from evspec.loader.attach.prologue import PrologueCache
@@ -86,8 +86,7 @@ MAX_SUFFIX = 1023  # _1 ... _1023: the names one definition may take after its f
 _NOT_IDENT = re.compile(r"[^A-Za-z0-9_]")
 
 
-@dataclass(frozen=True, slots=True)
-class ProbePoint:
+class ProbePoint(Slotted):
     """One resolved probe point: its location and what the argument prologue needs to know."""
 
     location: ProbeLocation
@@ -96,8 +95,7 @@ class ProbePoint:
     offset: int = 0  # the section's +OFF from the function
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeDetail:
+class ProbeDetail(Slotted):
     """A probe program's plan: its points, and (deferred programs only) the argument prologue of
     each point's event."""
 

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from evspec.loader import asm
 from evspec.loader.abi.bpf import INSN_SIZE
@@ -32,6 +31,7 @@ from evspec.loader.sections.names import ProbeArg
 from evspec.loader.sections.probe_args import MAX_ARGS, POINTER_SIZE, FetchPlace, ValueType, resolve_args
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 FIRST_ARG_REG = asm.R3  # R3..R5 carry the fetched values
 ERROR_REG = asm.R2
@@ -47,8 +47,7 @@ def _slot(index: int) -> int:
     return -POINTER_SIZE * (index + 1)
 
 
-@dataclass(slots=True)
-class _Code:
+class _Code(Slotted, frozen=False):
     """Instructions being emitted; forward jumps to the error block are patched at the end."""
 
     insns: list[bytes]

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
 
 from evspec.loader import asm
 from evspec.loader.abi import bpf as abi
@@ -46,6 +45,7 @@ from evspec.loader.sections.libbpf import (
 from evspec.loader.sections.names import AttachKind, BtfTarget, RawTracepointTarget, SectionSpec
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 TRAMPOLINES = "BPF trampolines (fentry/fexit/fmod_ret/lsm)"
 # what a kernel without trampolines answers: EPERM (refused before the verifier runs), ENOTSUPP
@@ -147,8 +147,7 @@ class RawTracepointAttacher:
             raise first
 
 
-@dataclass(frozen=True, slots=True)
-class _Probe:
+class _Probe(Slotted):
     """The kernel's answer for one kind of trampoline program on one target (None: it can)."""
 
     refusal: str | None

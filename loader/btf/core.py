@@ -19,7 +19,7 @@ from enum import IntEnum
 from evspec.loader.btf.reader import INT_SIGNED, Btf, BtfError, BtfKind, BtfType
 from evspec.loader.btf.target import TargetBtf, essential_name
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 MAX_ACCESS_LEN = 64  # BPF_CORE_SPEC_MAX_LEN
 _MAX_DEPTH = 32  # nesting libbpf follows when comparing types
@@ -59,36 +59,19 @@ class Accessor(Slotted):
     """One meaningful step of an access: a named member of ``type_id`` (a struct or union) or,
     with no name, index ``index`` of an array whose element type is ``type_id``."""
 
-    __slots__ = ("type_id", "index", "name")
     type_id: int
     index: int
     name: str | None
-
-    def __init__(self, type_id: int, index: int, name: str | None) -> None:
-        set_field(self, "type_id", type_id)
-        set_field(self, "index", index)
-        set_field(self, "name", name)
 
 
 class AccessSpec(Slotted):
     """An access resolved in one BTF: root type, accessors, the raw indices, the bit offset."""
 
-    __slots__ = ("btf", "root", "accessors", "raw", "bit_offset")
     btf: Btf
     root: int
-    accessors: tuple[Accessor, ...]
-    raw: tuple[int, ...]
-    bit_offset: int
-
-    def __init__(
-        self, btf: Btf, root: int, accessors: tuple[Accessor, ...] = (), raw: tuple[int, ...] = (),
-        bit_offset: int = 0,
-    ) -> None:
-        set_field(self, "btf", btf)
-        set_field(self, "root", root)
-        set_field(self, "accessors", accessors)
-        set_field(self, "raw", raw)
-        set_field(self, "bit_offset", bit_offset)
+    accessors: tuple[Accessor, ...] = ()
+    raw: tuple[int, ...] = ()
+    bit_offset: int = 0
 
     def path(self) -> str:
         """The access as C, after the root type: ``.pid``, ``[1].a[3]``."""
@@ -109,31 +92,15 @@ class CoreResult(Slotted):
     load of another width cannot follow; ``poison``: why the relocation has no target value.
     """
 
-    __slots__ = ("kind", "orig", "new", "validate", "poison", "orig_size", "new_size", "bad_size_change",
-                 "target")
     kind: int
     orig: int
     new: int
-    validate: bool
-    poison: str | None
-    orig_size: int
-    new_size: int
-    bad_size_change: bool
-    target: str  # the matched target type and access, for messages
-
-    def __init__(
-        self, kind: int, orig: int, new: int, validate: bool = True, poison: str | None = None,
-        orig_size: int = 0, new_size: int = 0, bad_size_change: bool = False, target: str = "",
-    ) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "orig", orig)
-        set_field(self, "new", new)
-        set_field(self, "validate", validate)
-        set_field(self, "poison", poison)
-        set_field(self, "orig_size", orig_size)
-        set_field(self, "new_size", new_size)
-        set_field(self, "bad_size_change", bad_size_change)
-        set_field(self, "target", target)
+    validate: bool = True
+    poison: str | None = None
+    orig_size: int = 0
+    new_size: int = 0
+    bad_size_change: bool = False
+    target: str = ""  # the matched target type and access, for messages
 
 
 def type_title(btf: Btf, type_id: int) -> str:
@@ -420,17 +387,10 @@ def match(local: AccessSpec, kind: int, target: Btf, cand: int) -> AccessSpec | 
 
 
 class _Value(Slotted):
-    __slots__ = ("value", "size", "type_id", "validate")
     value: int
-    size: int  # the field's size under a load (byte offsets of non-bitfields)
-    type_id: int  # its type
-    validate: bool
-
-    def __init__(self, value: int, size: int = 0, type_id: int = 0, validate: bool = True) -> None:
-        set_field(self, "value", value)
-        set_field(self, "size", size)
-        set_field(self, "type_id", type_id)
-        set_field(self, "validate", validate)
+    size: int = 0  # the field's size under a load (byte offsets of non-bitfields)
+    type_id: int = 0  # its type
+    validate: bool = True
 
 
 def _field_value(kind: int, spec: AccessSpec | None, little_endian: bool) -> _Value | None:

@@ -20,7 +20,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, replace
 
 from evspec.codes import bpf as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 POISON_HELPER = 0xBAD2310  # 195896080, "bad relo"
 _POISON = asm.Insn(asm.OP_CALL, 0, 0, 0, POISON_HELPER)
@@ -29,29 +29,17 @@ _POISON = asm.Insn(asm.OP_CALL, 0, 0, 0, POISON_HELPER)
 class CorePatch(Slotted):
     """One relocation to apply: instruction index, what it is, and its result."""
 
-    __slots__ = ("insn", "relocation", "result")
     insn: int
     relocation: str  # "field_byte_offset of struct task_struct___mine (access 0:1)"
     result: CoreResult
-
-    def __init__(self, insn: int, relocation: str, result: CoreResult) -> None:
-        set_field(self, "insn", insn)
-        set_field(self, "relocation", relocation)
-        set_field(self, "result", result)
 
 
 class CoreFinding(Slotted):
     """A relocation that could not be satisfied: its instruction was poisoned."""
 
-    __slots__ = ("function", "insn", "message")
     function: str
     insn: int
     message: str
-
-    def __init__(self, function: str, insn: int, message: str) -> None:
-        set_field(self, "function", function)
-        set_field(self, "insn", insn)
-        set_field(self, "message", message)
 
     def __str__(self) -> str:
         return (f"function '{self.function}', instruction {self.insn}: {self.message}; the instruction "

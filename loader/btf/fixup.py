@@ -49,7 +49,7 @@ from evspec.loader.btf.reader import (
 )
 from evspec.loader.object.spec import ProgramSpec, SectionLayout
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 K = BtfKind
 
@@ -61,26 +61,13 @@ class BtfFixupError(BtfError):
 class BtfFeatures(Slotted):
     """Which BTF kinds (and FUNC linkages) the running kernel accepts."""
 
-    __slots__ = ("func", "datasec", "global_func", "float", "decl_tag", "type_tag", "enum64")
-    func: bool  # FUNC and FUNC_PROTO
-    datasec: bool  # VAR and DATASEC
-    global_func: bool  # FUNC with global linkage
-    float: bool
-    decl_tag: bool
-    type_tag: bool
-    enum64: bool  # ENUM64 and signed ENUM (kind_flag)
-
-    def __init__(
-        self, func: bool = True, datasec: bool = True, global_func: bool = True, float: bool = True,
-        decl_tag: bool = True, type_tag: bool = True, enum64: bool = True,
-    ) -> None:
-        set_field(self, "func", func)
-        set_field(self, "datasec", datasec)
-        set_field(self, "global_func", global_func)
-        set_field(self, "float", float)
-        set_field(self, "decl_tag", decl_tag)
-        set_field(self, "type_tag", type_tag)
-        set_field(self, "enum64", enum64)
+    func: bool = True  # FUNC and FUNC_PROTO
+    datasec: bool = True  # VAR and DATASEC
+    global_func: bool = True  # FUNC with global linkage
+    float: bool = True
+    decl_tag: bool = True
+    type_tag: bool = True
+    enum64: bool = True  # ENUM64 and signed ENUM (kind_flag)
 
     @property
     def missing(self) -> tuple[str, ...]:
@@ -91,15 +78,9 @@ ALL_FEATURES = BtfFeatures()
 
 
 class FixedBtf(Slotted):
-    __slots__ = ("data", "used", "replaced")
     data: bytes  # the blob to pass to BPF_BTF_LOAD
     used: frozenset[str]  # the BtfFeatures fields whose kinds the blob holds
-    replaced: tuple[str, ...]  # one line per kind that was rewritten for an older kernel
-
-    def __init__(self, data: bytes, used: frozenset[str], replaced: tuple[str, ...] = ()) -> None:
-        set_field(self, "data", data)
-        set_field(self, "used", used)
-        set_field(self, "replaced", replaced)
+    replaced: tuple[str, ...] = ()  # one line per kind that was rewritten for an older kernel
 
 
 class _Strings:
@@ -308,15 +289,8 @@ def features_from(accepted: Iterable[str], probed: Iterable[str]) -> BtfFeatures
 class ProgramBtfInfo(Slotted):
     """The func_info and line_info records of one linked program, as BPF_PROG_LOAD takes them."""
 
-    __slots__ = ("func_info", "line_info")
     func_info: tuple[tuple[int, int], ...]  # (first instruction, FUNC type id) per function
     line_info: tuple[tuple[int, int, int, int], ...]  # (instruction, file, line text, line << 10 | col)
-
-    def __init__(
-        self, func_info: tuple[tuple[int, int], ...], line_info: tuple[tuple[int, int, int, int], ...],
-    ) -> None:
-        set_field(self, "func_info", func_info)
-        set_field(self, "line_info", line_info)
 
     def shifted(self, count: int) -> ProgramBtfInfo:
         """The records after ``count`` instructions were put in front of the program (a prologue):

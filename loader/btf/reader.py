@@ -16,7 +16,7 @@ from array import array
 from collections.abc import Iterable, Iterator, Sequence
 from enum import IntEnum
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 BTF_MAGIC = 0xEB9F
 _HEADER_LEN = 24  # magic, version, flags, hdr_len, type_off, type_len, str_off, str_len
@@ -103,110 +103,54 @@ MAX_NESTING = 32
 class BtfMember(Slotted):
     """A member of a STRUCT or UNION."""
 
-    __slots__ = ("name", "type", "bit_offset", "bitfield_size")
     name: str
     type: int
     bit_offset: int
-    bitfield_size: int  # non-zero only for bitfields of a kind_flag struct
-
-    def __init__(self, name: str, type: int, bit_offset: int, bitfield_size: int = 0) -> None:
-        set_field(self, "name", name)
-        set_field(self, "type", type)
-        set_field(self, "bit_offset", bit_offset)
-        set_field(self, "bitfield_size", bitfield_size)
+    bitfield_size: int = 0  # non-zero only for bitfields of a kind_flag struct
 
 
 class BtfParam(Slotted):
-    __slots__ = ("name", "type")
     name: str
     type: int
 
-    def __init__(self, name: str, type: int) -> None:
-        set_field(self, "name", name)
-        set_field(self, "type", type)
-
 
 class BtfEnumerator(Slotted):
-    __slots__ = ("name", "value")
     name: str
     value: int
 
-    def __init__(self, name: str, value: int) -> None:
-        set_field(self, "name", name)
-        set_field(self, "value", value)
-
 
 class BtfArray(Slotted):
-    __slots__ = ("type", "index_type", "nelems")
     type: int  # element type
     index_type: int
     nelems: int
-
-    def __init__(self, type: int, index_type: int, nelems: int) -> None:
-        set_field(self, "type", type)
-        set_field(self, "index_type", index_type)
-        set_field(self, "nelems", nelems)
 
 
 class BtfVarSecinfo(Slotted):
     """One variable of a DATASEC: its VAR type id, offset and size inside the section."""
 
-    __slots__ = ("type", "offset", "size")
     type: int
     offset: int
     size: int
 
-    def __init__(self, type: int, offset: int, size: int) -> None:
-        set_field(self, "type", type)
-        set_field(self, "offset", offset)
-        set_field(self, "size", size)
-
 
 class BtfType(Slotted):
-    __slots__ = ("id", "kind", "name", "vlen", "kind_flag", "size", "type", "int_encoding", "int_offset",
-                 "int_bits", "array", "members", "params", "enumerators", "secinfos", "linkage", "component_idx")
     id: int
     kind: BtfKind
     name: str
     vlen: int
     kind_flag: bool
-    size: int  # INT STRUCT UNION ENUM ENUM64 FLOAT DATASEC
-    type: int  # referenced type id: PTR TYPEDEF qualifiers FUNC FUNC_PROTO(return) VAR DECL_TAG
-    int_encoding: int  # INT: INT_SIGNED | INT_CHAR | INT_BOOL
-    int_offset: int
-    int_bits: int
-    array: BtfArray | None
-    members: tuple[BtfMember, ...]
-    params: tuple[BtfParam, ...]
-    enumerators: tuple[BtfEnumerator, ...]
-    secinfos: tuple[BtfVarSecinfo, ...]
-    linkage: int  # VAR: VAR_*; FUNC: static/global/extern (from vlen)
-    component_idx: int  # DECL_TAG: member/parameter index, -1 for the whole declaration
-
-    def __init__(
-        self, id: int, kind: BtfKind, name: str, vlen: int, kind_flag: bool, size: int = 0, type: int = 0,
-        int_encoding: int = 0, int_offset: int = 0, int_bits: int = 0, array: BtfArray | None = None,
-        members: tuple[BtfMember, ...] = (), params: tuple[BtfParam, ...] = (),
-        enumerators: tuple[BtfEnumerator, ...] = (), secinfos: tuple[BtfVarSecinfo, ...] = (),
-        linkage: int = 0, component_idx: int = -1,
-    ) -> None:
-        set_field(self, "id", id)
-        set_field(self, "kind", kind)
-        set_field(self, "name", name)
-        set_field(self, "vlen", vlen)
-        set_field(self, "kind_flag", kind_flag)
-        set_field(self, "size", size)
-        set_field(self, "type", type)
-        set_field(self, "int_encoding", int_encoding)
-        set_field(self, "int_offset", int_offset)
-        set_field(self, "int_bits", int_bits)
-        set_field(self, "array", array)
-        set_field(self, "members", members)
-        set_field(self, "params", params)
-        set_field(self, "enumerators", enumerators)
-        set_field(self, "secinfos", secinfos)
-        set_field(self, "linkage", linkage)
-        set_field(self, "component_idx", component_idx)
+    size: int = 0  # INT STRUCT UNION ENUM ENUM64 FLOAT DATASEC
+    type: int = 0  # referenced type id: PTR TYPEDEF qualifiers FUNC FUNC_PROTO(return) VAR DECL_TAG
+    int_encoding: int = 0  # INT: INT_SIGNED | INT_CHAR | INT_BOOL
+    int_offset: int = 0
+    int_bits: int = 0
+    array: BtfArray | None = None
+    members: tuple[BtfMember, ...] = ()
+    params: tuple[BtfParam, ...] = ()
+    enumerators: tuple[BtfEnumerator, ...] = ()
+    secinfos: tuple[BtfVarSecinfo, ...] = ()
+    linkage: int = 0  # VAR: VAR_*; FUNC: static/global/extern (from vlen)
+    component_idx: int = -1  # DECL_TAG: member/parameter index, -1 for the whole declaration
 
 
 VOID = BtfType(id=0, kind=BtfKind.UNKN, name="void", vlen=0, kind_flag=False)
@@ -666,17 +610,10 @@ def type_info(kind: int, vlen: int = 0, kind_flag: bool = False) -> int:
 class RawType(Slotted):
     """One type record as stored: the common 12 bytes and the kind-specific bytes after them."""
 
-    __slots__ = ("name_off", "info", "word", "extra")
     name_off: int
     info: int
     word: int  # size_or_type: a size for sized kinds, a type id for referring ones
-    extra: bytes
-
-    def __init__(self, name_off: int, info: int, word: int, extra: bytes = b"") -> None:
-        set_field(self, "name_off", name_off)
-        set_field(self, "info", info)
-        set_field(self, "word", word)
-        set_field(self, "extra", extra)
+    extra: bytes = b""
 
     @property
     def kind(self) -> int:
@@ -726,36 +663,18 @@ def _enum64(lo: int, hi: int, signed: bool) -> int:
 
 
 class FuncInfo(Slotted):
-    __slots__ = ("insn_off", "type_id")
     insn_off: int  # byte offset of the function inside its ELF section
     type_id: int  # its BTF FUNC type
 
-    def __init__(self, insn_off: int, type_id: int) -> None:
-        set_field(self, "insn_off", insn_off)
-        set_field(self, "type_id", type_id)
-
 
 class LineRecord(Slotted):
-    __slots__ = ("insn_off", "file", "source_line", "line", "column", "file_name_off", "line_off")
     insn_off: int  # byte offset inside the ELF section
     file: str
     source_line: str
     line: int
     column: int
-    file_name_off: int  # the raw string offsets, for passing the record on to the kernel
-    line_off: int
-
-    def __init__(
-        self, insn_off: int, file: str, source_line: str, line: int, column: int, file_name_off: int = 0,
-        line_off: int = 0,
-    ) -> None:
-        set_field(self, "insn_off", insn_off)
-        set_field(self, "file", file)
-        set_field(self, "source_line", source_line)
-        set_field(self, "line", line)
-        set_field(self, "column", column)
-        set_field(self, "file_name_off", file_name_off)
-        set_field(self, "line_off", line_off)
+    file_name_off: int = 0  # the raw string offsets, for passing the record on to the kernel
+    line_off: int = 0
 
 
 #: enum bpf_core_relo_kind (include/uapi/linux/bpf.h), by number
@@ -770,19 +689,11 @@ class CoreRelo(Slotted):
     """One ``struct bpf_core_relo``: the instruction (byte offset in its ELF section), the local
     type, the access string (``0:1:2``) and the kind (CORE_RELO_KINDS; unknown numbers kept)."""
 
-    __slots__ = ("insn_off", "type_id", "access", "kind", "access_off")
     insn_off: int
     type_id: int
     access: str
     kind: int
-    access_off: int  # the access string's offset in the .BTF strings, for passing the record on
-
-    def __init__(self, insn_off: int, type_id: int, access: str, kind: int, access_off: int = 0) -> None:
-        set_field(self, "insn_off", insn_off)
-        set_field(self, "type_id", type_id)
-        set_field(self, "access", access)
-        set_field(self, "kind", kind)
-        set_field(self, "access_off", access_off)
+    access_off: int = 0  # the access string's offset in the .BTF strings, for passing the record on
 
     @property
     def kind_name(self) -> str:

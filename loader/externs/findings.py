@@ -7,13 +7,13 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import ExternSpec, ObjectSpec
 
 from evspec.codes import bpf as codes_bpf
+from evspec.span import Slotted
 
 if TYPE_CHECKING:
     from evspec.loader.btf.target import TargetBtf
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from evspec.system.model import ExternFacts
 
 
-@dataclass(frozen=True, slots=True)
-class ExternFinding:
+class ExternFinding(Slotted):
     code: str
     is_error: bool
     message: str

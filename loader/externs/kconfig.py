@@ -27,7 +27,7 @@ from collections.abc import Sequence
 
 from evspec.loader.btf.reader import INT_BOOL, INT_SIGNED, Btf, BtfKind
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TRI_NO, TRI_YES, TRI_MODULE = 0, 1, 2  # enum libbpf_tristate
 _NATIVE = "<" if sys.byteorder == "little" else ">"
@@ -50,15 +50,9 @@ class KconfigUnreadable(OSError):
 class KconfigType(Slotted):
     """How a kconfig extern's BTF type holds a value."""
 
-    __slots__ = ("kind", "size", "signed")
     kind: str  # "bool", "tristate", "char", "int", "char_array"
     size: int
-    signed: bool
-
-    def __init__(self, kind: str, size: int, signed: bool = False) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "size", size)
-        set_field(self, "signed", signed)
+    signed: bool = False
 
 
 def kconfig_type(btf: Btf, type_id: int) -> KconfigType | None:

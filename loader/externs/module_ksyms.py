@@ -25,7 +25,7 @@ from evspec.loader.abi import bpf as abi
 from evspec.loader.btf.reader import BtfKind
 from evspec.loader.btf.target import TargetBtf, essential_name
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 FD_ARRAY_LIMIT = 0x7FFF  # a kfunc call's off is signed 16-bit: indexes 1 .. 32767
 NO_FD = -1  # the fd of a ModuleBtf read from its file (``unopened_modules``): never loaded with
@@ -40,17 +40,10 @@ class ModuleBtf(Slotted):
     descriptor open on it (held until the programs that use it are loaded) and its types, split
     on vmlinux's."""
 
-    __slots__ = ("name", "btf_id", "fd", "target")
     name: str
     btf_id: int
     fd: int
     target: TargetBtf
-
-    def __init__(self, name: str, btf_id: int, fd: int, target: TargetBtf) -> None:
-        set_field(self, "name", name)
-        set_field(self, "btf_id", btf_id)
-        set_field(self, "fd", fd)
-        set_field(self, "target", target)
 
 
 def unopened_modules(vmlinux: TargetBtf) -> tuple[ModuleBtf, ...]:
@@ -68,15 +61,9 @@ class KsymFound(Slotted):
     """Where a ksym or kfunc is: the id of its VAR or FUNC in ``target``, and the module whose
     BTF that is (None: vmlinux)."""
 
-    __slots__ = ("type_id", "target", "module")
     type_id: int
     target: TargetBtf
-    module: ModuleBtf | None
-
-    def __init__(self, type_id: int, target: TargetBtf, module: ModuleBtf | None = None) -> None:
-        set_field(self, "type_id", type_id)
-        set_field(self, "target", target)
-        set_field(self, "module", module)
+    module: ModuleBtf | None = None
 
     @property
     def where(self) -> str:

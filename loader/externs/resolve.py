@@ -77,13 +77,8 @@ _NATIVE = "<" if sys.byteorder == "little" else ">"
 class UndefinedSymbol(Slotted):
     """An undefined GLOBAL or WEAK NOTYPE symbol of the ELF symbol table."""
 
-    __slots__ = ("name", "weak")
     name: str
     weak: bool
-
-    def __init__(self, name: str, weak: bool) -> None:
-        set_field(self, "name", name)
-        set_field(self, "weak", weak)
 
 
 # -------------------------------------------------------------------------------- collect
@@ -199,34 +194,15 @@ def kconfig_size(externs: Iterable[ExternSpec]) -> int:
 class ExternSources(Slotted):
     """What externs are resolved against. Kconfig, kallsyms and BTF are read only when needed."""
 
-    __slots__ = ("release", "bpf_cookie", "syscall_wrapper", "kconfig", "kallsyms", "vmlinux", "modules",
-                 "version", "version_signature")
     release: str  # uname -r
     bpf_cookie: bool
     syscall_wrapper: bool
     kconfig: Callable[[], tuple[Mapping[str, str], str]]  # (values, the file they came from)
     kallsyms: Callable[[], Iterable[tuple[int, str, str]]]  # (address, type letter, name)
     vmlinux: Callable[[], TargetBtf]
-    modules: Callable[[], Sequence[ModuleBtf]]  # the module BTFs, asked for when vmlinux lacks a name
-    version: str  # uname -v
-    version_signature: str | None  # /proc/version_signature (Ubuntu's kernels), None: none
-
-    def __init__(
-        self, release: str, bpf_cookie: bool, syscall_wrapper: bool,
-        kconfig: Callable[[], tuple[Mapping[str, str], str]],
-        kallsyms: Callable[[], Iterable[tuple[int, str, str]]], vmlinux: Callable[[], TargetBtf],
-        modules: Callable[[], Sequence[ModuleBtf]] = lambda: (), version: str = "",
-        version_signature: str | None = None,
-    ) -> None:
-        set_field(self, "release", release)
-        set_field(self, "bpf_cookie", bpf_cookie)
-        set_field(self, "syscall_wrapper", syscall_wrapper)
-        set_field(self, "kconfig", kconfig)
-        set_field(self, "kallsyms", kallsyms)
-        set_field(self, "vmlinux", vmlinux)
-        set_field(self, "modules", modules)
-        set_field(self, "version", version)
-        set_field(self, "version_signature", version_signature)
+    modules: Callable[[], Sequence[ModuleBtf]] = lambda: ()  # the module BTFs, asked for when vmlinux lacks a name
+    version: str = ""  # uname -v
+    version_signature: str | None = None  # /proc/version_signature (Ubuntu's kernels), None: none
 
 
 class ExternValues(Slotted):

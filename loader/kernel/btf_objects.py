@@ -19,7 +19,7 @@ from evspec.loader.kernel.base import KernelBase
 from evspec.loader.kernel.errors import KernelError
 
 from evspec.codes import kernel as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 NAME_LEN = 64  # the name buffer libbpf gives; a module's name is at most 56 bytes (MODULE_NAME_LEN)
 VMLINUX = "vmlinux"
@@ -41,17 +41,10 @@ class BtfInfo(ctypes.Structure):
 class BtfDescription(Slotted):
     """A BTF object as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
-    __slots__ = ("id", "name", "kernel_btf", "size")
     id: int
     name: str  # "vmlinux", a module's name; "" for a BTF a program loaded
     kernel_btf: bool  # the kernel's own (vmlinux's or a module's)
     size: int  # of its raw bytes
-
-    def __init__(self, id: int, name: str, kernel_btf: bool, size: int) -> None:
-        set_field(self, "id", id)
-        set_field(self, "name", name)
-        set_field(self, "kernel_btf", kernel_btf)
-        set_field(self, "size", size)
 
 
 class BtfObjectOperations(KernelBase):

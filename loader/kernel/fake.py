@@ -12,7 +12,6 @@ from __future__ import annotations
 import ctypes
 import errno as E
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
@@ -31,13 +30,14 @@ from evspec.loader.kernel.syscalls import (
 )
 from evspec.loader.object.spec import MapType
 
+from evspec.span import Slotted, value_field
+
 ALL_CAPABILITIES = (1 << 41) - 1
 _MEMLOCK_CHARGED = ("BPF_MAP_CREATE", "BPF_PROG_LOAD", "BPF_BTF_LOAD")
 _ARRAYS = (MapType.ARRAY, MapType.PERCPU_ARRAY, MapType.PERF_EVENT_ARRAY, MapType.PROG_ARRAY)
 
 
-@dataclass(frozen=True, slots=True)
-class Call:
+class Call(Slotted):
     """One call the code under test made: its operation, decoded arguments and outcome."""
 
     op: str  # "BPF_MAP_CREATE", "perf_event_open", "PERF_EVENT_IOC_SET_BPF", "mmap", "close", …
@@ -46,8 +46,7 @@ class Call:
     errno: int | None = None
 
 
-@dataclass(slots=True)
-class Script:
+class Script(Slotted, frozen=False):
     """A scripted outcome for the next matching call(s) of ``op``."""
 
     op: str
@@ -59,8 +58,7 @@ class Script:
     match: Callable[[Mapping[str, Any]], bool] | None = None
 
 
-@dataclass(slots=True)
-class FakeMap:
+class FakeMap(Slotted, frozen=False):
     type: int
     key_size: int
     value_size: int
@@ -68,7 +66,7 @@ class FakeMap:
     flags: int
     name: str
     id: int
-    data: dict[bytes, bytes] = field(default_factory=dict)
+    data: dict[bytes, bytes] = value_field(default_factory=dict)
     frozen: bool = False
 
 

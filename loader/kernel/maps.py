@@ -11,7 +11,7 @@ from evspec.loader.kernel.base import KernelBase, address, bytes_address, in_buf
 from evspec.loader.kernel.errors import ENOTSUPP, KernelError
 
 from evspec.codes import kernel as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 _NO_BATCH_ERRNOS = (E.EINVAL, E.EOPNOTSUPP, ENOTSUPP)  # batch commands the map does not support
 _MAX_BATCH = 0xFFFFFFFF  # attr.batch.count is a u32
@@ -25,8 +25,6 @@ def _map_fd(fd: int) -> str:
 class MapDescription(Slotted):
     """A map as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
-    __slots__ = ("id", "type", "name", "key_size", "value_size", "max_entries", "flags", "btf_id",
-                 "map_extra", "btf_key_type_id", "btf_value_type_id")
     id: int
     type: int
     name: str
@@ -35,25 +33,9 @@ class MapDescription(Slotted):
     max_entries: int
     flags: int
     btf_id: int
-    map_extra: int
-    btf_key_type_id: int
-    btf_value_type_id: int
-
-    def __init__(
-        self, id: int, type: int, name: str, key_size: int, value_size: int, max_entries: int, flags: int,
-        btf_id: int, map_extra: int = 0, btf_key_type_id: int = 0, btf_value_type_id: int = 0,
-    ) -> None:
-        set_field(self, "id", id)
-        set_field(self, "type", type)
-        set_field(self, "name", name)
-        set_field(self, "key_size", key_size)
-        set_field(self, "value_size", value_size)
-        set_field(self, "max_entries", max_entries)
-        set_field(self, "flags", flags)
-        set_field(self, "btf_id", btf_id)
-        set_field(self, "map_extra", map_extra)
-        set_field(self, "btf_key_type_id", btf_key_type_id)
-        set_field(self, "btf_value_type_id", btf_value_type_id)
+    map_extra: int = 0
+    btf_key_type_id: int = 0
+    btf_value_type_id: int = 0
 
 
 class MapOperations(KernelBase):

@@ -14,7 +14,7 @@ from evspec.loader.kernel.errors import KernelError, permission_error
 from evspec.loader.kernel.syscalls import SyscallError
 
 from evspec.codes import kernel as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 # The perf ABI (loader.abi.perf: its enums and structures cost a cold start 3 ms) is imported by the
 # operations that use it: ``evspec verify`` uses none.
@@ -29,17 +29,10 @@ _VALUE_AND_LOST = struct.Struct("=QQ")
 class RingMapping(Slotted):
     """A perf ring buffer mapped into this process: one control page, then ``data_size`` bytes."""
 
-    __slots__ = ("fd", "address", "length", "page_size")
     fd: int
     address: int
     length: int
     page_size: int
-
-    def __init__(self, fd: int, address: int, length: int, page_size: int) -> None:
-        set_field(self, "fd", fd)
-        set_field(self, "address", address)
-        set_field(self, "length", length)
-        set_field(self, "page_size", page_size)
 
     @property
     def data_size(self) -> int:
@@ -51,19 +44,11 @@ class BpfRingMapping(Slotted):
     (writable: ``consumer_pos``), then the producer page (``producer_pos``) followed by the
     ``data_size`` data bytes mapped twice in a row, so that a record never wraps in the mapping."""
 
-    __slots__ = ("fd", "consumer", "producer", "data_size", "page_size")
     fd: int
     consumer: int  # address of the consumer page
     producer: int  # address of the producer page; the data starts one page later
     data_size: int
     page_size: int
-
-    def __init__(self, fd: int, consumer: int, producer: int, data_size: int, page_size: int) -> None:
-        set_field(self, "fd", fd)
-        set_field(self, "consumer", consumer)
-        set_field(self, "producer", producer)
-        set_field(self, "data_size", data_size)
-        set_field(self, "page_size", page_size)
 
     @property
     def data(self) -> int:

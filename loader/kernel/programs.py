@@ -15,7 +15,7 @@ from evspec.loader.kernel.verifier import summarize
 from evspec.loader.object.spec import LineInfo
 
 from evspec.codes import kernel as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 FIRST_LOG_SIZE = 64 * 1024
 MAX_LOG_SIZE = 0xFFFFFFFF >> 2  # the kernel refuses larger verifier log buffers
@@ -35,8 +35,6 @@ _TRAMPOLINE_PROG_TYPES = (26, 29)  # BPF_PROG_TYPE_TRACING, BPF_PROG_TYPE_LSM
 class ProgramDescription(Slotted):
     """A program as BPF_OBJ_GET_INFO_BY_FD describes it."""
 
-    __slots__ = ("id", "type", "name", "tag", "map_ids", "gpl_compatible", "xlated_len", "btf_id",
-                 "nr_func_info", "nr_line_info")
     id: int
     type: int
     name: str
@@ -44,38 +42,17 @@ class ProgramDescription(Slotted):
     map_ids: tuple[int, ...]
     gpl_compatible: bool
     xlated_len: int
-    btf_id: int  # the BTF the program was loaded with (0: none)
-    nr_func_info: int
-    nr_line_info: int
-
-    def __init__(
-        self, id: int, type: int, name: str, tag: bytes, map_ids: tuple[int, ...], gpl_compatible: bool,
-        xlated_len: int, btf_id: int = 0, nr_func_info: int = 0, nr_line_info: int = 0,
-    ) -> None:
-        set_field(self, "id", id)
-        set_field(self, "type", type)
-        set_field(self, "name", name)
-        set_field(self, "tag", tag)
-        set_field(self, "map_ids", map_ids)
-        set_field(self, "gpl_compatible", gpl_compatible)
-        set_field(self, "xlated_len", xlated_len)
-        set_field(self, "btf_id", btf_id)
-        set_field(self, "nr_func_info", nr_func_info)
-        set_field(self, "nr_line_info", nr_line_info)
+    btf_id: int = 0  # the BTF the program was loaded with (0: none)
+    nr_func_info: int = 0
+    nr_line_info: int = 0
 
 
 class _Attempt(Slotted):
     """One PROG_LOAD/BTF_LOAD try: the fd, or the error and the log size the kernel asked for."""
 
-    __slots__ = ("fd", "error", "log_true_size")
     fd: int | None
     error: KernelError | None
     log_true_size: int
-
-    def __init__(self, fd: int | None, error: KernelError | None, log_true_size: int) -> None:
-        set_field(self, "fd", fd)
-        set_field(self, "error", error)
-        set_field(self, "log_true_size", log_true_size)
 
 
 def _with_growing_log(

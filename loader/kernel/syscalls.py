@@ -16,7 +16,7 @@ import errno as errno_mod
 import os
 import resource
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -35,23 +35,12 @@ RLIM_INFINITY = resource.RLIM_INFINITY
 
 
 class SyscallNumbers(Slotted):
-    __slots__ = ("bpf", "perf_event_open", "ioctl", "mmap", "munmap", "close")
     bpf: int
     perf_event_open: int
     ioctl: int
     mmap: int
     munmap: int
     close: int
-
-    def __init__(
-        self, bpf: int, perf_event_open: int, ioctl: int, mmap: int, munmap: int, close: int,
-    ) -> None:
-        set_field(self, "bpf", bpf)
-        set_field(self, "perf_event_open", perf_event_open)
-        set_field(self, "ioctl", ioctl)
-        set_field(self, "mmap", mmap)
-        set_field(self, "munmap", munmap)
-        set_field(self, "close", close)
 
 
 # arch/x86/entry/syscalls/syscall_64.tbl and include/uapi/asm-generic/unistd.h (arm64).

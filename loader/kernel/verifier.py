@@ -7,7 +7,7 @@ from collections.abc import Sequence
 
 from evspec.loader.object.spec import LineInfo
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 # "12: (85) call bpf_map_lookup_elem#1" — an instruction the verifier walked.
 _INSN_LINE = re.compile(r"^(\d+): \(([0-9a-f]{2})\) (.*)$")
@@ -18,20 +18,10 @@ _TRAILER_PREFIXES = ("processed ", "verification time ", "stack depth ", "max_st
 
 
 class VerifierSummary(Slotted):
-    __slots__ = ("message", "insn_index", "insn_text", "source")
     message: str  # the verifier's own error line ("R0 !read_ok", "invalid mem access 'scalar'")
-    insn_index: int | None  # the instruction it failed at, when the log says
-    insn_text: str | None  # that instruction as the verifier printed it ("r0 = *(u32 *)(r1 +0)")
-    source: LineInfo | None  # its source line, from the program's line info
-
-    def __init__(
-        self, message: str, insn_index: int | None = None, insn_text: str | None = None,
-        source: LineInfo | None = None,
-    ) -> None:
-        set_field(self, "message", message)
-        set_field(self, "insn_index", insn_index)
-        set_field(self, "insn_text", insn_text)
-        set_field(self, "source", source)
+    insn_index: int | None = None  # the instruction it failed at, when the log says
+    insn_text: str | None = None  # that instruction as the verifier printed it ("r0 = *(u32 *)(r1 +0)")
+    source: LineInfo | None = None  # its source line, from the program's line info
 
     def render(self) -> str:
         parts = [self.message]

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Callable, Mapping, MutableMapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -49,7 +48,7 @@ from evspec.codes import bpf as codes_bpf
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, Severity, error, note, warning
 from evspec.references import event_reference_names
-from evspec.span import Span
+from evspec.span import Slotted, Span, value_field
 
 if TYPE_CHECKING:
     from evspec.loader.btf.target import TargetBtf
@@ -88,8 +87,7 @@ PROBE_CHECK_MESSAGE = "You need to check probing points in BPF file"
 PROBE_EXISTS_MESSAGE = "Probe point exist. Try 'perf probe -d \"*\"' and set 'force=yes'"
 
 
-@dataclass(frozen=True, slots=True)
-class TracefsTracepoints:
+class TracefsTracepoints(Slotted):
     """``tracepoint_exists`` backed by a tracefs ``events/`` folder (globs as perf matches them)."""
 
     events_dir: Path
@@ -111,8 +109,7 @@ def _matching_dirs(parent: Path, pattern: str) -> list[Path]:
         return []
 
 
-@dataclass(frozen=True, slots=True)
-class ObjectEnvironment:
+class ObjectEnvironment(Slotted):
     """What the object check needs of the world: files (relative to ``cwd``), how to read and
     compile objects, which tracepoints exist, whether kprobes/uprobes can be created.
 
@@ -136,11 +133,11 @@ class ObjectEnvironment:
     # the running kernel's for this machine, a snapshot's saved one; None (a snapshot without the
     # kernel's BTF): they are not checked. The provider raises ObjectError (EB015) when it has none.
     # Externs' typed ksyms and kfuncs are looked for there too (and in its module BTFs, if it has).
-    core_target: Callable[[], TargetBtf] | None = field(default=lambda: load_target(None))
+    core_target: Callable[[], TargetBtf] | None = value_field(default=lambda: load_target(None))
     # the rest of what an object's externs are resolved against, asked for only when it has some:
     # this machine's by default; ExternFactsUnavailable when the system holds none, ObjectError
     # (EB020) when they cannot be decoded
-    extern_facts: Callable[[ObjectSpec], ExternFacts] = field(default=lambda spec: this_machine_facts(spec))
+    extern_facts: Callable[[ObjectSpec], ExternFacts] = value_field(default=lambda spec: this_machine_facts(spec))
 
     @classmethod
     def from_tracefs(cls, cwd: Path, tracefs: Path = Path("/sys/kernel/tracing"), **kw: object) -> ObjectEnvironment:
@@ -276,21 +273,19 @@ def elf_function_symbols(path: Path) -> frozenset[str]:
 # the checks
 
 
-@dataclass(frozen=True, slots=True)
-class _Program:
+class _Program(Slotted):
     program: ProgramSpec
     section: SectionSpec
 
 
-@dataclass(slots=True)
-class _ObjectCheck:
+class _ObjectCheck(Slotted, frozen=False):
     """The state of one BPF event's check: its findings and the events (evsels) it creates."""
 
     event: BpfEvent
     env: ObjectEnvironment
     defined: Mapping[str, EventFacts]
-    diagnostics: list[Diagnostic] = field(default_factory=list)
-    created: dict[str, EventFacts] = field(default_factory=dict)
+    diagnostics: list[Diagnostic] = value_field(default_factory=list)
+    created: dict[str, EventFacts] = value_field(default_factory=dict)
 
     def fail(self, code: str, message: str, **kw: object) -> None:
         self.diagnostics.append(error(code, message, self.event.path_span, **kw))

@@ -17,7 +17,6 @@ import contextlib
 import sys
 from array import array
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass
 
 from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
@@ -34,6 +33,7 @@ from evspec.loader.load.array_fill import KernelFill
 from evspec.loader.load.live import LiveMap, LiveObject
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 # Codes of applying map terms (catalogued in evspec.codes.kernel).
 CODE_APPLY = codes.APPLY_FAILED
@@ -64,8 +64,7 @@ class ApplyError(ObjectError):
         return -self.perf_errno & 0xFF
 
 
-@dataclass(frozen=True, slots=True)
-class EventInstances:
+class EventInstances(Slotted):
     """An opened event as the map terms see it: one descriptor per CPU slot (of its first thread)."""
 
     name: str

@@ -80,7 +80,7 @@ from evspec.loader.sections.libbpf import attach_btf_obj_fd, section_prog_flags
 from evspec.codes import bpf as bpf_codes
 from evspec.codes import kernel as codes
 from evspec.cpus import possible_cpus
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 _MAP_SECTIONS = (".maps", "maps")
 DEFAULT_PIN_ROOT = "/sys/fs/bpf"  # libbpf's pin_root_path: maps pinned by name go to DIR/NAME
@@ -92,21 +92,11 @@ _NOT_ABOUT_BTF = (codes.PERMISSION, codes.MEMLOCK)
 
 
 class LiveMap(Slotted):
-    __slots__ = ("spec", "fd", "with_btf", "pinned", "reused")
     spec: MapSpec
     fd: int
     with_btf: bool  # created with the object's BTF key/value type ids
-    pinned: str | None  # the bpffs path of a map pinned by name
-    reused: bool  # the map already pinned there, not a new one
-
-    def __init__(
-        self, spec: MapSpec, fd: int, with_btf: bool, pinned: str | None = None, reused: bool = False,
-    ) -> None:
-        set_field(self, "spec", spec)
-        set_field(self, "fd", fd)
-        set_field(self, "with_btf", with_btf)
-        set_field(self, "pinned", pinned)
-        set_field(self, "reused", reused)
+    pinned: str | None = None  # the bpffs path of a map pinned by name
+    reused: bool = False  # the map already pinned there, not a new one
 
     @property
     def name(self) -> str:
@@ -114,17 +104,10 @@ class LiveMap(Slotted):
 
 
 class LiveProgram(Slotted):
-    __slots__ = ("spec", "fd", "prog_type", "insns")
     spec: ProgramSpec
     fd: int
     prog_type: int
     insns: bytes  # what was loaded
-
-    def __init__(self, spec: ProgramSpec, fd: int, prog_type: int, insns: bytes) -> None:
-        set_field(self, "spec", spec)
-        set_field(self, "fd", fd)
-        set_field(self, "prog_type", prog_type)
-        set_field(self, "insns", insns)
 
     @property
     def name(self) -> str:

@@ -16,7 +16,7 @@ from functools import cached_property
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import bpf as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 EM_BPF = 247
 ET_REL = 1
@@ -56,7 +56,6 @@ def machine_name(machine: int) -> str:
 
 
 class Section(Slotted):
-    __slots__ = ("index", "name", "type", "flags", "offset", "size", "link", "info", "entsize")
     index: int
     name: str
     type: str  # pyelftools' name: "SHT_PROGBITS", "SHT_NOBITS", "SHT_REL" ...
@@ -67,27 +66,12 @@ class Section(Slotted):
     info: int
     entsize: int
 
-    def __init__(
-        self, index: int, name: str, type: str, flags: int, offset: int, size: int, link: int, info: int,
-        entsize: int,
-    ) -> None:
-        set_field(self, "index", index)
-        set_field(self, "name", name)
-        set_field(self, "type", type)
-        set_field(self, "flags", flags)
-        set_field(self, "offset", offset)
-        set_field(self, "size", size)
-        set_field(self, "link", link)
-        set_field(self, "info", info)
-        set_field(self, "entsize", entsize)
-
     @property
     def executable(self) -> bool:
         return self.type == "SHT_PROGBITS" and bool(self.flags & SHF_EXECINSTR)
 
 
 class Symbol(Slotted):
-    __slots__ = ("index", "name", "value", "size", "type", "bind", "section_index")
     index: int
     name: str
     value: int
@@ -96,32 +80,15 @@ class Symbol(Slotted):
     bind: str  # "STB_GLOBAL", "STB_LOCAL", "STB_WEAK"
     section_index: int | None  # None for SHN_UNDEF, SHN_ABS, SHN_COMMON
 
-    def __init__(
-        self, index: int, name: str, value: int, size: int, type: str, bind: str, section_index: int | None,
-    ) -> None:
-        set_field(self, "index", index)
-        set_field(self, "name", name)
-        set_field(self, "value", value)
-        set_field(self, "size", size)
-        set_field(self, "type", type)
-        set_field(self, "bind", bind)
-        set_field(self, "section_index", section_index)
-
     @property
     def undefined(self) -> bool:
         return self.section_index is None
 
 
 class Rel(Slotted):
-    __slots__ = ("offset", "symbol", "type")
     offset: int  # byte offset inside the relocated section
     symbol: int  # symbol table index
     type: int  # R_BPF_*
-
-    def __init__(self, offset: int, symbol: int, type: int) -> None:
-        set_field(self, "offset", offset)
-        set_field(self, "symbol", symbol)
-        set_field(self, "type", type)
 
 
 def _looks_like_text(head: bytes) -> bool:

@@ -17,11 +17,12 @@ import fnmatch
 import os
 import struct
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, BinaryIO
 
 from evspec.loader.errors import ObjectError
+
+from evspec.span import Slotted
 
 if TYPE_CHECKING:
     from elftools.elf.elffile import ELFFile
@@ -35,8 +36,7 @@ _PF_X = 1
 _SHN_LORESERVE = 0xFF00  # SHN_ABS, SHN_COMMON ...: not a section of the file
 
 
-@dataclass(frozen=True, slots=True)
-class FunctionSymbol:
+class FunctionSymbol(Slotted):
     name: str
     address: int  # st_value: the virtual address in the file's own address space
     size: int
@@ -44,15 +44,13 @@ class FunctionSymbol:
     ifunc: bool  # STT_GNU_IFUNC: the symbol is the resolver, not the implementation
 
 
-@dataclass(frozen=True, slots=True)
-class DataSymbol:
+class DataSymbol(Slotted):
     name: str
     address: int
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class LoadSegment:
+class LoadSegment(Slotted):
     vaddr: int
     offset: int
     filesz: int
@@ -62,8 +60,7 @@ class LoadSegment:
         return self.vaddr <= address < self.vaddr + self.filesz
 
 
-@dataclass(frozen=True, slots=True)
-class UprobeSite:
+class UprobeSite(Slotted):
     """One probe point in a file: the function (None for a bare address), its address, the file
     offset the kernel is given."""
 
@@ -73,8 +70,7 @@ class UprobeSite:
     ifunc: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class ElfSymbols:
+class ElfSymbols(Slotted):
     path: str
     shared: bool  # ET_DYN: a PIE program or a shared library
     table: str  # ".symtab" or ".dynsym"

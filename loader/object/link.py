@@ -14,7 +14,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import LineInfo, MapSpec, ObjectSpec, ProgramSpec, replace
 
 from evspec.codes import kernel as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 _MAP_SECTIONS = (".maps", "maps")
 _EXTERN_KINDS = ("ksym", "kfunc")  # patched by externs.resolve.apply_externs, not by linking
@@ -23,17 +23,9 @@ _EXTERN_KINDS = ("ksym", "kfunc")  # patched by externs.resolve.apply_externs, n
 class LinkedProgram(Slotted):
     """A program ready for BPF_PROG_LOAD: the patched instructions with its subprograms appended."""
 
-    __slots__ = ("insns", "line_info", "layout")
     insns: bytes
     line_info: tuple[LineInfo, ...]  # offsets into ``insns`` (subprograms' entries shifted)
     layout: tuple[tuple[str, int], ...]  # (function, first instruction) in load order
-
-    def __init__(
-        self, insns: bytes, line_info: tuple[LineInfo, ...], layout: tuple[tuple[str, int], ...],
-    ) -> None:
-        set_field(self, "insns", insns)
-        set_field(self, "line_info", line_info)
-        set_field(self, "layout", layout)
 
     def prefixed(self, front: bytes) -> LinkedProgram:
         """The program with the instructions ``front`` put before it (an argument prologue, a

@@ -7,7 +7,7 @@ from __future__ import annotations
 from evspec.loader.abi import bpf as abi
 from evspec.loader.object.spec import RING_BUFFER_TYPES, MapSpec, MapType
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 _U32_MAX = 0xFFFFFFFF
 
@@ -31,13 +31,8 @@ def ringbuf_size(size: int, page_size: int) -> int:
 class MapAttributes(Slotted):
     """What BPF_MAP_CREATE is given for a map spec (and what a pinned map must match)."""
 
-    __slots__ = ("max_entries", "flags")
     max_entries: int
     flags: int
-
-    def __init__(self, max_entries: int, flags: int) -> None:
-        set_field(self, "max_entries", max_entries)
-        set_field(self, "flags", flags)
 
 
 def map_attributes(m: MapSpec, cpus: int, page_size: int) -> MapAttributes:

@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import struct
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from evspec.loader.btf.reader import (
     INT_BOOL,
@@ -34,6 +33,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 
 from evspec.codes import bpf as codes
+from evspec.span import Slotted
 
 Decoded = int | bool | str | float | list["Decoded"] | dict[str, "Decoded"]
 
@@ -52,8 +52,7 @@ HIST_MAX_SLOTS = 64
 STARS = 40
 
 
-@dataclass(frozen=True, slots=True)
-class MapDump:
+class MapDump(Slotted):
     """One map's final contents, decoded; ``histogram`` when it is a log2 histogram."""
 
     name: str

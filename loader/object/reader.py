@@ -85,7 +85,7 @@ from evspec.loader.object.spec import (
 )
 
 from evspec.codes import bpf as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 BTF_HEADER_LEN = 24  # struct btf_header
 R_BPF_64_64 = 1
@@ -189,26 +189,13 @@ def _is_data_section(s: Section) -> bool:
 class _Function(Slotted):
     """A function found in an executable section, before it becomes a ProgramSpec."""
 
-    __slots__ = ("name", "section", "offset", "size", "is_program", "is_global", "hidden")
     name: str
     section: Section
     offset: int
     size: int
     is_program: bool
-    is_global: bool
-    hidden: bool
-
-    def __init__(
-        self, name: str, section: Section, offset: int, size: int, is_program: bool, is_global: bool = False,
-        hidden: bool = False,
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "section", section)
-        set_field(self, "offset", offset)
-        set_field(self, "size", size)
-        set_field(self, "is_program", is_program)
-        set_field(self, "is_global", is_global)
-        set_field(self, "hidden", hidden)
+    is_global: bool = False
+    hidden: bool = False
 
     @property
     def end(self) -> int:
@@ -218,22 +205,11 @@ class _Function(Slotted):
 class _Targets(Slotted):
     """What relocations may point at."""
 
-    __slots__ = ("maps", "data", "functions", "externs", "kconfig")
     maps: dict[tuple[str, int], MapSpec]  # (section, symbol offset) -> map
     data: dict[str, MapSpec]  # data section -> its map
     functions: dict[int, _Functions]  # section index -> its functions
     externs: dict[str, ExternSpec]  # __kconfig, __ksym and kfunc externs by name
     kconfig: MapSpec | None  # the .kconfig map, when the object has kconfig externs
-
-    def __init__(
-        self, maps: dict[tuple[str, int], MapSpec], data: dict[str, MapSpec],
-        functions: dict[int, _Functions], externs: dict[str, ExternSpec], kconfig: MapSpec | None,
-    ) -> None:
-        set_field(self, "maps", maps)
-        set_field(self, "data", data)
-        set_field(self, "functions", functions)
-        set_field(self, "externs", externs)
-        set_field(self, "kconfig", kconfig)
 
 
 class _Reader:

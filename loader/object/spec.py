@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from enum import IntEnum
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -107,62 +107,30 @@ class ProgType(IntEnum):
 
 
 class MapSpec(Slotted):
-    __slots__ = ("name", "type", "key_size", "value_size", "max_entries", "flags", "pinning", "legacy",
-                 "section", "symbol_offset", "key_type_id", "value_type_id", "initial_value", "readonly",
-                 "numa_node", "map_extra", "inner", "initial_slots", "mmapable", "legacy_extra")
     name: str
     type: int  # MapType value; kept as int so unknown future types survive
     key_size: int
     value_size: int
     max_entries: int
-    flags: int
-    pinning: int
-    legacy: bool  # declared as struct bpf_map_def in SEC("maps")
-    section: str
-    symbol_offset: int  # offset of the map's symbol inside its section (relocation target)
-    key_type_id: int | None  # BTF type ids, when known
-    value_type_id: int | None
-    initial_value: bytes | None  # global data maps (.data/.rodata/.bss): their contents
-    readonly: bool  # .rodata: frozen after the initial value is written
-    numa_node: int  # __uint(numa_node, N): used with BPF_F_NUMA_NODE in flags
-    map_extra: int  # u64: __uint(map_extra, N) or __ulong(): a bloom filter's number of
+    flags: int = 0
+    pinning: int = 0
+    legacy: bool = False  # declared as struct bpf_map_def in SEC("maps")
+    section: str = ".maps"
+    symbol_offset: int = 0  # offset of the map's symbol inside its section (relocation target)
+    key_type_id: int | None = None  # BTF type ids, when known
+    value_type_id: int | None = None
+    initial_value: bytes | None = None  # global data maps (.data/.rodata/.bss): their contents
+    readonly: bool = False  # .rodata: frozen after the initial value is written
+    numa_node: int = 0  # __uint(numa_node, N): used with BPF_F_NUMA_NODE in flags
+    map_extra: int = 0  # u64: __uint(map_extra, N) or __ulong(): a bloom filter's number of
     # hashes, an arena's user address
-    inner: MapSpec | None  # map-in-map: the inner map template (__array(values, struct ..))
+    inner: MapSpec | None = None  # map-in-map: the inner map template (__array(values, struct ..))
     # ``.values = { [i] = &x }``: (slot, program or map name), from the .rel.maps relocations
-    initial_slots: tuple[tuple[int, str], ...]
-    mmapable: bool  # a global data map libbpf creates with BPF_F_MMAPABLE
+    initial_slots: tuple[tuple[int, str], ...] = ()
+    mmapable: bool = False  # a global data map libbpf creates with BPF_F_MMAPABLE
     # a legacy definition's fields past map_flags (iproute2's struct bpf_elf_map: id, pinning,
     # inner_id, inner_idx, then unnamed words), the non-zero ones as (name, value)
-    legacy_extra: tuple[tuple[str, int], ...]
-
-    def __init__(
-        self, name: str, type: int, key_size: int, value_size: int, max_entries: int, flags: int = 0,
-        pinning: int = 0, legacy: bool = False, section: str = ".maps", symbol_offset: int = 0,
-        key_type_id: int | None = None, value_type_id: int | None = None, initial_value: bytes | None = None,
-        readonly: bool = False, numa_node: int = 0, map_extra: int = 0, inner: MapSpec | None = None,
-        initial_slots: tuple[tuple[int, str], ...] = (), mmapable: bool = False,
-        legacy_extra: tuple[tuple[str, int], ...] = (),
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "type", type)
-        set_field(self, "key_size", key_size)
-        set_field(self, "value_size", value_size)
-        set_field(self, "max_entries", max_entries)
-        set_field(self, "flags", flags)
-        set_field(self, "pinning", pinning)
-        set_field(self, "legacy", legacy)
-        set_field(self, "section", section)
-        set_field(self, "symbol_offset", symbol_offset)
-        set_field(self, "key_type_id", key_type_id)
-        set_field(self, "value_type_id", value_type_id)
-        set_field(self, "initial_value", initial_value)
-        set_field(self, "readonly", readonly)
-        set_field(self, "numa_node", numa_node)
-        set_field(self, "map_extra", map_extra)
-        set_field(self, "inner", inner)
-        set_field(self, "initial_slots", initial_slots)
-        set_field(self, "mmapable", mmapable)
-        set_field(self, "legacy_extra", legacy_extra)
+    legacy_extra: tuple[tuple[str, int], ...] = ()
 
     @property
     def map_type(self) -> MapType | None:
@@ -175,36 +143,20 @@ class MapSpec(Slotted):
 class Relocation(Slotted):
     """One instruction of a program that needs a fix-up before loading."""
 
-    __slots__ = ("insn_index", "kind", "symbol", "target", "addend")
     insn_index: int  # index of the instruction (8-byte units) inside the program
     kind: str  # "map" (ld_imm64 of a map), "data" (global data, __kconfig), "call" (bpf-to-bpf
     # call), "func" (callback address), "ksym" (ld_imm64 of a __ksym), "kfunc" (call of a kfunc)
     symbol: str
     target: str  # map name, data section name, or called function
-    addend: int  # offset into the data section / symbol
-
-    def __init__(self, insn_index: int, kind: str, symbol: str, target: str, addend: int = 0) -> None:
-        set_field(self, "insn_index", insn_index)
-        set_field(self, "kind", kind)
-        set_field(self, "symbol", symbol)
-        set_field(self, "target", target)
-        set_field(self, "addend", addend)
+    addend: int = 0  # offset into the data section / symbol
 
 
 class LineInfo(Slotted):
-    __slots__ = ("insn_offset", "file", "line", "column", "source_line")
     insn_offset: int  # in instructions, relative to the program start
     file: str
     line: int
     column: int
     source_line: str
-
-    def __init__(self, insn_offset: int, file: str, line: int, column: int, source_line: str) -> None:
-        set_field(self, "insn_offset", insn_offset)
-        set_field(self, "file", file)
-        set_field(self, "line", line)
-        set_field(self, "column", column)
-        set_field(self, "source_line", source_line)
 
 
 
@@ -217,61 +169,29 @@ class CoreRelocation(Slotted):
     ``applied`` is set on the copies a relocated spec holds (``core_patch.relocate_object``);
     ``poison`` then says why the instruction was poisoned instead of patched."""
 
-    __slots__ = ("insn", "kind", "type_name", "access", "type_id", "kind_id", "applied", "poison")
     insn: int
     kind: str
     type_name: str
     access: str
     type_id: int
     kind_id: int
-    applied: bool
-    poison: str | None
-
-    def __init__(
-        self, insn: int, kind: str, type_name: str, access: str, type_id: int, kind_id: int,
-        applied: bool = False, poison: str | None = None,
-    ) -> None:
-        set_field(self, "insn", insn)
-        set_field(self, "kind", kind)
-        set_field(self, "type_name", type_name)
-        set_field(self, "access", access)
-        set_field(self, "type_id", type_id)
-        set_field(self, "kind_id", kind_id)
-        set_field(self, "applied", applied)
-        set_field(self, "poison", poison)
+    applied: bool = False
+    poison: str | None = None
 
     def describe(self) -> str:
         return f"{self.kind} of {self.type_name} (access {self.access}) at instruction {self.insn}"
 
 
 class ProgramSpec(Slotted):
-    __slots__ = ("name", "section", "insns", "offset", "relocations", "line_info", "core_relocations",
-                 "global_function", "hidden")
     name: str  # function symbol
     section: str  # the ELF section name (perf-style or libbpf-style attach description)
     insns: bytes  # raw instructions (multiple of 8 bytes)
-    offset: int  # offset of the function inside its section
-    relocations: tuple[Relocation, ...]
-    line_info: tuple[LineInfo, ...]
-    core_relocations: tuple[CoreRelocation, ...]
-    global_function: bool  # a GLOBAL or WEAK symbol (a subprogram the verifier checks alone)
-    hidden: bool  # global with STV_HIDDEN/STV_INTERNAL visibility (__hidden)
-
-    def __init__(
-        self, name: str, section: str, insns: bytes, offset: int = 0,
-        relocations: tuple[Relocation, ...] = (), line_info: tuple[LineInfo, ...] = (),
-        core_relocations: tuple[CoreRelocation, ...] = (), global_function: bool = False,
-        hidden: bool = False,
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "section", section)
-        set_field(self, "insns", insns)
-        set_field(self, "offset", offset)
-        set_field(self, "relocations", relocations)
-        set_field(self, "line_info", line_info)
-        set_field(self, "core_relocations", core_relocations)
-        set_field(self, "global_function", global_function)
-        set_field(self, "hidden", hidden)
+    offset: int = 0  # offset of the function inside its section
+    relocations: tuple[Relocation, ...] = ()
+    line_info: tuple[LineInfo, ...] = ()
+    core_relocations: tuple[CoreRelocation, ...] = ()
+    global_function: bool = False  # a GLOBAL or WEAK symbol (a subprogram the verifier checks alone)
+    hidden: bool = False  # global with STV_HIDDEN/STV_INTERNAL visibility (__hidden)
 
     @property
     def insn_count(self) -> int:
@@ -286,81 +206,38 @@ class ExternSpec(Slotted):
     ``ksym`` (``__ksym`` variable: typed when ``type_id`` is not 0, else a kallsyms address) or
     ``kfunc`` (``__ksym`` function; ``type_id`` its FUNC_PROTO)."""
 
-    __slots__ = ("name", "kind", "weak", "btf_id", "type_id", "type_name", "offset", "size")
     name: str
     kind: str
     weak: bool
     btf_id: int  # the VAR or FUNC in the object's BTF
     type_id: int  # its type behind typedefs and modifiers; 0 for a typeless ksym
     type_name: str  # for messages: "int", "struct rq", "bool", "char[64]", "func (void)"
-    offset: int  # kconfig: where the value sits in the .kconfig map
-    size: int  # kconfig: its size in bytes
-
-    def __init__(
-        self, name: str, kind: str, weak: bool, btf_id: int, type_id: int, type_name: str, offset: int = 0,
-        size: int = 0,
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "kind", kind)
-        set_field(self, "weak", weak)
-        set_field(self, "btf_id", btf_id)
-        set_field(self, "type_id", type_id)
-        set_field(self, "type_name", type_name)
-        set_field(self, "offset", offset)
-        set_field(self, "size", size)
+    offset: int = 0  # kconfig: where the value sits in the .kconfig map
+    size: int = 0  # kconfig: its size in bytes
 
 
 class SectionLayout(Slotted):
     """An allocated data section's size and where its named symbols sit: the facts a BTF DATASEC
     describes, which clang leaves for the loader to fill in."""
 
-    __slots__ = ("name", "size", "symbols", "hidden")
     name: str
     size: int
-    symbols: tuple[tuple[str, int], ...]  # (symbol name, offset) of each named object symbol
-    hidden: tuple[str, ...]  # its __hidden (STV_HIDDEN/STV_INTERNAL) global variables
-
-    def __init__(
-        self, name: str, size: int, symbols: tuple[tuple[str, int], ...] = (), hidden: tuple[str, ...] = (),
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "size", size)
-        set_field(self, "symbols", symbols)
-        set_field(self, "hidden", hidden)
+    symbols: tuple[tuple[str, int], ...] = ()  # (symbol name, offset) of each named object symbol
+    hidden: tuple[str, ...] = ()  # its __hidden (STV_HIDDEN/STV_INTERNAL) global variables
 
 
 class ObjectSpec(Slotted, hidden=("btf", "btf_ext", "layouts")):
-    __slots__ = ("path", "license", "kernel_version", "maps", "programs", "subprograms", "btf", "btf_ext",
-                 "layouts", "externs", "externs_applied")
     path: str
     license: str
     kernel_version: int | None
     maps: tuple[MapSpec, ...]
     programs: tuple[ProgramSpec, ...]
-    subprograms: tuple[ProgramSpec, ...]  # .text functions reached by bpf-to-bpf calls
-    btf: bytes | None  # the raw .BTF section, for loading
-    btf_ext: bytes | None
-    layouts: tuple[SectionLayout, ...]  # with .BTF only
-    externs: tuple[ExternSpec, ...]  # __kconfig, __ksym and kfunc externs, in symbol order
-    externs_applied: bool  # set on the spec ``externs.apply_externs`` returns
-
-    def __init__(
-        self, path: str, license: str, kernel_version: int | None, maps: tuple[MapSpec, ...],
-        programs: tuple[ProgramSpec, ...], subprograms: tuple[ProgramSpec, ...] = (),
-        btf: bytes | None = None, btf_ext: bytes | None = None, layouts: tuple[SectionLayout, ...] = (),
-        externs: tuple[ExternSpec, ...] = (), externs_applied: bool = False,
-    ) -> None:
-        set_field(self, "path", path)
-        set_field(self, "license", license)
-        set_field(self, "kernel_version", kernel_version)
-        set_field(self, "maps", maps)
-        set_field(self, "programs", programs)
-        set_field(self, "subprograms", subprograms)
-        set_field(self, "btf", btf)
-        set_field(self, "btf_ext", btf_ext)
-        set_field(self, "layouts", layouts)
-        set_field(self, "externs", externs)
-        set_field(self, "externs_applied", externs_applied)
+    subprograms: tuple[ProgramSpec, ...] = ()  # .text functions reached by bpf-to-bpf calls
+    btf: bytes | None = None  # the raw .BTF section, for loading
+    btf_ext: bytes | None = None
+    layouts: tuple[SectionLayout, ...] = ()  # with .BTF only
+    externs: tuple[ExternSpec, ...] = ()  # __kconfig, __ksym and kfunc externs, in symbol order
+    externs_applied: bool = False  # set on the spec ``externs.apply_externs`` returns
 
     def core_relocations(self) -> tuple[tuple[ProgramSpec, CoreRelocation], ...]:
         """Every CO-RE relocation of the object's functions (programs and subprograms)."""

@@ -17,7 +17,6 @@ import ctypes
 import os
 import struct
 import time
-from dataclasses import dataclass
 
 from evspec.loader.abi.perf import PerfEventAttr, RecordType
 from evspec.loader.abi.perf_bits import AttrFlag, SampleType
@@ -26,14 +25,14 @@ from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.output.perf_ring import PerfRing, walk_records
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 _TRIES = 5
 _PR_SET_NAME, _PR_GET_NAME = 15, 16
 _TIME = struct.Struct("<Q")
 
 
-@dataclass(frozen=True, slots=True)
-class PerfClock:
+class PerfClock(Slotted):
     """``now()``: perf's clock, as CLOCK_MONOTONIC_RAW plus the calibrated ``offset`` (ns);
     ``error``: the width of the calibration (ns), by which ``now()`` may run behind."""
 

@@ -14,7 +14,6 @@ import platform
 import select
 import struct
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from itertools import chain
 
 from evspec.loader.abi.perf import MmapPage, RecordType
@@ -22,6 +21,7 @@ from evspec.loader.abi.perf_bits import SampleType
 from evspec.loader.kernel import KernelError, RingMapping
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 _ATOMIC_ACQUIRE = 2  # __ATOMIC_ACQUIRE
 _ATOMIC_RELEASE = 3  # __ATOMIC_RELEASE
@@ -87,8 +87,7 @@ class Atomics:
             self._store(address, value, _ATOMIC_RELEASE)
 
 
-@dataclass(frozen=True, slots=True)
-class Sample:
+class Sample(Slotted):
     """A PERF_RECORD_SAMPLE; fields the event does not sample are None.
 
     ``raw`` is the PERF_SAMPLE_RAW payload as the kernel stores it: what the BPF program passed to
@@ -110,16 +109,14 @@ class Sample:
     raw: bytes | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Lost:
+class Lost(Slotted):
     """A PERF_RECORD_LOST: ``lost`` records of event ``id`` were dropped (the ring was full)."""
 
     id: int
     lost: int
 
 
-@dataclass(frozen=True, slots=True)
-class LostCount:
+class LostCount(Slotted):
     """The samples one event instance had no room for in its ring, as the event counts them
     (read() with PERF_FORMAT_LOST): every drop, reported by a PERF_RECORD_LOST or not."""
 
@@ -129,8 +126,7 @@ class LostCount:
     lost: int
 
 
-@dataclass(frozen=True, slots=True)
-class OtherRecord:
+class OtherRecord(Slotted):
     """Any other record type, undecoded."""
 
     type: int
@@ -319,8 +315,7 @@ def decode_record(record: bytes, sample_type: int, layout: SampleLayout | None =
     return OtherRecord(rtype, misc, bytes(body))
 
 
-@dataclass(frozen=True, slots=True)
-class RingSpan:
+class RingSpan(Slotted):
     """Records in a ring's data area: one slice of the mapping, or two when they wrap around its
     end (a record may straddle them); ``head`` is the position to release once they are used."""
 

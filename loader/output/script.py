@@ -41,7 +41,6 @@ import json.encoder
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from functools import lru_cache
 from itertools import chain, groupby, repeat
 from operator import itemgetter
@@ -82,8 +81,7 @@ class RingRecordLine(NamedTuple):
     fields: TypedFields | None = None  # the record decoded as its map's map:NAME.type=TYPE
 
 
-@dataclass(frozen=True, slots=True)
-class LostLine:
+class LostLine(Slotted):
     event: str
     cpu: int
     lost: int

@@ -20,12 +20,12 @@ from __future__ import annotations
 import re
 import sys
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 TRACEFS = Path("/sys/kernel/tracing")
 
@@ -58,8 +58,7 @@ _SIGNED_ELEMENTS = frozenset({"s8", "__s8", "int8_t", "signed char", "short", "s
                               "int64_t"})
 
 
-@dataclass(frozen=True, slots=True)
-class TraceField:
+class TraceField(Slotted):
     name: str
     type: str  # as declared, without the name and the array bounds ("char", "__data_loc char[]")
     offset: int
@@ -104,8 +103,7 @@ def _element_size(type_: str) -> int:
                               _ELEMENT_SIZES.get(base, 1))
 
 
-@dataclass(frozen=True, slots=True)
-class TraceFormat:
+class TraceFormat(Slotted):
     system: str
     event: str
     id: int | None

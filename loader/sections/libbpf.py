@@ -27,7 +27,7 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import ProgType
 
 from evspec.codes import kernel as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -96,15 +96,9 @@ class BtfLookup(Slotted):
     ``kind`` (``btf_trace_NAME`` typedefs for tp_btf, ``bpf_lsm_NAME`` functions for lsm,
     ``bpf_iter_NAME`` functions for iter, the function itself for fentry/fexit/fmod_ret)."""
 
-    __slots__ = ("prefix", "kind", "what")
     prefix: str
     kind: BtfKind
     what: str  # what the target is, in words
-
-    def __init__(self, prefix: str, kind: BtfKind, what: str) -> None:
-        set_field(self, "prefix", prefix)
-        set_field(self, "kind", kind)
-        set_field(self, "what", what)
 
 
 _BTF_LOOKUPS: dict[int, BtfLookup] = {
@@ -118,26 +112,13 @@ _BTF_LOOKUPS: dict[int, BtfLookup] = {
 class SectionDef(Slotted):
     """One entry of libbpf's table."""
 
-    __slots__ = ("name", "prog_type", "attach_type", "plus", "sleepable", "xdp_frags", "attach_btf")
     name: str
     prog_type: ProgType
-    attach_type: int  # the expected attach type libbpf loads the program with
-    plus: bool  # the name alone or NAME/ANYTHING (libbpf writes it 'NAME+')
-    sleepable: bool  # loaded with BPF_F_SLEEPABLE
-    xdp_frags: bool  # loaded with BPF_F_XDP_HAS_FRAGS
-    attach_btf: bool  # the target is a kernel BTF type (attach_btf_id)
-
-    def __init__(
-        self, name: str, prog_type: ProgType, attach_type: int = 0, plus: bool = False,
-        sleepable: bool = False, xdp_frags: bool = False, attach_btf: bool = False,
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "prog_type", prog_type)
-        set_field(self, "attach_type", attach_type)
-        set_field(self, "plus", plus)
-        set_field(self, "sleepable", sleepable)
-        set_field(self, "xdp_frags", xdp_frags)
-        set_field(self, "attach_btf", attach_btf)
+    attach_type: int = 0  # the expected attach type libbpf loads the program with
+    plus: bool = False  # the name alone or NAME/ANYTHING (libbpf writes it 'NAME+')
+    sleepable: bool = False  # loaded with BPF_F_SLEEPABLE
+    xdp_frags: bool = False  # loaded with BPF_F_XDP_HAS_FRAGS
+    attach_btf: bool = False  # the target is a kernel BTF type (attach_btf_id)
 
     def matches(self, section: str) -> bool:
         if not self.plus:
@@ -282,22 +263,11 @@ def section_prog_flags(section: str) -> int:
 class LoadParams(Slotted):
     """What BPF_PROG_LOAD gets for a program of a section, besides its instructions."""
 
-    __slots__ = ("prog_type", "expected_attach_type", "prog_flags", "target", "lookup")
     prog_type: int
-    expected_attach_type: int
-    prog_flags: int
-    target: str | None  # what the section names after its '/', when it is a BTF type
-    lookup: BtfLookup | None  # how that target is found in the kernel's BTF
-
-    def __init__(
-        self, prog_type: int, expected_attach_type: int = 0, prog_flags: int = 0, target: str | None = None,
-        lookup: BtfLookup | None = None,
-    ) -> None:
-        set_field(self, "prog_type", prog_type)
-        set_field(self, "expected_attach_type", expected_attach_type)
-        set_field(self, "prog_flags", prog_flags)
-        set_field(self, "target", target)
-        set_field(self, "lookup", lookup)
+    expected_attach_type: int = 0
+    prog_flags: int = 0
+    target: str | None = None  # what the section names after its '/', when it is a BTF type
+    lookup: BtfLookup | None = None  # how that target is found in the kernel's BTF
 
     @property
     def btf_name(self) -> str | None:

@@ -41,7 +41,7 @@ from evspec.loader.sections.libbpf import find_section_def
 
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
-from evspec.span import Slotted, Span, set_field
+from evspec.span import Slotted, Span
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -136,23 +136,14 @@ class TcDirection(str, Enum):
 class Setting(Slotted):
     """One ``KEY=VALUE`` piece before the main part; ``span`` covers the whole piece."""
 
-    __slots__ = ("key", "value", "span", "key_span", "value_span")
     key: str
     value: str
     span: Span
     key_span: Span
     value_span: Span
 
-    def __init__(self, key: str, value: str, span: Span, key_span: Span, value_span: Span) -> None:
-        set_field(self, "key", key)
-        set_field(self, "value", value)
-        set_field(self, "span", span)
-        set_field(self, "key_span", key_span)
-        set_field(self, "value_span", value_span)
-
 
 class TracepointTarget(Slotted):
-    __slots__ = ("system", "event", "load_only", "span", "system_span", "event_span")
     system: str
     event: str
     load_only: bool  # perf's '!SYS': the program is loaded, no event is created
@@ -160,35 +151,19 @@ class TracepointTarget(Slotted):
     system_span: Span
     event_span: Span
 
-    def __init__(
-        self, system: str, event: str, load_only: bool, span: Span, system_span: Span, event_span: Span,
-    ) -> None:
-        set_field(self, "system", system)
-        set_field(self, "event", event)
-        set_field(self, "load_only", load_only)
-        set_field(self, "span", span)
-        set_field(self, "system_span", system_span)
-        set_field(self, "event_span", event_span)
-
     @property
     def name(self) -> str:
         return f"{self.system}:{self.event}"
 
 
 class RawTracepointTarget(Slotted):
-    __slots__ = ("event", "span")
     event: str
     span: Span
-
-    def __init__(self, event: str, span: Span) -> None:
-        set_field(self, "event", event)
-        set_field(self, "span", span)
 
 
 class ProbePoint(Slotted):
     """Where a kprobe/uprobe goes: ``FUNC[@SRC][+OFF|%return|:LINE]``, ``SRC:LINE`` or ``0xADDR``."""
 
-    __slots__ = ("function", "file", "line", "offset", "retprobe", "address", "span")
     function: str | None
     file: str | None
     line: int | None
@@ -196,18 +171,6 @@ class ProbePoint(Slotted):
     retprobe: bool
     address: int | None
     span: Span
-
-    def __init__(
-        self, function: str | None, file: str | None, line: int | None, offset: int | None, retprobe: bool,
-        address: int | None, span: Span,
-    ) -> None:
-        set_field(self, "function", function)
-        set_field(self, "file", file)
-        set_field(self, "line", line)
-        set_field(self, "offset", offset)
-        set_field(self, "retprobe", retprobe)
-        set_field(self, "address", address)
-        set_field(self, "span", span)
 
     @property
     def is_glob(self) -> bool:
@@ -217,17 +180,10 @@ class ProbePoint(Slotted):
 class ProbeArg(Slotted):
     """A perf-probe fetch argument ``[NAME=]FETCH[:TYPE]``; ``fetch`` is kept as written."""
 
-    __slots__ = ("name", "fetch", "type", "span")
     name: str | None
     fetch: str
     type: str | None
     span: Span
-
-    def __init__(self, name: str | None, fetch: str, type: str | None, span: Span) -> None:
-        set_field(self, "name", name)
-        set_field(self, "fetch", fetch)
-        set_field(self, "type", type)
-        set_field(self, "span", span)
 
     @property
     def is_local_variable(self) -> bool:
@@ -238,7 +194,6 @@ class ProbeTarget(Slotted):
     """A kprobe or uprobe. For perf-style sections ``group``/``event`` name the tracefs event perf
     creates; libbpf-style probes have none (libbpf attaches through the kprobe/uprobe PMU)."""
 
-    __slots__ = ("group", "event", "point", "args", "binary", "module", "span", "group_span", "event_span")
     group: str | None
     event: str | None
     point: ProbePoint
@@ -246,23 +201,8 @@ class ProbeTarget(Slotted):
     binary: str | None  # uprobe target (perf's exec=, libbpf's PATH)
     module: str | None  # kprobe module (perf's module=)
     span: Span
-    group_span: Span | None
-    event_span: Span | None
-
-    def __init__(
-        self, group: str | None, event: str | None, point: ProbePoint, args: tuple[ProbeArg, ...],
-        binary: str | None, module: str | None, span: Span, group_span: Span | None = None,
-        event_span: Span | None = None,
-    ) -> None:
-        set_field(self, "group", group)
-        set_field(self, "event", event)
-        set_field(self, "point", point)
-        set_field(self, "args", args)
-        set_field(self, "binary", binary)
-        set_field(self, "module", module)
-        set_field(self, "span", span)
-        set_field(self, "group_span", group_span)
-        set_field(self, "event_span", event_span)
+    group_span: Span | None = None
+    event_span: Span | None = None
 
     @property
     def is_uprobe(self) -> bool:
@@ -287,22 +227,11 @@ class NetHookTarget(Slotted):
     """Where an xdp or tc program goes: the interface (None: the command line's ``--dev``), the
     XDP mode (None: the kernel's choice) or the tc direction."""
 
-    __slots__ = ("dev", "xdp_mode", "direction", "span", "dev_span")
     dev: str | None
     xdp_mode: XdpMode | None  # xdp only
     direction: TcDirection | None  # tc only
     span: Span  # the main part
-    dev_span: Span | None  # the value of the dev= setting that counts
-
-    def __init__(
-        self, dev: str | None, xdp_mode: XdpMode | None, direction: TcDirection | None, span: Span,
-        dev_span: Span | None = None,
-    ) -> None:
-        set_field(self, "dev", dev)
-        set_field(self, "xdp_mode", xdp_mode)
-        set_field(self, "direction", direction)
-        set_field(self, "span", span)
-        set_field(self, "dev_span", dev_span)
+    dev_span: Span | None = None  # the value of the dev= setting that counts
 
     @property
     def hook(self) -> str:
@@ -314,64 +243,33 @@ class BtfTarget(Slotted):
     """What a BTF-typed section names (``fentry/FUNC``, ``lsm/HOOK``, ``iter/NAME``): a kernel
     function, LSM hook or iterator, looked up in the kernel's BTF when the program is loaded."""
 
-    __slots__ = ("kind", "name", "span")
     kind: str  # the section's kind: fentry, fexit.s, lsm, iter, ...
     name: str
     span: Span
-
-    def __init__(self, kind: str, name: str, span: Span) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "name", name)
-        set_field(self, "span", span)
 
 
 Target = TracepointTarget | RawTracepointTarget | ProbeTarget | NetHookTarget | BtfTarget
 
 
 class SectionSpec(Slotted):
-    __slots__ = ("name", "style", "program_type", "attach", "target", "main_span", "settings", "inlines",
-                 "force", "perf_compatible", "perf_reason", "perf_message", "warnings", "autoload", "note")
     name: str  # the whole section string
     style: SectionStyle
     program_type: ProgType
     attach: AttachKind
     target: Target | None  # None for socket, perf_event
     main_span: Span
-    settings: tuple[Setting, ...]
-    inlines: bool
-    force: bool
-    perf_compatible: bool
-    perf_reason: str | None  # why perf 6.1 cannot use it
-    perf_message: str | None  # what perf 6.1 prints for it
-    warnings: tuple[Diagnostic, ...]
+    settings: tuple[Setting, ...] = ()
+    inlines: bool = True
+    force: bool = False
+    perf_compatible: bool = True
+    perf_reason: str | None = None  # why perf 6.1 cannot use it
+    perf_message: str | None = None  # what perf 6.1 prints for it
+    warnings: tuple[Diagnostic, ...] = ()
     # libbpf's SEC("?...") autoload-off convention: the object leaves the program off; evspec
     # loads it (so the verifier checks it) and attaches nothing (attach is NONE)
-    autoload: bool
+    autoload: bool = True
     # why a program is loaded and not attached, when the section names no target (SEC("kprobe"))
-    note: str | None
-
-    def __init__(
-        self, name: str, style: SectionStyle, program_type: ProgType, attach: AttachKind,
-        target: Target | None, main_span: Span, settings: tuple[Setting, ...] = (), inlines: bool = True,
-        force: bool = False, perf_compatible: bool = True, perf_reason: str | None = None,
-        perf_message: str | None = None, warnings: tuple[Diagnostic, ...] = (), autoload: bool = True,
-        note: str | None = None,
-    ) -> None:
-        set_field(self, "name", name)
-        set_field(self, "style", style)
-        set_field(self, "program_type", program_type)
-        set_field(self, "attach", attach)
-        set_field(self, "target", target)
-        set_field(self, "main_span", main_span)
-        set_field(self, "settings", settings)
-        set_field(self, "inlines", inlines)
-        set_field(self, "force", force)
-        set_field(self, "perf_compatible", perf_compatible)
-        set_field(self, "perf_reason", perf_reason)
-        set_field(self, "perf_message", perf_message)
-        set_field(self, "warnings", warnings)
-        set_field(self, "autoload", autoload)
-        set_field(self, "note", note)
+    note: str | None = None
 
     @property
     def creates_event(self) -> bool:

@@ -31,13 +31,13 @@ from __future__ import annotations
 import platform
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from evspec.loader.errors import ObjectError
 from evspec.loader.sections.names import ProbeArg
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted, replace
 
 if TYPE_CHECKING:
     from elftools.dwarf.die import DIE
@@ -49,8 +49,7 @@ POINTER_SIZE = 8
 # ----------------------------------------------------------------- registers
 
 
-@dataclass(frozen=True, slots=True)
-class Arch:
+class Arch(Slotted):
     """What the prologue needs to know of an architecture's ``struct pt_regs`` and ABI."""
 
     name: str
@@ -122,8 +121,7 @@ def arch_named(name: str | None = None) -> Arch:
 # ----------------------------------------------------------------- fetch places
 
 
-@dataclass(frozen=True, slots=True)
-class ValueType:
+class ValueType(Slotted):
     """The integer a fetched value becomes: ``size`` bytes read, sign-extended when ``signed``;
     a bitfield keeps ``bits`` bits from bit ``shift`` of the value read."""
 
@@ -141,8 +139,7 @@ class ValueType:
 U64 = ValueType()
 
 
-@dataclass(frozen=True, slots=True)
-class FetchPlace:
+class FetchPlace(Slotted):
     """Where one value is read: the base (a pt_regs offset, or the constant ``address`` when
     ``reg_offset`` is None), then a read at ``value + off`` for each of ``derefs``."""
 
@@ -162,30 +159,25 @@ class FetchPlace:
 # ----------------------------------------------------------------- fetch syntax
 
 
-@dataclass(frozen=True, slots=True)
-class Register:
+class Register(Slotted):
     name: str
 
 
-@dataclass(frozen=True, slots=True)
-class Special:
+class Special(Slotted):
     name: str  # without the '$'
 
 
-@dataclass(frozen=True, slots=True)
-class SymbolRef:
+class SymbolRef(Slotted):
     name: str
     offset: int
 
 
-@dataclass(frozen=True, slots=True)
-class Deref:
+class Deref(Slotted):
     offset: int
     inner: Fetch
 
 
-@dataclass(frozen=True, slots=True)
-class Variable:
+class Variable(Slotted):
     name: str
     accessors: tuple[tuple[str, str], ...]  # ("->", member) / (".", member) / ("[]", index)
 
@@ -276,8 +268,7 @@ def parse_type(arg: str, text: str) -> ValueType:
 # ----------------------------------------------------------------- resolution
 
 
-@dataclass(frozen=True, slots=True)
-class ProbeSite:
+class ProbeSite(Slotted):
     """What resolving an argument depends on: where the probe is and how it reads memory."""
 
     arch: Arch
@@ -460,8 +451,7 @@ def _location_error(label: str, why: str) -> ObjectError:
     return ObjectError(codes.PROBE_ARG_LOCATION, f"probe argument '{label}': {why}")
 
 
-@dataclass(frozen=True, slots=True)
-class _Function:
+class _Function(Slotted):
     die: Any  # DIE of the out-of-line instance (DW_TAG_subprogram)
     low_pc: int
     cu: Any

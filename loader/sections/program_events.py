@@ -9,8 +9,6 @@ tracepoint id exists only once record has created the probe.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from evspec.loader.object.spec import ObjectSpec
 from evspec.loader.sections.names import (
     PERF_BPF_PROBE_GROUP,
@@ -24,9 +22,10 @@ from evspec.loader.sections.names import (
     parse_section,
 )
 
+from evspec.span import Slotted
 
-@dataclass(frozen=True, slots=True)
-class ProgramEvent:
+
+class ProgramEvent(Slotted):
     """A program and how record attaches it: ``event`` is the tracepoint-style name of the perf
     event that carries it (None: no perf event, e.g. XDP or a load-only program); ``created``:
     the event is a probe record creates (its id is known only then); ``how`` says it in words."""

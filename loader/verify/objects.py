@@ -21,7 +21,7 @@ from contextlib import contextmanager
 
 from evspec.loader.verify.results import MapResult, ObjectResult, ProgramResult
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
@@ -45,19 +45,10 @@ def _map_type_name(t: int) -> str:
 class ProgramLoad(Slotted):
     """What BPF_PROG_LOAD gets for a program besides its instructions."""
 
-    __slots__ = ("prog_type", "expected_attach_type", "attach_btf_id", "prog_flags")
     prog_type: int
-    expected_attach_type: int
-    attach_btf_id: int
-    prog_flags: int
-
-    def __init__(
-        self, prog_type: int, expected_attach_type: int = 0, attach_btf_id: int = 0, prog_flags: int = 0,
-    ) -> None:
-        set_field(self, "prog_type", prog_type)
-        set_field(self, "expected_attach_type", expected_attach_type)
-        set_field(self, "attach_btf_id", attach_btf_id)
-        set_field(self, "prog_flags", prog_flags)
+    expected_attach_type: int = 0
+    attach_btf_id: int = 0
+    prog_flags: int = 0
 
 
 class KernelBtf:

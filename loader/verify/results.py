@@ -50,21 +50,11 @@ class ProgramResult(Slotted, frozen=False):
 
 
 class MapResult(Slotted, frozen=False):
-    __slots__ = ("object", "name", "type", "created", "error")
     object: str
     name: str
     type: str
-    created: bool
-    error: str | None
-
-    def __init__(
-        self, object: str, name: str, type: str, created: bool = False, error: str | None = None,
-    ) -> None:
-        set_field(self, "object", object)
-        set_field(self, "name", name)
-        set_field(self, "type", type)
-        set_field(self, "created", created)
-        set_field(self, "error", error)
+    created: bool = False
+    error: str | None = None
 
     def to_json(self) -> dict[str, object]:
         return {"object": self.object, "name": self.name, "type": self.type, "created": self.created,

@@ -15,13 +15,13 @@ import os
 import shutil
 import subprocess
 import tempfile
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from evspec.dialect.actions.events import Evsel, Failed, PerfState
 from evspec.dialect.actions.terms import NUM, STR, Term
 from evspec.render.perf import BPF_MAP_HINT  # perf 6.1's, as the offline checks print it
+from evspec.span import Slotted
 
 if TYPE_CHECKING:
     from evspec.loader.object.spec import MapSpec, ObjectSpec
@@ -67,8 +67,7 @@ class _Error(Exception):
         self.message = message
 
 
-@dataclass(frozen=True, slots=True)
-class _Program:
+class _Program(Slotted):
     system: str  # tracepoint system or probe group
     events: tuple[str, ...]  # one per probe point
 

@@ -11,22 +11,16 @@ from __future__ import annotations
 from functools import lru_cache
 
 from evspec.dialect.actions.cache_names import CACHE_OPS, CACHE_RESULTS, CACHE_TYPES, CACHE_VALID_OPS
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 
 class TableEvent(Slotted):
     """An event of perf's tables: its name, its definition as a term list, and the unit of its
     ScaleUnit ("msec"; an event with a unit cannot share a term list with another)."""
 
-    __slots__ = ("name", "terms", "unit")
     name: str
     terms: str
-    unit: str
-
-    def __init__(self, name: str, terms: str, unit: str = "") -> None:
-        set_field(self, "name", name)
-        set_field(self, "terms", terms)
-        set_field(self, "unit", unit)
+    unit: str = ""
 
 
 def _hex_or_dec(value: int) -> str:

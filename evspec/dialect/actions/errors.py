@@ -10,22 +10,16 @@ the newest first (``slots`` 0).
 
 from __future__ import annotations
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 
 class PerfError(Slotted):
     """One error as perf prints it: its text after ``\\___``, its caret column (0-based into
     the string; -1: under the opening quote) and the help block printed under it, if any."""
 
-    __slots__ = ("message", "column", "help")
     message: str
     column: int
-    help: str | None
-
-    def __init__(self, message: str, column: int, help: str | None = None) -> None:
-        set_field(self, "message", message)
-        set_field(self, "column", column)
-        set_field(self, "help", help)
+    help: str | None = None
 
 
 class ErrorSlot(Slotted, frozen=False):

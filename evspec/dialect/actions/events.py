@@ -17,7 +17,7 @@ from evspec.dialect.actions.errors import ErrorSlot
 from evspec.dialect.actions.terms import NUM, STR, USER, Term, TermRules
 from evspec.dialect.engine.cint import read_unsigned
 from evspec.dialect.versions import Profile
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
@@ -52,13 +52,8 @@ class Evsel(Slotted):
     """An event perf added: its name and kind ("hardware", "software", "tool", "cache", "raw",
     "numeric", "breakpoint", "tracepoint", "pmu")."""
 
-    __slots__ = ("name", "kind")
     name: str
     kind: str
-
-    def __init__(self, name: str, kind: str) -> None:
-        set_field(self, "name", name)
-        set_field(self, "kind", kind)
 
 
 class PerfState:

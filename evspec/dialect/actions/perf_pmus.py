@@ -32,17 +32,10 @@ WELL_KNOWN = {"software": 1, "tracepoint": 2, "breakpoint": 5}
 class PmuEvent(Slotted):
     """An event of a PMU as perf_pmu__find_alias returns it."""
 
-    __slots__ = ("name", "terms", "unit", "sysfs")
     name: str
     terms: str
     unit: str
     sysfs: bool
-
-    def __init__(self, name: str, terms: str, unit: str, sysfs: bool) -> None:
-        set_field(self, "name", name)
-        set_field(self, "terms", terms)
-        set_field(self, "unit", unit)
-        set_field(self, "sysfs", sysfs)
 
 
 class PerfPmu(Slotted):

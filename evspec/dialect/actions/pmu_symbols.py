@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from enum import Enum
 
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
@@ -35,11 +35,7 @@ def _casefold_c(text: str) -> bytes:
 class PmuSymbols(Slotted):
     """The symbol table: (strcasecmp key, kind) entries, sorted by the key."""
 
-    __slots__ = ("entries",)
     entries: tuple[tuple[bytes, SymbolKind], ...]
-
-    def __init__(self, entries: tuple[tuple[bytes, SymbolKind], ...]) -> None:
-        set_field(self, "entries", entries)
 
     @classmethod
     def of(cls, system: System | None, second_suffix: bool = True) -> PmuSymbols:

@@ -6,7 +6,7 @@ from __future__ import annotations
 from evspec.dialect.actions.errors import ErrorSlot
 from evspec.dialect.engine.cint import U64_MAX, read_unsigned
 from evspec.dialect.versions import INTERNAL_TERMS, STAT_TERMS, TRACEPOINT_TERMS, Profile
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 USER = "user"
 NUM = "num"
@@ -61,13 +61,8 @@ class TermRules(Slotted):
     """The term checks of perf up to 6.6; ``stat``: perf stat called
     parse_events__shrink_config_terms()."""
 
-    __slots__ = ("profile", "stat")
     profile: Profile
     stat: bool
-
-    def __init__(self, profile: Profile, stat: bool) -> None:
-        set_field(self, "profile", profile)
-        set_field(self, "stat", stat)
 
     def available(self, term_type: str) -> bool:
         return not self.stat or term_type in STAT_TERMS
@@ -160,17 +155,10 @@ class PmuTermRules(Slotted):
     is named by its type (``<sysfs term>`` for a word that is no keyword). ``cpu=N`` must be below
     ``max_present_cpu``; ``is_pmu(name)``: does perf_pmus__find know the name."""
 
-    __slots__ = ("profile", "stat", "max_present_cpu", "is_pmu")
     profile: Profile
     stat: bool
     max_present_cpu: int
     is_pmu: object
-
-    def __init__(self, profile: Profile, stat: bool, max_present_cpu: int, is_pmu: object) -> None:
-        set_field(self, "profile", profile)
-        set_field(self, "stat", stat)
-        set_field(self, "max_present_cpu", max_present_cpu)
-        set_field(self, "is_pmu", is_pmu)
 
     def type_name(self, term_type: str) -> str:
         return SYSFS_TERM if term_type == USER else term_type

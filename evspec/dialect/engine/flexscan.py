@@ -36,20 +36,11 @@ class Rule(Slotted):
     trailing context (must follow, is not consumed); ``may_reject``: the action can REJECT, so
     every match length is a candidate."""
 
-    __slots__ = ("name", "pattern", "states", "trail", "may_reject")
     name: str
     pattern: re.Pattern[str]
-    states: frozenset[str]
-    trail: re.Pattern[str] | None
-    may_reject: bool
-
-    def __init__(self, name: str, pattern: re.Pattern[str], states: frozenset[str] = frozenset(),
-                 trail: re.Pattern[str] | None = None, may_reject: bool = False) -> None:
-        set_field(self, "name", name)
-        set_field(self, "pattern", pattern)
-        set_field(self, "states", states)
-        set_field(self, "trail", trail)
-        set_field(self, "may_reject", may_reject)
+    states: frozenset[str] = frozenset()
+    trail: re.Pattern[str] | None = None
+    may_reject: bool = False
 
 
 def literals(*words: str) -> re.Pattern[str]:
@@ -60,27 +51,15 @@ def literals(*words: str) -> re.Pattern[str]:
 class Loc(Slotted):
     """bison's location as perf's lexer fills it (only the columns matter)."""
 
-    __slots__ = ("first", "last")
     first: int
     last: int
 
-    def __init__(self, first: int, last: int) -> None:
-        set_field(self, "first", first)
-        set_field(self, "last", last)
-
 
 class Token(Slotted):
-    __slots__ = ("kind", "value", "loc", "text")
     kind: str
     value: object
     loc: Loc
     text: str
-
-    def __init__(self, kind: str, value: object, loc: Loc, text: str) -> None:
-        set_field(self, "kind", kind)
-        set_field(self, "value", value)
-        set_field(self, "loc", loc)
-        set_field(self, "text", text)
 
 
 class Cursor(Slotted, frozen=False):

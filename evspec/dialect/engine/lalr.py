@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Sequence
 
 from evspec.dialect.engine.flexscan import Loc, Token
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 END = "$end"
 ACCEPT = "$accept"
@@ -29,15 +29,9 @@ ACCEPT = "$accept"
 class Production(Slotted):
     """``lhs: rhs``, with ``action(ctx, values, locs) -> value``."""
 
-    __slots__ = ("lhs", "rhs", "action")
     lhs: str
     rhs: tuple[str, ...]
-    action: Callable[..., object] | None
-
-    def __init__(self, lhs: str, rhs: tuple[str, ...], action: Callable[..., object] | None = None) -> None:
-        set_field(self, "lhs", lhs)
-        set_field(self, "rhs", rhs)
-        set_field(self, "action", action)
+    action: Callable[..., object] | None = None
 
 
 class Tables(Slotted):
@@ -45,23 +39,12 @@ class Tables(Slotted):
     shifts (to a state), the nonterminals it goes to, the terminals it reduces on (explicit
     entries, to a production) and its default production."""
 
-    __slots__ = ("productions", "shift", "goto", "reduce", "default", "accept_state")
     productions: tuple[Production, ...]
     shift: tuple[dict[str, int], ...]
     goto: tuple[dict[str, int], ...]
     reduce: tuple[dict[str, int], ...]
     default: tuple[int | None, ...]
     accept_state: int
-
-    def __init__(self, productions: tuple[Production, ...], shift: tuple[dict[str, int], ...],
-                 goto: tuple[dict[str, int], ...], reduce: tuple[dict[str, int], ...],
-                 default: tuple[int | None, ...], accept_state: int) -> None:
-        set_field(self, "productions", productions)
-        set_field(self, "shift", shift)
-        set_field(self, "goto", goto)
-        set_field(self, "reduce", reduce)
-        set_field(self, "default", default)
-        set_field(self, "accept_state", accept_state)
 
     def needs_lookahead(self, state: int) -> bool:
         return bool(self.shift[state]) or bool(self.reduce[state]) or self.default[state] is None
@@ -253,15 +236,9 @@ class Outcome(Slotted):
     """How a parse ended: accepted (with the start symbol's value) or not; ``syntax_error_at``
     is the token bison called yyerror on, if it did."""
 
-    __slots__ = ("ok", "value", "syntax_error_at")
     ok: bool
-    value: object
-    syntax_error_at: Token | None
-
-    def __init__(self, ok: bool, value: object = None, syntax_error_at: Token | None = None) -> None:
-        set_field(self, "ok", ok)
-        set_field(self, "value", value)
-        set_field(self, "syntax_error_at", syntax_error_at)
+    value: object = None
+    syntax_error_at: Token | None = None
 
 
 def parse(tables: Tables, tokens: Iterator[Token], ctx: object) -> Outcome:

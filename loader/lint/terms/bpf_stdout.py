@@ -10,18 +10,18 @@ every unconfigured one and no event is created.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 from evspec.loader.lint.terms.maps import MapUpdate
 from evspec.loader.object.spec import ObjectSpec
+
+from evspec.span import Slotted, replace
 
 STDOUT_MAP = "__bpf_stdout__"
 STDOUT_EVENT = "__bpf_stdout__"
 STDOUT_EVENT_STRING = f"bpf-output/no-inherit=1,name={STDOUT_EVENT}/"
 
 
-@dataclass(frozen=True, slots=True)
-class StdoutPlan:
+class StdoutPlan(Slotted):
     """``updates[i]``: the updates of object ``i`` with the stdout rules applied (its own first);
     ``create_event``: whether the automatic ``__bpf_stdout__`` event must be created."""
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import sys
 from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
 from enum import Enum
 
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
@@ -39,7 +38,7 @@ from evspec.ast import (
 from evspec.codes import bpfconfig as codes
 from evspec.codes.bpfconfig import BPF_MAP_HINT  # perf's hint block for every map-configuration error
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
-from evspec.span import Span
+from evspec.span import Slotted, Span, value_field
 
 # perf's words for a map:NAME.event= it will not apply (checked offline here, again in apply)
 MSG_NO_EVENT = "Event not found for map setting"
@@ -77,8 +76,7 @@ _TYPE_KINDS: dict[int, EventKind] = {0: EventKind.HARDWARE, 1: EventKind.SOFTWAR
                                      3: EventKind.CACHE, 4: EventKind.RAW, 5: EventKind.BREAKPOINT}
 
 
-@dataclass(frozen=True, slots=True)
-class EventFacts:
+class EventFacts(Slotted):
     """What is known of an event defined earlier, for ``map:NAME.event=`` references.
 
     ``perf_type`` is attr.type when known (None for PMU events resolved only against a system);
@@ -558,15 +556,14 @@ def range_keys(ranges: Iterable[KeyRange]) -> Iterator[int]:
         yield from range(first, last + 1)
 
 
-@dataclass(frozen=True, slots=True)
-class MapUpdate:
+class MapUpdate(Slotted):
     """One object term, ready to apply: write ``value`` (or the fd of ``event``) at every key."""
 
     map_name: str
     keys: tuple[KeyRange, ...]  # sorted, merged, inclusive ranges
     value: bytes | None  # in host byte order (as programs read it), the map's value size (option 'value')
     event: str | None  # the referenced event's name (option 'event')
-    span: Span = field(default=Span(0, 0), compare=False)
+    span: Span = value_field(default=Span(0, 0), compare=False)
 
 
 def plan_map_updates(event: BpfEvent, spec: ObjectSpec, *, truncate_values: bool = False) -> list[MapUpdate]:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import difflib
 import math
 import struct
-from dataclasses import dataclass, replace
 
 from evspec.loader.btf.reader import INT_BOOL, INT_SIGNED, Btf, BtfKind, BtfType
 from evspec.loader.externs.resolve import type_text
@@ -23,6 +22,7 @@ from evspec.loader.object.spec import ObjectSpec
 from evspec.ast import BpfEvent, Number, VarTerm, Word
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, EvspecError, error
+from evspec.span import Slotted, replace
 
 _HELP = ("var:NAME=VALUE takes an integer, true/false (or 1/0), an enumerator's name, a quoted string, or a "
          "number for a float ('0.25' quoted)")
@@ -30,8 +30,7 @@ _SETTABLE = "var: sets integers, bools, enums, floats and char arrays"
 _FLOAT_FORMATS = {2: ("e", "a half-precision float"), 4: ("f", "a float"), 8: ("d", "a double")}
 
 
-@dataclass(frozen=True, slots=True)
-class GlobalVar:
+class GlobalVar(Slotted):
     """A global variable: where it lives (the data map of its section, at ``offset``) and its type."""
 
     name: str

@@ -23,7 +23,7 @@ from evspec.loader.output.script import LostLine, RingRecordLine, SampleRun
 from evspec.loader.output.typed import RecordDecoder
 
 from evspec.codes import kernel as codes
-from evspec.span import Slotted, set_field
+from evspec.span import Slotted
 
 BATCH = 4096  # records rendered and written at a time
 _WAIT_MS = 200
@@ -34,13 +34,8 @@ Line = SampleRun | LostLine | RingRecordLine
 class BpfSource(Slotted):
     """A BPF ring buffer map's frames: its name, and its ``map:NAME.type=`` decoder if typed."""
 
-    __slots__ = ("name", "typed")
     name: str
-    typed: RecordDecoder | None
-
-    def __init__(self, name: str, typed: RecordDecoder | None = None) -> None:
-        set_field(self, "name", name)
-        set_field(self, "typed", typed)
+    typed: RecordDecoder | None = None
 
 
 class FollowCounts(Slotted, frozen=False):

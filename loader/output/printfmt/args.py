@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
-from dataclasses import field as dataclass_field
+
+from evspec.span import Slotted, value_field
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # tracefs_format parses formats with this package: a type is all it lends here
@@ -66,8 +66,7 @@ def strtoull(word: str) -> int:
     return (-digits if negative else digits) & MASK
 
 
-@dataclass(frozen=True, slots=True)
-class Field:
+class Field(Slotted):
     """A format field with libtraceevent's flags (IS_ARRAY, IS_POINTER, IS_SIGNED, IS_STRING,
     IS_LONG, IS_DYNAMIC/IS_RELATIVE) and its element size."""
 
@@ -135,7 +134,7 @@ def field_text(f: Field, raw: bytes) -> str:
 # ---------------------------------------------------------------------------------------- nodes
 
 
-class Node:
+class Node(Slotted):
     """An argument; ``tep_type`` is libtraceevent's enum tep_print_arg_type (some messages print it)."""
 
     tep_type = 0  # TEP_PRINT_NULL: the empty left side of a unary operator
@@ -150,7 +149,6 @@ class Node:
 NULL = Node()
 
 
-@dataclass(frozen=True, slots=True)
 class Atom(Node):
     """A number, a string literal, or words (a type name, an enumerator)."""
 
@@ -164,13 +162,12 @@ class Atom(Node):
         return put(self.word)
 
 
-@dataclass(frozen=True, slots=True)
 class FieldRef(Node):
     """``REC->name``; ``printk``: the kernel's printk formats by address, which a pointer field
     printed with ``%s`` may point at."""
 
     field: Field
-    printk: Mapping[int, str] = dataclass_field(default_factory=dict, compare=False, repr=False)
+    printk: Mapping[int, str] = value_field(default_factory=dict, compare=False, repr=False)
     tep_type = 2
 
     def num(self, raw: bytes) -> int:
@@ -199,7 +196,6 @@ def eval_type(value: int, type_: str, pointer: bool = False) -> int:
     return value & {"char": 0xFF, "short": 0xFFFF, "int": MASK >> 32}.get(base, MASK)
 
 
-@dataclass(frozen=True, slots=True)
 class Cast(Node):
     type: str
     item: Node
@@ -241,7 +237,6 @@ def arith(op: str, left: int, right: int) -> int:
     return 0  # libtraceevent warns of an unknown op ('^' among them) and takes 0
 
 
-@dataclass(frozen=True, slots=True)
 class Op(Node):
     """An operator: unary (``left`` is NULL), binary, ``?`` (``right`` is the ``:`` node) or ``[``."""
 
@@ -283,7 +278,6 @@ class Op(Node):
         return (self.right.left if self.left.num(raw) else self.right.right).text(raw, put)
 
 
-@dataclass(frozen=True, slots=True)
 class DynamicArray(Node):
     """``__get_dynamic_array(field)``: as a number, where its data is in the record."""
 
@@ -294,7 +288,6 @@ class DynamicArray(Node):
         return read_number(raw, self.field.offset, self.field.size) & 0xFFFF
 
 
-@dataclass(frozen=True, slots=True)
 class DynamicArrayLength(Node):
     field: Field
     tep_type = 14
@@ -303,7 +296,6 @@ class DynamicArrayLength(Node):
         return read_number(raw, self.field.offset, self.field.size) >> 16
 
 
-@dataclass(frozen=True, slots=True)
 class String(Node):
     """``__get_str(name)``: the string a ``__data_loc``/``__rel_loc`` word points at."""
 
@@ -319,7 +311,6 @@ class String(Node):
         return put(c_string(raw[start:]))
 
 
-@dataclass(frozen=True, slots=True)
 class Bitmask(Node):
     field: Field | None
     tep_type = 13
@@ -347,7 +338,6 @@ def flag_value(word: str) -> int:
     return _KNOWN_FLAGS.get(word, -1)
 
 
-@dataclass(frozen=True, slots=True)
 class Flags(Node):
     value: Node
     delim: str | None
@@ -373,7 +363,6 @@ class Flags(Node):
         return "".join(out)
 
 
-@dataclass(frozen=True, slots=True)
 class Symbols(Node):
     value: Node
     symbols: tuple[tuple[int, str], ...]
@@ -397,7 +386,6 @@ def array_start(node: Node, raw: bytes) -> int | None:
     return None
 
 
-@dataclass(frozen=True, slots=True)
 class Hex(Node):
     data: Node
     length: Node
@@ -415,7 +403,6 @@ class Hex(Node):
         return (" " if self.spaced else "").join(f"{b:02x}" for b in data)
 
 
-@dataclass(frozen=True, slots=True)
 class IntArray(Node):
     data: Node
     count: Node

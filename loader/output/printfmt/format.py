@@ -14,12 +14,13 @@ more arguments than it has, prints as perf prints a FAILED event: ``[FAILED TO P
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from evspec.loader.output.printfmt.args import LONG_SIZE, Field, Node, field_text, signed
 from evspec.loader.output.printfmt.parse import FormatError, parse_print_fmt
 from evspec.loader.output.printfmt.pointers import pointer_extent, pointer_text
 from evspec.loader.output.printfmt.symbols import Resolver
+
+from evspec.span import Slotted
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:  # tracefs_format compiles its formats with this package: a type is all it lends here
@@ -29,8 +30,7 @@ _ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "\\": "\\"}
 _BITS = {-2: 8, -1: 16, 0: 32, 1: 8 * LONG_SIZE, 2: 64}
 
 
-@dataclass(frozen=True, slots=True)
-class Conversion:
+class Conversion(Slotted):
     """One ``%`` conversion: flags, width and precision as written (``*`` for an argument),
     libtraceevent's length count (-2 hh, -1 h, 0, 1 l, 2 ll), the letter (``p`` with its
     letters), and the argument that gives the ``*``."""

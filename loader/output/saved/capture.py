@@ -23,7 +23,6 @@ import mmap
 import os
 import struct
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 from evspec.loader.abi.perf import RecordType
@@ -44,6 +43,7 @@ from evspec.loader.output.saved.perfdata import (
 from evspec.loader.output.saved.ringbuf_capture import RingSamples
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted
 
 _HEADER = struct.Struct("<IHH")
 _LOST = struct.Struct("<QQ")
@@ -56,8 +56,7 @@ _BLOCK = 4096  # what a salvage first cuts beyond the features' size (a file sys
 TRACEFS_EVENTS = (Path("/sys/kernel/tracing/events"), Path("/sys/kernel/debug/tracing/events"))
 
 
-@dataclass(frozen=True, slots=True)
-class RecordCounts:
+class RecordCounts(Slotted):
     samples: int
     lost: int  # samples the kernel dropped (the sum of PERF_RECORD_LOST counts)
     lost_records: int  # how many PERF_RECORD_LOST records said so

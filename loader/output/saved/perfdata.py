@@ -22,7 +22,6 @@ import errno as errno_mod
 import os
 import struct
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from enum import IntEnum
 from pathlib import Path
 from types import TracebackType
@@ -33,6 +32,7 @@ from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 
 from evspec.codes import kernel as codes
+from evspec.span import Slotted, value_field
 
 MAGIC = b"PERFILE2"
 _HEADER = struct.Struct("<8sQQQQQQQQ4Q")
@@ -72,8 +72,7 @@ def _corrupt(path: str | Path, message: str) -> ObjectError:
 # ------------------------------------------------------------------- attrs
 
 
-@dataclass(frozen=True, slots=True)
-class FileAttr:
+class FileAttr(Slotted):
     """One event of the file: its name, its ``perf_event_attr`` bytes and the kernel ids of its fds."""
 
     name: str
@@ -180,8 +179,7 @@ def decode_bpf_btf(data: bytes) -> dict[int, bytes]:
     return out
 
 
-@dataclass(frozen=True, slots=True)
-class HostInfo:
+class HostInfo(Slotted):
     """What ``perf report --header-only`` shows about the recording machine and command."""
 
     hostname: str
@@ -235,8 +233,7 @@ _TRACING_MAGIC = b"\x17\x08\x44tracing"
 TRACING_VERSION = "0.6"
 
 
-@dataclass(frozen=True, slots=True)
-class TraceFormat:
+class TraceFormat(Slotted):
     """A tracepoint's tracefs ``format`` file as the file's tracing data carries it."""
 
     system: str
@@ -593,8 +590,7 @@ def _write_error(path: Path, exc: OSError) -> WriteError:
 # ------------------------------------------------------------------- reader
 
 
-@dataclass(frozen=True, slots=True)
-class RecordRef:
+class RecordRef(Slotted):
     """A record of the data section: its type, misc, and where its bytes are in ``PerfData.buf``."""
 
     type: int
@@ -603,8 +599,7 @@ class RecordRef:
     size: int
 
 
-@dataclass(frozen=True, slots=True)
-class PerfData:
+class PerfData(Slotted):
     """A perf.data file read into memory."""
 
     path: str
@@ -614,8 +609,8 @@ class PerfData:
     data_size: int
     features: Mapping[int, bytes]
     truncated: bool  # the writer did not finish: data read up to the last complete record
-    tracepoints: Mapping[int, TraceFormat] = field(default_factory=dict)
-    printk: Mapping[int, str] = field(default_factory=dict)  # the tracing data's printk formats
+    tracepoints: Mapping[int, TraceFormat] = value_field(default_factory=dict)
+    printk: Mapping[int, str] = value_field(default_factory=dict)  # the tracing data's printk formats
 
     @property
     def host(self) -> HostInfo:

@@ -29,7 +29,6 @@ or 27 and config2 = 2**64 - 1 as with zeros).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from evspec.loader.abi.perf import PerfEventAttr
@@ -37,6 +36,7 @@ from evspec.loader.abi.perf_ids import PerfType, SwConfig
 from evspec.loader.errors import ObjectError
 
 from evspec.codes.kernel import PERF_DATA_WRITE
+from evspec.span import Slotted
 
 if TYPE_CHECKING:
     from evspec.loader.output.typed import RecordDecoder
@@ -80,8 +80,7 @@ def is_typed_output_event(attr: PerfEventAttr) -> bool:
     return is_bpf_output(attr) and attr.config1 == PERF_EVENT_ARRAY_MAP_TYPE
 
 
-@dataclass(frozen=True, slots=True)
-class TypedOutput:
+class TypedOutput(Slotted):
     """The type of a bpf-output event's samples: the map:NAME.type=TYPE of map ``map_name`` of the
     ``object_index``-th object (load order), whose records the event carries."""
 
