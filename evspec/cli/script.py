@@ -18,7 +18,7 @@ EXIT_ERROR = 2
 
 
 def add_script_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:  # type: ignore[type-arg]
-    p = subparsers.add_parser(
+    p: argparse.ArgumentParser = subparsers.add_parser(
         "script",
         help="print the records of a perf.data file (evspec record -o, or perf record)",
         description="perf script for bpf-output and tracepoint samples: -i FILE",
@@ -59,8 +59,8 @@ def script_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
         out.flush()
     except ObjectError as exc:
         err.write(f"evspec script: error: {exc.message}\n")
-        for line in exc.help:
-            err.write(f"  help: {line}\n")
+        for help_line in exc.help:
+            err.write(f"  help: {help_line}\n")
         return EXIT_ERROR
     except BrokenPipeError:
         return 0

@@ -239,7 +239,8 @@ def _build(lists: Sequence[EventList], system: System | None, mode: Mode | None,
             bpf.extend((spec_index, e, leader) for e in bpf_here)
             string.extend(members)
         if release.regroup and string:
-            string = sort_and_fix_groups(string, _pmu_info(system, release))
+            # _Evsel.leader is an _Evsel: Grouped's settable leader is invariant, so the TypeVar cannot see it
+            string = sort_and_fix_groups(string, _pmu_info(system, release))  # type: ignore[type-var]
         evsels.extend(string)
         diags.extend(d.located(events.source) for d in sorted(list_diags, key=lambda d: d.span.start))
     if any(d.is_error for d in diags):

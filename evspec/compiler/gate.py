@@ -112,7 +112,7 @@ def _lacks(event: Event, release: Release) -> Iterator[Diagnostic]:
     name = getattr(event, "name", None)
     if isinstance(event, (SymbolEvent, CacheEvent)) and not release.any_case_names and not _canonical_case(event):
         yield _lack(f"perf {v} knows '{name}' only in its own letter case", event.name_span)
-    if isinstance(event, SymbolEvent) and event.kind is SymbolKind.TOOL and name.lower() not in release.tool_events:
+    if isinstance(event, SymbolEvent) and event.kind is SymbolKind.TOOL and event.name.lower() not in release.tool_events:
         yield _lack(f"perf {v} has no tool event '{name}'", event.name_span)
     if not release.digit_names:
         for text, span in _heads(event):

@@ -557,7 +557,7 @@ def _on_pmus(pmus: Sequence[Pmu], event: Event, terms: Sequence[object], view: P
     success), else report the first PMU's findings. ``view``: the release's PMU view, through
     which a bare term may name one of perf's own events of the PMU (perf 6.12+)."""
     good: list[BaseEvsel] = []
-    first_failure: tuple[Diagnostic, ...] | None = None
+    first_failure: list[Diagnostic] | None = None
     for pmu in pmus:
         evsel, diags = _encode_pmu_terms(pmu, event, terms, view)
         if evsel is not None and not any(d.is_error for d in diags):
@@ -567,7 +567,7 @@ def _on_pmus(pmus: Sequence[Pmu], event: Event, terms: Sequence[object], view: P
     if good:
         return Resolution(tuple(good), ())
     assert first_failure is not None
-    return Resolution((), first_failure)
+    return Resolution((), tuple(first_failure))
 
 
 def _is_alias_reference(pmu: Pmu, term: Term) -> PmuAlias | None:

@@ -8,6 +8,7 @@ TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
     from evspec.dialect.actions.events import PerfState
+    from evspec.dialect.engine.flexscan import Token
     from evspec.dialect.engine.lalr import Outcome
     from evspec.dialect.lexer import Lexing
     from evspec.dialect.versions import Profile
@@ -50,7 +51,7 @@ def explain(
     return "; ".join(notes)
 
 
-def _syntax_notes(raw: str, p: Profile, lexed: Lexing, bad) -> list[str]:  # bad: Token
+def _syntax_notes(raw: str, p: Profile, lexed: Lexing, bad: Token) -> list[str]:
     notes: list[str] = []
     tokens = lexed.tokens
     index = next(i for i, t in enumerate(tokens) if t is bad)

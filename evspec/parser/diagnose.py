@@ -92,7 +92,7 @@ class _Stack(Slotted):
         for leaf in reversed(self.leaves):
             if is_tok(leaf, "COMMA", "LBRACE", "NAMED_LBRACE", "_LEAD") and not (
                 self.opens and self.opens[-1].type in ("SLASH", "LSQB")
-                and leaf.start_pos > self.opens[-1].start_pos  # type: ignore[union-attr]
+                and leaf.start_pos > self.opens[-1].start_pos  # type: ignore[attr-defined]
             ):
                 break
             out.append(leaf)
@@ -275,7 +275,7 @@ def _unexpected(text: str, stack: _Stack, tok: Tok | None, span: Span, expected:
             and prev.end_pos == pos and char in _WORD_CHARS):
         if top == "SLASH":
             return err("ES001", "a value that starts with a digit must be a number (decimal or 0x-hex)",
-                       span, _digit_value_help(text, stack, prev))  # type: ignore[arg-type]
+                       span, _digit_value_help(text, stack, prev))
         if len(stack.current_event()) == 1:
             return err("ES010", "a numeric event needs ':CONFIG' after the type", span)
     if prev_type == "RBRACE" and (kind in _WORDISH or char in _WORD_CHARS):

@@ -96,8 +96,10 @@ def _result(diag: Diagnostic, rule_index: int) -> dict[str, object]:
         properties["notes"] = list(clipped_all(diag.notes))
     if diag.repeats:
         properties["repeats"] = len(diag.repeats)
-        result["relatedLocations"] = [  # type: ignore[index]
-            *result.get("relatedLocations", []),  # type: ignore[misc]
+        earlier = result.get("relatedLocations", [])
+        assert isinstance(earlier, list)
+        result["relatedLocations"] = [
+            *earlier,
             *({"id": len(diag.labels) + n, **_location(span, diag.event, diag.source, "the same problem")}
               for n, span in enumerate(diag.repeats[:REPEATS_SHOWN])),
         ]

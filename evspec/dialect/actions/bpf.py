@@ -25,6 +25,7 @@ from evspec.span import Slotted
 
 if TYPE_CHECKING:
     from evspec.loader.object.spec import MapSpec, ObjectSpec
+    from evspec.loader.sections.names import ProbeTarget
 
 ADD_V = "(add -v to see detail)"
 MAP_HINT_47 = (
@@ -250,7 +251,7 @@ def _probe(state: PerfState, spec: ObjectSpec) -> list[_Program]:
     return programs
 
 
-def _uprobe_points(state: PerfState, target, uprobe_events: bool) -> int:  # target: ProbeTarget
+def _uprobe_points(state: PerfState, target: ProbeTarget, uprobe_events: bool) -> int:
     import fnmatch
 
     from evspec.loader.errors import ObjectError
@@ -259,6 +260,7 @@ def _uprobe_points(state: PerfState, target, uprobe_events: bool) -> int:  # tar
     if not uprobe_events:
         state.errors.printed.append(NO_PROBE_EVENTS.format(kind="uprobe", KIND="UPROBE"))
         raise _Error(PROBE_CHECK)
+    assert target.binary is not None  # a uprobe target names its binary
     binary = _full_path(state, target.binary.encode().decode("latin-1"))
     if not binary.is_file():
         raise _Error(PROBE_CHECK)

@@ -13,8 +13,12 @@ from evspec.lexicon import CACHE_RESULTS as _RESULTS
 from evspec.lexicon import CACHE_SUPPORTED_OPS, CacheOp, CacheResult, CacheType
 from evspec.lexicon import CACHE_TYPES as _TYPES
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterable, Mapping
 
-def _rows(spellings: dict, order: type) -> tuple[tuple[str, ...], ...]:  # type: ignore[type-arg]
+
+def _rows(spellings: Mapping[str, object], order: Iterable[object]) -> tuple[tuple[str, ...], ...]:
     return tuple(tuple(word for word, row in spellings.items() if row is member) for member in order)
 
 

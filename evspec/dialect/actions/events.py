@@ -22,7 +22,9 @@ from evspec.span import Slotted
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 
 if TYPE_CHECKING:
-    from evspec.system.model import Pmu, System
+    from typing import NoReturn
+
+    from evspec.system.model import Pmu, PmuAlias, System
 
 TRACING_EVENTS = "/sys/kernel/tracing/events"
 SKIP_SYSTEMS = frozenset({".", "..", "enable", "header_event", "header_page"})
@@ -173,7 +175,7 @@ class PerfState:
             self._tracepoint_error(column, sys, event, tracefs=False)
         return self.add("tracepoint", f"{sys}:{event}")
 
-    def _tracepoint_error(self, column: int, sys: str, event: str, tracefs: bool = True) -> None:
+    def _tracepoint_error(self, column: int, sys: str, event: str, tracefs: bool = True) -> NoReturn:
         if not tracefs:
             help = NO_TRACEFS_HELP
         else:
@@ -226,7 +228,7 @@ class PerfState:
         return True
 
     @staticmethod
-    def _find_alias(pmu: Pmu, term: Term):  # -> PmuAlias | None
+    def _find_alias(pmu: Pmu, term: Term) -> PmuAlias | None:
         if term.hardcoded:
             return None
         if term.type_val == NUM:

@@ -121,7 +121,10 @@ def _sorted(pmus: list[PerfPmu]) -> list[PerfPmu]:
     """list_sort with pmus_cmp: a stable merge sort."""
     import functools
 
-    return sorted(pmus, key=functools.cmp_to_key(lambda a, b: name_cmp(a.name, b.name)))
+    def by_name(a: PerfPmu, b: PerfPmu) -> int:
+        return name_cmp(a.name, b.name)
+
+    return sorted(pmus, key=functools.cmp_to_key(by_name))
 
 
 def is_glob(text: str) -> bool:
