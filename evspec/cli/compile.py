@@ -75,12 +75,12 @@ def compile_main(args: argparse.Namespace) -> int:
         data["programs"] = [o.to_json() for o in programs]
         print(json.dumps(data, indent=2))
         return 0
-    auto = len(checked)  # the spec index of the automatic __bpf_stdout__ event
+    auto = len(checked)  # the first spec index of the automatic bpf-output events
     for event in plan.events:
         group = ""
         if event.group is not None:
             group = f", group {event.group.index}" + (" leader" if event.group.leader else "")
-        where = "automatic" if event.spec_index == auto else f"-e #{event.spec_index + 1}"
+        where = "automatic" if event.spec_index >= auto else f"-e #{event.spec_index + 1}"
         print(f"{event.name}  ({where}{group})")
         print("  perf_event_attr:")
         is_created = (event.spec_index, event.name) in created
@@ -94,6 +94,8 @@ def compile_main(args: argparse.Namespace) -> int:
         print(f"{o.path}  (-e #{o.spec_index + 1}, BPF object: loaded by 'evspec record')")
         for p in o.programs:
             print(f"  program {p.program} (section '{p.section}'): {p.how}")
+        for text in o.outputs:
+            print(f"  {text}")
     for ref in plan.bpf:  # objects inside a group: not expanded
         print(f"{ref.event.path}  (-e #{ref.spec_index + 1}, BPF object: loaded by 'evspec record')")
     return 0
@@ -106,11 +108,13 @@ class _ObjectPrograms:
         self.spec_index = spec_index
         self.path = path
         self.programs = programs
+        self.outputs: list[str] = []  # what record creates for its perf event arrays
 
     def to_json(self) -> dict[str, object]:
         return {"spec_index": self.spec_index, "path": self.path,
                 "programs": [{"program": p.program, "section": p.section, "event": p.event,
-                              "created_by_record": p.created, "how": p.how} for p in self.programs]}
+                              "created_by_record": p.created, "how": p.how} for p in self.programs],
+                "outputs": self.outputs}
 
 
 def _with_program_events(lists: list[EventList], system: System | None
@@ -121,7 +125,7 @@ def _with_program_events(lists: list[EventList], system: System | None
     record will create."""
     from pathlib import Path
 
-    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, output_event_string, plan_outputs
     from evspec.loader.lint.terms.maps import plan_map_updates
     from evspec.loader.sections.program_events import program_events
     from evspec.loader.session import read_bpf_object
@@ -146,8 +150,12 @@ def _with_program_events(lists: list[EventList], system: System | None
             out.append(EventList((), ""))
         else:
             out.append(parse(",".join(pieces)) if pieces != [events.source] else events)
-    if plan_stdout(loaded).create_event:
+    outputs = plan_outputs(loaded)
+    if outputs.create_event:
         out.append(parse(STDOUT_EVENT_STRING))
+    out.extend(parse(output_event_string(o.event)) for o in outputs.outputs)
+    for o in outputs.outputs:
+        objects[o.object_index].outputs.append(o.describe())
     probes = {p.event for o in objects for p in o.programs if p.created and p.event}
     return out, objects, (WithProbes(system, probes) if probes and system is not None else system)
 
