@@ -85,8 +85,7 @@ class RecordDecoder:
         rest = raw[size:]
         if t.kind not in (BtfKind.STRUCT, BtfKind.UNION):
             value = decode_type(btf, t, raw[:size]) if len(raw) >= size else None
-            items = [] if value is None else [(self.name, value)]
-            return TypedFields(items, len(raw), size, rest)
+            return TypedFields([] if value is None else [(self.name, value)], len(raw), size, rest)
         if len(raw) >= size:
             value = decode_type(btf, t, raw[:size])
             assert isinstance(value, dict)

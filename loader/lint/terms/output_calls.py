@@ -88,7 +88,8 @@ class _State:
     def join(self, other: _State) -> _State | None:
         """The state where both meet, None when it is ``self`` (nothing new)."""
         regs = tuple(a if a == b else None for a, b in zip(self.regs, other.regs, strict=True))
-        stack = {k: v for k, v in self.stack.items() if other.stack.get(k) == v and v is not None}
+        stack: dict[tuple[int, int], Value] = {k: v for k, v in self.stack.items()
+                                                if other.stack.get(k) == v and v is not None}
         if regs == self.regs and stack == self.stack:
             return None
         return _State(regs, stack)
