@@ -742,30 +742,42 @@ class RecordSession:
 
     def _type_by_btf(self, readers: dict[tuple[int, str], BpfRingReader]) -> set[tuple[int, str]]:
         """The records of the maps no ``map:NAME.type=`` term types: as the type the object says
-        they have (``output_types``), for ring buffers and the automatic output events; else a
-        notice, once per map, that a term would type them. The (object, map) typed so."""
+        they have (``output_types``), for ring buffers and the perf event arrays whose event holds
+        their records alone (an automatic one, or a map:NAME.event= event no other map shares);
+        else a notice, once per map, that a term would type them. The (object, map) typed so."""
         typed: set[tuple[int, str]] = set()
-        by_map = {(o.object_index, o.map_name): o.event for o in self._outputs.outputs}
+        auto = {(o.object_index, o.map_name) for o in self._outputs.outputs}
+        holders: dict[str, set[tuple[int, str]]] = {}  # event -> the maps that hold it
+        for index, obj in enumerate(self.objects):
+            for u in obj.updates:
+                if u.event is not None:
+                    holders.setdefault(u.event, set()).add((index, u.map_name))
         for index, records in enumerate(self._outputs.records):
             obj, types = self.objects[index], self._record_types[index]
             for map_name, found in records.items():
                 reader = readers.get((index, map_name))
-                event = by_map.get((index, map_name))
-                if map_name in types or (reader is None and event is None):
+                events = {e for e, maps in holders.items() if (index, map_name) in maps}
+                if map_name in types or (reader is None and not events):
                     continue
-                if isinstance(found, RecordType):
-                    typed.add((index, map_name))
-                    decoder = _decoder_of(obj.path, obj.live.spec.btf, map_name, found)
-                    if reader is not None:
-                        self._typed_rings[id(reader)] = decoder
-                        self._ring_btf[id(reader)] = index
-                    else:
-                        assert event is not None
-                        self._type_event(event, TypedOutput(index, map_name, decoder))
-                    if reader is not None:  # an automatic event's note says it already
-                        self.notes.append(f"{obj.path}: ring buffer map '{map_name}': {typing_text(map_name, found)}")
-                else:
+                if not isinstance(found, RecordType):
                     self.notices.append(f"{obj.path}: map '{map_name}': {typing_text(map_name, found)}")
+                    continue
+                shared = sorted(e for e in events if holders[e] != {(index, map_name)} or e in self._typed_outputs)
+                if shared:
+                    self.notices.append(f"{obj.path}: map '{map_name}': its records are printed as bytes: event "
+                                        f"{shared[0]} also holds other maps' records; map:{map_name}.type=TYPE "
+                                        "would print them as fields")
+                    continue
+                typed.add((index, map_name))
+                decoder = _decoder_of(obj.path, obj.live.spec.btf, map_name, found)
+                if reader is not None:
+                    self._typed_rings[id(reader)] = decoder
+                    self._ring_btf[id(reader)] = index
+                for event in sorted(events):
+                    self._type_event(event, TypedOutput(index, map_name, decoder))
+                if (index, map_name) not in auto:  # an automatic event's note says it already
+                    kind = "ring buffer map" if reader is not None else "map"
+                    self.notes.append(f"{obj.path}: {kind} '{map_name}': {typing_text(map_name, found)}")
         return typed
 
     def _type_event(self, event: str, typed: TypedOutput) -> None:

@@ -73,17 +73,18 @@ def _children(pid: int) -> set[int]:
         return set()
 
 
-def record(obj: Path, steps: tuple[str, ...], terms: str = "", workload_argv: tuple[str, ...] | None = None
-           ) -> Recording:
+def record(obj: Path, steps: tuple[str, ...], terms: str = "", workload_argv: tuple[str, ...] | None = None,
+           around: tuple[tuple[str, ...], tuple[str, ...]] = ((), ())) -> Recording:
     """``evspec record --format json -v -a -e OBJ[/TERMS/]`` while the workload runs ``steps``
-    (``{pid}`` in TERMS: the workload's pid)."""
+    (``{pid}`` in TERMS: the workload's pid); ``around``: event strings before and after it."""
     argv = workload_argv or (sys.executable, str(WORKLOAD), *steps)
     workload = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     assert workload.stdin is not None and workload.stdout is not None
     try:
         ready = json.loads(workload.stdout.readline())
         spec = f"{obj}/{terms.format(pid=ready['pid'])}/" if terms else str(obj)
-        proc = subprocess.Popen([sys.executable, "-m", "evspec", "record", "--format", "json", "-v", "-a", "-e", spec],
+        strings = [arg for text in (*around[0], spec, *around[1]) for arg in ("-e", text)]
+        proc = subprocess.Popen([sys.executable, "-m", "evspec", "record", "--format", "json", "-v", "-a", *strings],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=obj.parent)
         assert proc.stdout is not None and proc.stderr is not None
         out, err = _Drain(proc.stdout.fileno()), _Drain(proc.stderr.fileno())
@@ -244,3 +245,21 @@ def test_check_and_compile_say_what_record_creates(objects: dict[str, Path]) -> 
     assert [e["name"] for e in data["events"]][-1] == "perf_map"
     [outputs] = [o["outputs"] for o in data["programs"]]
     assert len(outputs) == 1 and "map:perf_map.type=TYPE would print them as fields" in outputs[0]
+
+
+def test_an_event_a_term_gives_the_array_is_typed_too_unless_shared(objects: dict[str, Path]) -> None:
+    """map:events.event=out, no type term: out's samples are typed as the object says, unless out
+    also holds another map's records (then bytes, and the notice says why)."""
+    out = "bpf-output/no-inherit,name=out/"
+    own = record(objects["execsnoop"], ("exec",), "map:events.event=out", around=((out,), ()))
+    children = {pid for pid, role in own.run.roles.items() if role.startswith("C")}
+    assert {r["event"] for r in own.records} == {"out"}, own.stderr
+    assert children & {r["fields"]["pid"] for r in own.records}, own.stderr
+    assert "map 'events': its records are printed as struct event (7720 bytes), the value type of map 'execs'" \
+        in own.stderr
+    shared = record(objects["execsnoop"], ("exec",), "map:events.event=out",
+                    around=((out,), (f"{objects['sigsnoop']}/map:events.event=out/",)))
+    assert shared.records and all("fields" not in r and "raw_hex" in r for r in shared.records), shared.stderr
+    for tool in ("execsnoop", "sigsnoop"):
+        assert (f"{objects[tool]}: map 'events': its records are printed as bytes: event out also holds other maps' "
+                "records; map:events.type=TYPE would print them as fields") in shared.stderr
