@@ -215,3 +215,21 @@ def test_a_record_cut_in_its_char_array_shows_every_string_sent() -> None:
     assert text == "pid=7 ppid=1 comm=/bin/true --first two (short record: 29 of 32 bytes)"
     whole = fields_text(decoder.decode(raw[:32]))  # a record of the type's size: the first string
     assert whole == "pid=7 ppid=1 comm=/bin/true"
+
+
+def test_a_numbered_name_a_map_of_another_object_has_is_an_error_too() -> None:
+    a = make_spec((send_stack(8).program("p"),), path="a.o")
+    b = make_spec((send_stack(8).program("q"),), path="b.o")
+    c = ObjectSpec("c.o", "GPL", None, (MapSpec("events_1", PEA, 4, 4, 0),),
+                   (_renamed(send_stack(8), "events_1").program("r"),))
+    plan = plan_outputs([(a, []), (b, []), (c, [])])
+    assert [o.event for o in plan.outputs] == ["events_1", "events_2", "events_1"]
+    assert name_clashes(plan, {}) == [
+        "the bpf-output event 'events_1' that record creates for map 'events_1' of c.o has the name of the event "
+        "'events_1' record creates for map 'events' of a.o: rename that event (name=...), or give the map an "
+        "event of your own with map:events_1.event=NAME"]
+
+
+def _renamed(code: Code, name: str) -> Code:
+    code.relocs = [Relocation(r.insn_index, r.kind, name, name) for r in code.relocs]
+    return code

@@ -25,12 +25,14 @@ from evspec.loader.object.spec import MapType, ObjectSpec
 
 STDOUT_MAP = "__bpf_stdout__"
 STDOUT_EVENT = "__bpf_stdout__"
-STDOUT_EVENT_STRING = f"bpf-output/no-inherit=1,name={STDOUT_EVENT}/"
 
 
 def output_event_string(name: str) -> str:
     """The event string of an automatic bpf-output event called ``name``."""
     return f"bpf-output/no-inherit=1,name={name}/"
+
+
+STDOUT_EVENT_STRING = output_event_string(STDOUT_EVENT)
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,12 +127,18 @@ def plan_outputs(objects: Sequence[tuple[ObjectSpec, Sequence[MapUpdate]]]) -> S
 
 
 def name_clashes(plan: StdoutPlan, events: Mapping[str, str]) -> list[str]:
-    """The automatic events whose name an event of the command has too (``events``: name -> where
-    it is defined), one message each naming both."""
-    return [f"the bpf-output event '{o.event}' that record creates for map '{o.map_name}' of {o.path} has the "
-            f"name of the event {events[o.event]}: rename that event (name=...), or give the map an event "
-            f"of your own with map:{o.map_name}.event=NAME"
-            for o in plan.outputs if o.event in events]
+    """The automatic events whose name an event of the command (``events``: name -> where it is
+    defined) or an earlier automatic event has too, one message each naming both."""
+    out: list[str] = []
+    earlier: dict[str, str] = {}
+    for o in plan.outputs:
+        where = events.get(o.event) or earlier.get(o.event)
+        if where is not None:
+            out.append(f"the bpf-output event '{o.event}' that record creates for map '{o.map_name}' of {o.path} "
+                       f"has the name of the event {where}: rename that event (name=...), or give the map an "
+                       f"event of your own with map:{o.map_name}.event=NAME")
+        earlier.setdefault(o.event, f"'{o.event}' record creates for map '{o.map_name}' of {o.path}")
+    return out
 
 
 def _plan_stdout(objects: Sequence[tuple[ObjectSpec, Sequence[MapUpdate]]]) -> StdoutPlan:
