@@ -263,3 +263,15 @@ def test_an_event_a_term_gives_the_array_is_typed_too_unless_shared(objects: dic
     for tool in ("execsnoop", "sigsnoop"):
         assert (f"{objects[tool]}: map 'events': its records are printed as bytes: event out also holds other maps' "
                 "records; map:events.type=TYPE would print them as fields") in shared.stderr
+
+
+def test_a_capture_keeps_the_chosen_type(objects: dict[str, Path], tmp_path: Path) -> None:
+    """-o: the automatic event's attr names the type chosen, and script prints the fields again."""
+    data = tmp_path / "exec.data"
+    evspec = (sys.executable, "-m", "evspec")
+    rec = subprocess.run([*evspec, "record", "-o", str(data), "-a", "-e", str(objects["execsnoop"]), "--",
+                          "sh", "-c", "/bin/true evspec-capture-marker"], capture_output=True, text=True, timeout=120)
+    assert rec.returncode == 0, rec.stderr
+    shown = subprocess.run([*evspec, "script", "-i", str(data)], capture_output=True, text=True, timeout=120)
+    assert shown.returncode == 0, shown.stderr
+    assert "events: pid=" in shown.stdout and "args=/bin/true evspec-capture-marker (short record: " in shown.stdout
