@@ -242,7 +242,7 @@ def test_check_and_compile_say_what_record_creates(objects: dict[str, Path]) -> 
                               cwd=objects["javagc"].parent, capture_output=True, text=True, env=env, timeout=120)
     assert compiled.returncode == 0, compiled.stderr
     data = json.loads(compiled.stdout)
-    assert [e["name"] for e in data["events"]][-1] == "perf_map"
+    assert "perf_map" not in [e["name"] for e in data["events"]]  # perf's evsels: perf has no such event
     [outputs] = [o["outputs"] for o in data["programs"]]
     assert len(outputs) == 1 and "map:perf_map.type=TYPE would print them as fields" in outputs[0]
 

@@ -75,12 +75,12 @@ def compile_main(args: argparse.Namespace) -> int:
         data["programs"] = [o.to_json() for o in programs]
         print(json.dumps(data, indent=2))
         return 0
-    auto = len(checked)  # the first spec index of the automatic bpf-output events
+    auto = len(checked)  # the spec index of the automatic __bpf_stdout__ event
     for event in plan.events:
         group = ""
         if event.group is not None:
             group = f", group {event.group.index}" + (" leader" if event.group.leader else "")
-        where = "automatic" if event.spec_index >= auto else f"-e #{event.spec_index + 1}"
+        where = "automatic" if event.spec_index == auto else f"-e #{event.spec_index + 1}"
         print(f"{event.name}  ({where}{group})")
         print("  perf_event_attr:")
         is_created = (event.spec_index, event.name) in created
@@ -121,11 +121,12 @@ def _with_program_events(lists: list[EventList], system: System | None
                          ) -> tuple[list[EventList], list[_ObjectPrograms], System | None]:
     """Each top-level BPF event replaced by the events of its programs, as perf expands it (the
     event's own terms and modifiers on each), the automatic ``__bpf_stdout__`` event appended as
-    a string of its own when record would create it; the system also answers for the probes
-    record will create."""
+    a string of its own when record would create it (the bpf-output events evspec's record also
+    creates for perf event arrays are said with their object: perf has no such evsels); the
+    system also answers for the probes record will create."""
     from pathlib import Path
 
-    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, output_event_string, plan_outputs
+    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, plan_outputs
     from evspec.loader.lint.terms.maps import plan_map_updates
     from evspec.loader.sections.program_events import program_events
     from evspec.loader.session import read_bpf_object
@@ -153,8 +154,7 @@ def _with_program_events(lists: list[EventList], system: System | None
     outputs = plan_outputs(loaded)
     if outputs.create_event:
         out.append(parse(STDOUT_EVENT_STRING))
-    out.extend(parse(output_event_string(o.event)) for o in outputs.outputs)
-    for o in outputs.outputs:
+    for o in outputs.outputs:  # evspec's, not perf's: said with the object, not among perf's evsels
         objects[o.object_index].outputs.append(o.describe())
     probes = {p.event for o in objects for p in o.programs if p.created and p.event}
     return out, objects, (WithProbes(system, probes) if probes and system is not None else system)
