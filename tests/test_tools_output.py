@@ -233,3 +233,23 @@ def test_a_numbered_name_a_map_of_another_object_has_is_an_error_too() -> None:
 def _renamed(code: Code, name: str) -> Code:
     code.relocs = [Relocation(r.insn_index, r.kind, name, name) for r in code.relocs]
     return code
+
+
+def _spill_and_send(clobber: bool) -> Code:
+    """The map value spilled to r10-16, maybe a helper writing a 16-byte buffer at r10-24 (over
+    the spill), then reloaded and sent."""
+    code = Code() + mov(R6, R1) + movi(R2, 0) + asm.encode(asm.stx(8), R10, R2, -8) + mov(R2, R10) + addi(R2, -8)
+    code.load_map(R1, "values")
+    code = code + call(1) + asm.encode(asm.stx(8), R10, R0, -16)
+    if clobber:
+        code = code + mov(R1, R10) + addi(R1, -24) + movi(R2, 16) + call(16)  # bpf_get_current_comm
+    code = code + asm.encode(asm.ldx(8), R4, R10, -16) + mov(R1, R6)
+    code.load_map(R2, "events")
+    return code + movi(R3, -1) + movi(R5, 16) + call(25) + EXIT
+
+
+def test_a_spilled_pointer_is_known_until_a_helper_writes_over_it() -> None:
+    [kept] = output_calls(make_spec((_spill_and_send(False).program("p"),)))
+    assert kept.data == MapValue("values", 0)
+    [lost] = output_calls(make_spec((_spill_and_send(True).program("p"),)))
+    assert lost.data is None and lost.map_name == "events"
