@@ -31,7 +31,13 @@ from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAt
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
-from evspec.loader.lint.terms.bpf_stdout import StdoutPlan, name_clashes, plan_outputs, typing_text
+from evspec.loader.lint.terms.bpf_stdout import (
+    STDOUT_MAP,
+    StdoutPlan,
+    name_clashes,
+    plan_outputs,
+    typing_text,
+)
 from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, record_types
 from evspec.loader.lint.terms.output_types import RecordType
 from evspec.loader.load.apply import EventInstances, apply_updates
@@ -743,7 +749,8 @@ class RecordSession:
     def _type_by_btf(self, readers: dict[tuple[int, str], BpfRingReader]) -> set[tuple[int, str]]:
         """The records of the maps no ``map:NAME.type=`` term types: as the type the object says
         they have (``output_types``), for ring buffers and the perf event arrays whose event holds
-        their records alone (an automatic one, or a map:NAME.event= event no other map shares);
+        their records alone (an automatic one, or a map:NAME.event= event no other map shares;
+        not ``__bpf_stdout__``, which keeps perf's printing);
         else a notice, once per map, that a term would type them. The (object, map) typed so."""
         typed: set[tuple[int, str]] = set()
         auto = {(o.object_index, o.map_name) for o in self._outputs.outputs}
@@ -757,8 +764,8 @@ class RecordSession:
             for map_name, found in records.items():
                 reader = readers.get((index, map_name))
                 events = {e for e, maps in holders.items() if (index, map_name) in maps}
-                if map_name in types or (reader is None and not events):
-                    continue
+                if map_name in types or (reader is None and not events) or map_name == STDOUT_MAP:
+                    continue  # __bpf_stdout__: printed as perf prints it (its strings), untyped
                 if not isinstance(found, RecordType):
                     self.notices.append(f"{obj.path}: map '{map_name}': {typing_text(map_name, found)}")
                     continue
