@@ -30,8 +30,15 @@ from evspec.loader.attach.attachment import AttachOptions, ProbeEvent, ProgramAt
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, KernelError, RingMapping
-from evspec.loader.lint.terms.bpf_stdout import plan_stdout
-from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, record_types, unread_event_arrays
+from evspec.loader.lint.terms.bpf_stdout import (
+    STDOUT_MAP,
+    StdoutPlan,
+    name_clashes,
+    plan_outputs,
+    typing_text,
+)
+from evspec.loader.lint.terms.maps import MapUpdate, plan_map_updates, record_types
+from evspec.loader.lint.terms.output_types import RecordType
 from evspec.loader.load.apply import EventInstances, apply_updates
 from evspec.loader.load.live import LiveObject, load_object, possible_cpus
 from evspec.loader.object.spec import MapType, ObjectSpec, ProgType
@@ -71,6 +78,7 @@ if TYPE_CHECKING:
         def plan(self) -> _CompiledPlan: ...
         @property
         def stdout_events(self) -> Sequence[object]: ...
+        def output_events(self, names: Sequence[str]) -> Sequence[object]: ...
 
     class _CompiledPlan(Protocol):
         @property
@@ -373,6 +381,7 @@ class RecordSession:
         self.typed_events = TypedDecoders()  # bpf-output event name -> its map's map:NAME.type
         self._typed_outputs: dict[str, TypedOutput] = {}  # the same, with the map and its object
         self._record_types: list[dict[str, str]] = []  # per object: map name -> TYPE
+        self._outputs = StdoutPlan((), False)  # the automatic output events and the records' types
 
     @property
     def lost(self) -> int:
@@ -434,7 +443,11 @@ class RecordSession:
                                                                    self.options.clang_opts),
                                        lists[ref.spec_index], ref.spec_index)
                 specs.append((spec, _map_updates(ref.event, spec, lists[ref.spec_index], ref.spec_index)))
-            stdout = plan_stdout(specs)
+            stdout = self._outputs = plan_outputs(specs)
+            clashes = name_clashes(stdout, {ev.name: f"'{ev.name}' of -e #{ev.spec_index + 1}"  # type: ignore[attr-defined]
+                                            for ev in reversed(plan.events)})
+            if clashes:
+                raise ObjectError(CODE_OBJECT, clashes[0])
             for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
                 attachments = self._attacher.plan(spec)
                 deferred = {a.program for a in attachments if a.deferred}
@@ -447,11 +460,12 @@ class RecordSession:
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
                                   for t in ref.event.prog_terms if t.value is not None)
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
-                self._warnings.extend(unread_event_arrays(spec, updates))
                 self._record_types.append(record_types(ref.event, spec))
             if system is not None and hasattr(system, "notes"):
                 self.notes.extend(system.notes)
-            auto = compiled.stdout_events if stdout.create_event else ()
+            auto = [*(compiled.stdout_events if stdout.create_event else ()),
+                    *compiled.output_events([o.event for o in stdout.outputs])]
+            self.notes.extend(o.describe() for o in stdout.outputs)
             target = Target.of(self.options, workload.pid if workload else None)
             self._lost_readable = self.kernel.lost_count_readable()
             _refuse_unsampled(plan.events, self._fed_to_programs())
@@ -705,10 +719,12 @@ class RecordSession:
         the bpf-output events a perf event array holds (its updates' events, __bpf_stdout__'s
         automatic one included)."""
         readers = iter(self.bpf_rings)
+        readers_by_map: dict[tuple[int, str], BpfRingReader] = {}
         for index, (obj, types) in enumerate(zip(self.objects, self._record_types, strict=True)):
             rings = [lm for lm in obj.live.maps.values() if lm.spec.type == MapType.RINGBUF]
             spec = obj.live.spec
             for lm, reader in zip(rings, readers, strict=False):  # _map_bpf_rings' order
+                readers_by_map[(index, lm.name)] = reader
                 if lm.name in types:
                     self._typed_rings[id(reader)] = _record_decoder(obj.path, spec.btf, lm.name, types[lm.name])
                     self._ring_btf[id(reader)] = index
@@ -716,13 +732,55 @@ class RecordSession:
                 if u.event is not None and u.map_name in types:
                     decoder = _record_decoder(obj.path, spec.btf, u.map_name, types[u.map_name])
                     self._type_event(u.event, TypedOutput(index, u.map_name, decoder))
-        for obj, types in zip(self.objects, self._record_types, strict=True):
+        inferred = self._type_by_btf(readers_by_map)
+        for index, (obj, types) in enumerate(zip(self.objects, self._record_types, strict=True)):
             for u in obj.updates:
                 typed = self._typed_outputs.get(u.event) if u.event is not None else None
-                if typed is not None and u.map_name not in types:
+                if typed is not None and u.map_name not in types and (index, u.map_name) not in inferred:
                     raise ObjectError(CODE_OBJECT, f"event {u.event} carries the records of {self._typed_where(typed)} "
                                                    f"and of map {u.map_name} of {obj.path}, which has no type: its "
                                                    "samples cannot be told apart", help=_OWN_EVENT_HELP)
+
+    def _type_by_btf(self, readers: dict[tuple[int, str], BpfRingReader]) -> set[tuple[int, str]]:
+        """The records of the maps no ``map:NAME.type=`` term types: as the type the object says
+        they have (``output_types``), for ring buffers and the perf event arrays whose event holds
+        their records alone (an automatic one, or a map:NAME.event= event no other map shares;
+        not ``__bpf_stdout__``, which keeps perf's printing);
+        else a notice, once per map, that a term would type them. The (object, map) typed so."""
+        typed: set[tuple[int, str]] = set()
+        auto = {(o.object_index, o.map_name) for o in self._outputs.outputs}
+        holders: dict[str, set[tuple[int, str]]] = {}  # event -> the maps that hold it
+        for index, obj in enumerate(self.objects):
+            for u in obj.updates:
+                if u.event is not None:
+                    holders.setdefault(u.event, set()).add((index, u.map_name))
+        for index, records in enumerate(self._outputs.records):
+            obj, types = self.objects[index], self._record_types[index]
+            for map_name, found in records.items():
+                reader = readers.get((index, map_name))
+                events = {e for e, maps in holders.items() if (index, map_name) in maps}
+                if map_name in types or (reader is None and not events) or map_name == STDOUT_MAP:
+                    continue  # __bpf_stdout__: printed as perf prints it (its strings), untyped
+                if not isinstance(found, RecordType):
+                    self.notices.append(f"{obj.path}: map '{map_name}': {typing_text(map_name, found)}")
+                    continue
+                shared = sorted(e for e in events if holders[e] != {(index, map_name)} or e in self._typed_outputs)
+                if shared:
+                    self.notices.append(f"{obj.path}: map '{map_name}': its records are printed as bytes: event "
+                                        f"{shared[0]} also holds other maps' records; map:{map_name}.type=TYPE "
+                                        "would print them as fields")
+                    continue
+                typed.add((index, map_name))
+                decoder = _decoder_of(obj.path, obj.live.spec.btf, map_name, found)
+                if reader is not None:
+                    self._typed_rings[id(reader)] = decoder
+                    self._ring_btf[id(reader)] = index
+                for event in sorted(events):
+                    self._type_event(event, TypedOutput(index, map_name, decoder))
+                if (index, map_name) not in auto:  # an automatic event's note says it already
+                    kind = "ring buffer map" if reader is not None else "map"
+                    self.notes.append(f"{obj.path}: {kind} '{map_name}': {typing_text(map_name, found)}")
+        return typed
 
     def _type_event(self, event: str, typed: TypedOutput) -> None:
         """``event``'s samples decoded as ``typed`` says. An event in several typed maps must have
@@ -1016,6 +1074,15 @@ def _record_decoder(path: str, btf: bytes | None, map_name: str, type_name: str)
     except BtfError as exc:
         raise ObjectError(CODE_OBJECT, f"{path}: map:{map_name}.type={type_name}: the object's BTF cannot "
                                        f"decode the type: {exc}") from None
+
+
+def _decoder_of(path: str, btf: bytes | None, map_name: str, found: RecordType) -> RecordDecoder:
+    """The decoder of the record type the object says ``map_name``'s records have."""
+    try:
+        return RecordDecoder.of_id(btf, found.type_id)
+    except BtfError as exc:
+        raise ObjectError(CODE_OBJECT, f"{path}: map '{map_name}': the object's BTF cannot decode its records' "
+                                       f"type {found.name}: {exc}") from None
 
 
 def _past_the_record(path: str, program: str, event: str, exc: KernelError) -> KernelError:

@@ -15,9 +15,8 @@ from evspec.loader.lint.terms.maps import (
     facts_for_event,
     plan_map_updates,
     range_keys,
-    unread_event_arrays,
 )
-from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec, ProgramSpec, Relocation
+from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 
 from evspec.ast import (
     AllIndices,
@@ -472,18 +471,3 @@ def test_plan_keeps_a_huge_range_a_range() -> None:
     assert u.value == (7).to_bytes(4, sys.byteorder)  # host order: as the programs read it
     (whole,) = plan_map_updates(bpf_event("./big.o/map:arr.value=7/"), big)
     assert whole.keys == u.keys
-
-
-def test_record_warns_of_perf_event_arrays_nothing_reads() -> None:
-    """A perf event array the code sends to but that gets no event: said, unless an event term
-    fills it or it is pinned (another process may fill it); unused arrays are not mentioned."""
-    uses = tuple(Relocation(i, "map", name, name) for i, name in enumerate(("channel", "chan1", "pinned")))
-    prog = ProgramSpec("p", "raw_syscalls:sys_enter", bytes(8 * 3), relocations=uses)
-    pinned = MapSpec("pinned", int(PEA), 4, 4, 1, pinning=1)
-    spec = ObjectSpec("maps.o", "GPL", None, (*MAPS_O.maps, pinned), (prog,))
-    filled = MapUpdate("chan1", (), None, "out")
-    [said] = unread_event_arrays(spec, [filled, MapUpdate("arr", (), b"\0" * 4, None)])
-    assert said == ("maps.o: map 'channel' (perf event array) gets no event, so what the programs send there "
-                    "is not read: add -e bpf-output/no-inherit,name=out/ before the object and "
-                    "map:channel.event=out to its terms")
-    assert unread_event_arrays(MAPS_O, []) == []  # maps.o's program uses neither array

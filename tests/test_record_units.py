@@ -7,7 +7,7 @@ import json
 import pytest
 from evspec.loader.attach.attacher import plan_attachments, program_types
 from evspec.loader.errors import ObjectError
-from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_stdout
+from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT, STDOUT_MAP, plan_outputs
 from evspec.loader.lint.terms.maps import MapUpdate
 from evspec.loader.load.apply import (
     MSG_EVTDIM,
@@ -98,13 +98,13 @@ OTHER = MapSpec("arr", MapType.ARRAY, 4, 4, 8)
 
 
 def test_no_stdout_map_no_event() -> None:
-    plan = plan_stdout([(_obj("a.o", OTHER), [MapUpdate("arr", ((0, 7),), b"\1\0\0\0", None)])])
+    plan = plan_outputs([(_obj("a.o", OTHER), [MapUpdate("arr", ((0, 7),), b"\1\0\0\0", None)])])
     assert not plan.create_event
     assert plan.updates == ((MapUpdate("arr", ((0, 7),), b"\1\0\0\0", None),),)
 
 
 def test_unconfigured_maps_share_one_automatic_event() -> None:
-    plan = plan_stdout([(_obj("a.o", STDOUT), []), (_obj("b.o", STDOUT4, OTHER), [])])
+    plan = plan_outputs([(_obj("a.o", STDOUT), []), (_obj("b.o", STDOUT4, OTHER), [])])
     assert plan.create_event
     assert plan.updates == (
         (MapUpdate(STDOUT_MAP, (), None, STDOUT_EVENT),),
@@ -114,14 +114,14 @@ def test_unconfigured_maps_share_one_automatic_event() -> None:
 
 def test_configured_map_is_cloned_to_the_others() -> None:
     mine = MapUpdate(STDOUT_MAP, ((0, 3),), None, "mine")
-    plan = plan_stdout([(_obj("a.o", STDOUT), []), (_obj("b.o", STDOUT4), [mine]), (_obj("c.o", OTHER), [])])
+    plan = plan_outputs([(_obj("a.o", STDOUT), []), (_obj("b.o", STDOUT4), [mine]), (_obj("c.o", OTHER), [])])
     assert not plan.create_event
     assert plan.updates == ((MapUpdate(STDOUT_MAP, (), None, "mine"),), (mine,), ())
 
 
 def test_cloned_index_list_keeps_its_keys() -> None:
     one = MapUpdate(STDOUT_MAP, ((0, 0),), None, "mine")
-    plan = plan_stdout([(_obj("a.o", STDOUT4), [one]), (_obj("b.o", STDOUT4), [])])
+    plan = plan_outputs([(_obj("a.o", STDOUT4), [one]), (_obj("b.o", STDOUT4), [])])
     assert plan.updates[1] == (one,)
 
 

@@ -339,13 +339,21 @@ def test_perf_style_section_records_equal_perf_61(
     assert expected.total() >= case.least, expected
 
 
-def test_a_perf_event_array_nothing_reads_is_said(tools: Tools, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Without a map:samples.event= term nothing reads what the program sends: record says so by
-    default (libbpf's own runner would read it; evspec cannot guess an event for it)."""
+def test_a_perf_event_array_the_program_sends_to_gets_an_event_of_its_own(
+    tools: Tools, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without a map:samples.event= term record creates bpf-output event 'samples' for the array
+    (-v says so) and no longer warns that nothing reads it; the records, built on the stack, have
+    no type the object says: record says once that map:samples.type= would type them."""
     monkeypatch.chdir(tools.root)
-    status, out, err = _record("--format", "json", "-e", "./tp_perf.o", "--", "true")
+    status, out, err = _record("--format", "json", "-v", "-e", "./tp_perf.o", "--", "true")
     assert status == 0, err
-    assert (f"evspec record: warning: {tools.root / 'tp_perf.o'}: map 'samples' (perf event array) gets no event, so what "
-            "the programs send there is not read: add -e bpf-output/no-inherit,name=out/ before the object "
-            "and map:samples.event=out to its terms\n") in err
+    path = tools.root / "tp_perf.o"
+    assert "gets no event" not in err
+    assert (f"evspec record: {path}: map 'samples' (perf event array) gets the bpf-output event 'samples' "
+            "(no-inherit, at every CPU's key) that record creates: program on_getppid_exit sends to it and no "
+            "term gives it an event; its records are printed as bytes") in err
+    assert err.count(f"evspec record: note: {path}: map 'samples': its records are printed as bytes: no record "
+                     "type is known (no program sends a map's value or a buffer typed by a map, the only records "
+                     "whose type the object says); map:samples.type=TYPE would print them as fields\n") == 1
     assert json.loads(out.splitlines()[-1])["summary"]["samples"] == 0

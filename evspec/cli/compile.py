@@ -94,6 +94,8 @@ def compile_main(args: argparse.Namespace) -> int:
         print(f"{o.path}  (-e #{o.spec_index + 1}, BPF object: loaded by 'evspec record')")
         for p in o.programs:
             print(f"  program {p.program} (section '{p.section}'): {p.how}")
+        for text in o.outputs:
+            print(f"  {text}")
     for ref in plan.bpf:  # objects inside a group: not expanded
         print(f"{ref.event.path}  (-e #{ref.spec_index + 1}, BPF object: loaded by 'evspec record')")
     return 0
@@ -106,22 +108,25 @@ class _ObjectPrograms:
         self.spec_index = spec_index
         self.path = path
         self.programs = programs
+        self.outputs: list[str] = []  # what record creates for its perf event arrays
 
     def to_json(self) -> dict[str, object]:
         return {"spec_index": self.spec_index, "path": self.path,
                 "programs": [{"program": p.program, "section": p.section, "event": p.event,
-                              "created_by_record": p.created, "how": p.how} for p in self.programs]}
+                              "created_by_record": p.created, "how": p.how} for p in self.programs],
+                "outputs": self.outputs}
 
 
 def _with_program_events(lists: list[EventList], system: System | None
                          ) -> tuple[list[EventList], list[_ObjectPrograms], System | None]:
     """Each top-level BPF event replaced by the events of its programs, as perf expands it (the
     event's own terms and modifiers on each), the automatic ``__bpf_stdout__`` event appended as
-    a string of its own when record would create it; the system also answers for the probes
-    record will create."""
+    a string of its own when record would create it (the bpf-output events evspec's record also
+    creates for perf event arrays are said with their object: perf has no such evsels); the
+    system also answers for the probes record will create."""
     from pathlib import Path
 
-    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, plan_stdout
+    from evspec.loader.lint.terms.bpf_stdout import STDOUT_EVENT_STRING, plan_outputs
     from evspec.loader.lint.terms.maps import plan_map_updates
     from evspec.loader.sections.program_events import program_events
     from evspec.loader.session import read_bpf_object
@@ -146,8 +151,11 @@ def _with_program_events(lists: list[EventList], system: System | None
             out.append(EventList((), ""))
         else:
             out.append(parse(",".join(pieces)) if pieces != [events.source] else events)
-    if plan_stdout(loaded).create_event:
+    outputs = plan_outputs(loaded)
+    if outputs.create_event:
         out.append(parse(STDOUT_EVENT_STRING))
+    for o in outputs.outputs:  # evspec's, not perf's: said with the object, not among perf's evsels
+        objects[o.object_index].outputs.append(o.describe())
     probes = {p.event for o in objects for p in o.programs if p.created and p.event}
     return out, objects, (WithProbes(system, probes) if probes and system is not None else system)
 

@@ -163,7 +163,7 @@ def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bo
     the verifier refuses the program if one is reached), which -v shows."""
     from evspec.check import CheckOptions, check_specs
     from evspec.codes.bpf import CORE_UNRESOLVED
-    from evspec.codes.bpfconfig import INHERIT_EVENT_IN_MAP
+    from evspec.codes.bpfconfig import INHERIT_EVENT_IN_MAP, OUTPUT_EVENT_CREATED
     from evspec.diagnostics import Source
     from evspec.inputs import SpecInput
     from evspec.render.text import render_text
@@ -171,7 +171,9 @@ def _check(args: argparse.Namespace, system: object, out: TextIO, *, inherit: bo
     inputs = [SpecInput(text, Source("arg", index=i), command=0) for i, text in enumerate(args.events)]
     checked = check_specs(inputs, CheckOptions(system=system, mode="record",  # type: ignore[arg-type]
                                                clang_opts=args.clang_opts))
-    quiet = {*(() if inherit else (INHERIT_EVENT_IN_MAP,)), *(() if args.verbose else (CORE_UNRESOLVED,))}
+    # OUTPUT_EVENT_CREATED: the session's -v note says it, with the names of the whole command
+    quiet = {*(() if inherit else (INHERIT_EVENT_IN_MAP,)), *(() if args.verbose else (CORE_UNRESOLVED,)),
+             OUTPUT_EVENT_CREATED}
     diags = [d for c in checked for d in c.diagnostics if d.is_error or d.code not in quiet]
     if diags:
         out.write(render_text(diags))

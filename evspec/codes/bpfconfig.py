@@ -45,6 +45,9 @@ VARIABLE_NOT_SETTABLE = "EB150"
 TYPE_WITH_INDICES = "EB151"
 NO_SUCH_TYPE = "EB152"
 NO_BTF_FOR_TYPE = "EB153"
+# the bpf-output events record creates for perf event arrays (loader/lint/terms/bpf_stdout.py)
+OUTPUT_EVENT_NAME_TAKEN = "EB159"
+OUTPUT_EVENT_CREATED = "WB164"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
@@ -377,6 +380,30 @@ CODES: tuple[CodeInfo, ...] = (
         "perf stores.",
         "./maps.o/map:arr8.value=300/",
         "Use a value that fits.",
+    ),
+    CodeInfo(
+        OUTPUT_EVENT_NAME_TAKEN,
+        "the automatic output event's name is taken",
+        "`evspec record` gives every perf event array that a program sends to (bpf_perf_event_output) "
+        "and that no map:NAME.event= term fills a bpf-output event of its own, named after the map. "
+        "Another event of the command already has that name, so map:NAME.event= terms and the "
+        "printed records could not tell the two apart.",
+        "cpu-clock/name=events/,./execsnoop.bpf.o",
+        "Rename the other event (name=...), or give the map an event of your own: "
+        "bpf-output/no-inherit,name=out/ and map:MAP.event=out.",
+    ),
+    CodeInfo(
+        OUTPUT_EVENT_CREATED,
+        "record creates a bpf-output event for a perf event array (a note)",
+        "A note, not a failing finding: a program of the object sends records to this perf event "
+        "array and no term gives it an event, so `evspec record` creates "
+        "`bpf-output/no-inherit=1,name=MAP/` and stores it at every CPU's key, as perf does for "
+        "`__bpf_stdout__`. The note says which programs send there and how the records are printed: "
+        "as the struct the object says they are (the BTF value type of the map they are taken "
+        "from), or as bytes, when map:MAP.type=TYPE would print them as fields.",
+        "./execsnoop.bpf.o",
+        "Nothing to fix; to choose the event yourself, add bpf-output/no-inherit,name=out/ before the "
+        "object and map:MAP.event=out to its terms.",
     ),
     CodeInfo(
         INHERIT_EVENT_IN_MAP,

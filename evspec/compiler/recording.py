@@ -1,6 +1,8 @@
-"""What ``evspec record`` runs, compiled before the loader starts: the events of its strings, and
-the automatic bpf-output event perf adds for the objects whose ``__bpf_stdout__`` map no term
-configures. The loader's recording session takes it as data and compiles nothing itself."""
+"""What ``evspec record`` runs, compiled before the loader starts: the events of its strings, the
+automatic bpf-output event perf adds for the objects whose ``__bpf_stdout__`` map no term
+configures, and (``output_events``) those evspec adds for the other perf event arrays programs send
+to, once the loader has read the objects and named them. The loader's recording session compiles
+nothing itself."""
 
 from __future__ import annotations
 
@@ -22,6 +24,15 @@ class RecordingPlan(Slotted):
 
     plan: Plan
     stdout_events: tuple[PlannedEvent, ...]
+
+    def output_events(self, names: Sequence[str]) -> tuple[PlannedEvent, ...]:
+        """The automatic bpf-output events called ``names`` (``bpf_stdout.output_event_string``)."""
+        from evspec.loader.lint.terms.bpf_stdout import output_event_string
+        from evspec.parser import parse
+
+        if not names:
+            return ()
+        return compile_events([parse(output_event_string(n)) for n in names], None, "record").events
 
 
 def recording_plan(lists: Sequence[EventList], system: System | None) -> RecordingPlan:

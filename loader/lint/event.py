@@ -24,7 +24,14 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.externs.findings import extern_findings
 from evspec.loader.lint.libbpf_differences import libbpf_differences
 from evspec.loader.lint.libbpf_rules import check_libbpf_rules
-from evspec.loader.lint.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event
+from evspec.loader.lint.terms.bpf_stdout import name_clashes, plan_outputs
+from evspec.loader.lint.terms.maps import (
+    EventFacts,
+    EventKind,
+    check_map_terms,
+    facts_for_event,
+    plan_map_updates,
+)
 from evspec.loader.lint.terms.programs import check_prog_terms, perf_event_programs
 from evspec.loader.lint.terms.variables import check_var_terms
 from evspec.loader.object.link import link_every_program
@@ -372,7 +379,20 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
     check.diagnostics.extend(term_diags)
     check.diagnostics.extend(note(codes_bpf.LIBBPF_DIFFERENCE, text, event.path_span)
                              for text in libbpf_differences(spec))
+    if not check.failed:
+        _output_events(check, spec)
     return check
+
+
+def _output_events(check: _ObjectCheck, spec: ObjectSpec) -> None:
+    """The bpf-output events record creates for the object's perf event arrays (a note each), and
+    an error where one would take the name of an event defined before it."""
+    plan = plan_outputs([(spec, plan_map_updates(check.event, spec, truncate_values=check.env.truncate_values))])
+    clashes = name_clashes(plan, {name: f"'{name}' defined before the object" for name in check.defined})
+    for text in clashes:
+        check.fail(codes.OUTPUT_EVENT_NAME_TAKEN, text)
+    for o in plan.outputs:
+        check.diagnostics.append(note(codes.OUTPUT_EVENT_CREATED, o.describe(), check.event.path_span))
 
 
 def _load(check: _ObjectCheck) -> ObjectSpec | None:

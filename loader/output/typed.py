@@ -4,7 +4,8 @@ of the object (with ``map_dump``'s decoder: enums by name, char arrays as string
 
 A record's decoded fields are a ``TypedFields``: the ``(name, value)`` pairs of the type's members,
 with the record's size and the type's, and the bytes past the type (``rest``). A record shorter
-than the type (a variable tail) has the members that fit, a char array cut where the record ends.
+than the type (a variable tail) has the members that fit, a char array cut where the record ends
+(with every NUL-separated string in it, separated by spaces: an argv as execsnoop sends it).
 A bpf-output sample's padding (the kernel rounds its raw data up to 8 bytes with its u32 size) is
 not part of the record (``decode_sample``).
 """
@@ -62,6 +63,14 @@ class RecordDecoder:
             raise ValueError(f"no struct, union or typedef named '{name}' in the object's BTF")
         return cls(btf, found)
 
+    @classmethod
+    def of_id(cls, btf_data: bytes | None, type_id: int) -> RecordDecoder:
+        """The decoder of type ``type_id`` of the object's BTF (chosen by ``output_types``)."""
+        if not btf_data:
+            raise ValueError(f"no BTF to find type {type_id} in")
+        btf = Btf(btf_data)
+        return cls(btf, btf.type(type_id))
+
     def decode_sample(self, raw: bytes) -> TypedFields:
         """A bpf-output sample's raw data decoded. The kernel pads it so that the data and its u32
         size end on an 8-byte boundary (a 16-byte record comes as 20 bytes): zero bytes past the
@@ -76,8 +85,7 @@ class RecordDecoder:
         rest = raw[size:]
         if t.kind not in (BtfKind.STRUCT, BtfKind.UNION):
             value = decode_type(btf, t, raw[:size]) if len(raw) >= size else None
-            items = [] if value is None else [(self.name, value)]
-            return TypedFields(items, len(raw), size, rest)
+            return TypedFields([] if value is None else [(self.name, value)], len(raw), size, rest)
         if len(raw) >= size:
             value = decode_type(btf, t, raw[:size])
             assert isinstance(value, dict)
@@ -97,6 +105,8 @@ class RecordDecoder:
             if member.kind == BtfKind.ARRAY and len(piece) < end - start:
                 piece += b"\0" * (end - start - len(piece))  # a cut array: decoded up to the record's end
                 value = decode_type(btf, member, piece)
+                if isinstance(value, Text):  # a variable tail of strings (execsnoop's args): all of them
+                    value = Text(raw[start:].rstrip(b"\0").replace(b"\0", b" ").decode(errors="backslashreplace"))
                 elem = btf.size_of(member.array.type) if member.array is not None else 1
                 items.append((m.name or f"#{i}", value[: (len(raw) - start) // max(elem, 1)]
                               if isinstance(value, list) else value))

@@ -605,18 +605,3 @@ def _key_ranges(term: MapTerm, m: MapSpec) -> tuple[KeyRange, ...]:
         else:
             merged.append((first, last))
     return tuple(merged)
-
-
-def unread_event_arrays(spec: ObjectSpec, updates: Iterable[MapUpdate]) -> list[str]:
-    """What ``record`` warns of: each PERF_EVENT_ARRAY that the object's code uses but that gets no
-    event (no ``map:NAME.event=`` term, not the automatic ``__bpf_stdout__``), so that whatever the
-    programs send there goes nowhere. A map pinned by name is left out: another process may fill it."""
-    filled = {u.map_name for u in updates if u.event is not None}
-    used = {r.target for fn in (*spec.programs, *spec.subprograms) for r in fn.relocations if r.kind == "map"}
-    return [
-        f"{spec.path}: map '{m.name}' (perf event array) gets no event, so what the programs send "
-        f"there is not read: add -e bpf-output/no-inherit,name=out/ before the object and "
-        f"map:{m.name}.event=out to its terms"
-        for m in spec.maps
-        if m.type == MapType.PERF_EVENT_ARRAY and m.name in used and m.name not in filled and not m.pinning
-    ]
