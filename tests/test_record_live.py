@@ -159,6 +159,7 @@ def test_apply_errors_with_perfs_messages(workdir: Path, argv: tuple[str, ...], 
     got, out, err = record(*argv, "--", "true")
     assert (got, out) == (status, "")
     assert f"ERROR: Apply config to BPF failed: {message}\n" in err
+    assert "[ evspec record:" not in err, "a summary of a recording that never started"
 
 
 def test_inherit_is_fine_with_dash_i(workdir: Path) -> None:

@@ -328,6 +328,8 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             f"[ evspec record: wrote {capture.bytes_written} bytes to {capture.path} "
             f"({counts.samples} samples, {lost} lost{_reported(lost, counts.lost)}) ]\n"
         )
+    elif not started:  # nothing was recorded: no summary, as perf prints none when set-up fails
+        return status
     else:
         _spool_report(session, err, verbose=args.verbose)
         if session.unprinted:
