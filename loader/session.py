@@ -434,20 +434,23 @@ class RecordSession:
             own = self._start_drain()
             self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=own))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
+            pin_paths: list[dict[str, str]] = []
             for ref in plan.bpf:
                 spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd,
                                                                    self.options.clang_opts),
                                        lists[ref.spec_index], ref.spec_index)
+                spec, pins = _with_settings(ref.event, spec, lists[ref.spec_index], ref.spec_index)
+                pin_paths.append(pins)
                 specs.append((spec, _map_updates(ref.event, spec, lists[ref.spec_index], ref.spec_index)))
             stdout = plan_stdout(specs)
-            for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
+            for ref, (spec, _), updates, pinned in zip(plan.bpf, specs, stdout.updates, pin_paths, strict=True):
                 attachments = self._attacher.plan(spec)
                 deferred = {a.program for a in attachments if a.deferred}
                 pins = {} if self.options.pin_root is None else {"pin_root": self.options.pin_root}
                 live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred,
                                    expected_attach_types={a.program: a.expected_attach_type for a in attachments},
                                    attach_btf_ids={a.program: a.attach_btf_id for a in attachments},
-                                   skip_tgid=own, **pins)
+                                   skip_tgid=own, pin_paths=pinned, **pins)
                 earlier = _events_before(lists, ref.spec_index, ref.event)
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
                                   for t in ref.event.prog_terms if t.value is not None)
@@ -1114,6 +1117,21 @@ def _map_updates(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_inde
     except EvspecError as exc:
         where = Source("arg", index=spec_index)
         raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None
+
+
+def _with_settings(event: BpfEvent, spec: ObjectSpec, events: EventList,
+                   spec_index: int) -> tuple[ObjectSpec, dict[str, str]]:
+    """The object with its map setters applied, and the pinning paths of its pin= setters; a
+    refused term (or a map that still cannot be created) is reported in its event string, before
+    anything is loaded."""
+    from evspec.loader.lint.terms.map_setters import apply_map_setters
+
+    try:
+        spec, pins = apply_map_setters(event, spec)
+    except EvspecError as exc:
+        where = Source("arg", index=spec_index)
+        raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None
+    return spec, pins
 
 
 def _with_var_terms(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_index: int) -> ObjectSpec:
