@@ -439,7 +439,8 @@ class RecordSession:
                 spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd,
                                                                    self.options.clang_opts),
                                        lists[ref.spec_index], ref.spec_index)
-                spec, pins = _with_settings(ref.event, spec, lists[ref.spec_index], ref.spec_index)
+                spec, pins, chosen = _with_settings(ref.event, spec, lists[ref.spec_index], ref.spec_index)
+                spec = self._choose_alternatives(spec, chosen)
                 pin_paths.append(pins)
                 specs.append((spec, _map_updates(ref.event, spec, lists[ref.spec_index], ref.spec_index)))
             stdout = plan_stdout(specs)
@@ -453,7 +454,7 @@ class RecordSession:
                                    skip_tgid=own, pin_paths=pinned, **pins)
                 earlier = _events_before(lists, ref.spec_index, ref.event)
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
-                                  for t in ref.event.prog_terms if t.value is not None)
+                                  for t in ref.event.prog_terms if t.value is not None and t.option == "event")
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
                 self._warnings.extend(unread_event_arrays(spec, updates))
                 self._record_types.append(record_types(ref.event, spec))
@@ -475,6 +476,17 @@ class RecordSession:
             self._warnings.extend(self.unpin_created())
             self.close()
             raise
+
+    def _choose_alternatives(self, spec: ObjectSpec, fixed: frozenset[str]) -> ObjectSpec:
+        """The object with one program of each group of alternatives, the first this kernel can
+        attach (``attach.alternatives``); which, for ``-v``."""
+        from evspec.loader.attach.alternatives import choose
+        from evspec.loader.attach.can_attach import AttachCheck
+
+        assert self._attacher is not None
+        chosen = choose(spec, AttachCheck(self._attacher, spec), fixed)
+        self.notes.extend(chosen.notes)
+        return chosen.spec
 
     def _start_drain(self) -> tuple[int, ...]:
         """Fork the drain process of ``run_live`` if the options want one (before any program is
@@ -1120,18 +1132,20 @@ def _map_updates(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_inde
 
 
 def _with_settings(event: BpfEvent, spec: ObjectSpec, events: EventList,
-                   spec_index: int) -> tuple[ObjectSpec, dict[str, str]]:
-    """The object with its map setters applied, and the pinning paths of its pin= setters; a
-    refused term (or a map that still cannot be created) is reported in its event string, before
-    anything is loaded."""
+                   spec_index: int) -> tuple[ObjectSpec, dict[str, str], frozenset[str]]:
+    """The object with its map setters and prog:NAME.autoload= terms applied, the pinning paths
+    of its pin= setters, and the programs the terms load or leave out; a refused term (or a map
+    that still cannot be created) is reported in its event string, before anything is loaded."""
     from evspec.loader.lint.terms.map_setters import apply_map_setters
+    from evspec.loader.lint.terms.programs import apply_autoload
 
     try:
         spec, pins = apply_map_setters(event, spec)
+        spec, fixed = apply_autoload(event, spec)
     except EvspecError as exc:
         where = Source("arg", index=spec_index)
         raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None
-    return spec, pins
+    return spec, pins, fixed
 
 
 def _with_var_terms(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_index: int) -> ObjectSpec:
