@@ -102,6 +102,6 @@ def loaded_programs(event: BpfEvent, spec: ObjectSpec) -> ObjectSpec:
     naming no program is left to ``check_prog_terms`` to report)."""
     known = {p.name for p in spec.programs}
     terms = [t for t in event.prog_terms if t.option == "autoload" and t.prog_name in known]
-    if not terms:
+    if not terms or event.terms is None:
         return spec
     return apply_autoload(replace(event, terms=replace(event.terms, items=tuple(terms))), spec)[0]
