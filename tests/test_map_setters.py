@@ -63,6 +63,7 @@ def test_the_sized_object_checks_clean() -> None:
     ("map:start.key_size=513", "513", "1...512"),
     ("map:events.value_size=8", "8", "4-byte values"),
     ("map:stacks.value_size=12", "12", "multiple of 8"),
+    ("map:stacks.value_size=0x100000", "0x100000", "kernel.perf_event_max_stack"),
     ("map:counts.map_flags=0x80000", "0x80000", "not map flags"),
     ("map:counts.numa_node=4096", "4096", "NUMA node 4096"),
     ("map:counts.map_type=hashmap", "hashmap", "not a map type"),

@@ -196,12 +196,26 @@ def _check_shape(term: MapTerm, m: MapSpec) -> list[Diagnostic]:
         if t == MapType.STACK_TRACE and m.value_size % 8:
             return [_range_error(term, f"a stack map's values are whole 8-byte addresses ({m.value_size} is "
                                  "not a multiple of 8)", "8 × the stack depth (127 × 8 = 1016 for perf's default)")]
+        depth = max_stack_depth()
+        if t == MapType.STACK_TRACE and m.value_size // 8 > depth:
+            return [_range_error(term, f"{m.value_size // 8} frames are more than the kernel's "
+                                 f"kernel.perf_event_max_stack ({depth})", f"8...{8 * depth}")]
     if option in ("max_entries", "map_type"):
         if t in _NO_ENTRIES and m.max_entries:
             return [_range_error(term, f"a {name} map has no max_entries (one value per owner)", "0")]
         if t not in _NO_ENTRIES and m.max_entries == 0 and t != MapType.PERF_EVENT_ARRAY and option == "max_entries":
             return [_range_error(term, f"a {name} map needs at least one entry", f"1...{U32_MAX}")]
     return []
+
+
+def max_stack_depth(path: str = "/proc/sys/kernel/perf_event_max_stack") -> int:
+    """The most frames the kernel puts in a stack map value (the sysctl; its default, 127, when it
+    cannot be read)."""
+    try:
+        with open(path, encoding="ascii") as f:
+            return int(f.read())
+    except (OSError, ValueError):
+        return 127
 
 
 def _check_pin(term: MapTerm, path: str) -> list[Diagnostic]:
