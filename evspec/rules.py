@@ -554,6 +554,14 @@ def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagn
                 yield error("ES042", f"reversed index range ({item.first.text}...{item.last.text})",
                             item.span, help=(f"write {item.last.text}...{item.first.text}",))
                 return
+    head, dot, last = term.option.rpartition(".")
+    if dot and last in lexicon.MAP_SETTERS:
+        yield error("ES043", f"map '{term.map_name}.{head}' cannot be named in a map term (its name has a '.'): "
+                    "a data section's map (NAME.rodata, NAME.bss, NAME.kconfig) takes no setters",
+                    Span(term.name_span.start, term.option_span.start + len(head)),
+                    perf_message="Invalid object map config option",
+                    help=("set the section's variables with var:NAME=VALUE",))
+        return
     if term.option not in lexicon.MAP_OPTIONS:
         yield error("ES043", f"unknown map option '{term.option}' (expected {', '.join(lexicon.MAP_OPTIONS)})",
                     term.option_span, perf_message="Invalid object map config option",

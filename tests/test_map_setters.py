@@ -243,3 +243,14 @@ def test_pin_and_max_entries_reach_the_kernel(root_kernel: None, sid_objects: di
                            sys.executable, spec], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(int(HASH)), "4096", "1"]
+
+
+def test_a_data_section_map_named_with_its_dot_is_refused_by_name() -> None:
+    text = "./t.o/map:runqslow.rodata.max_entries=1/"
+    (d,) = analyze(text).diagnostics
+    assert (d.code, text[d.span.start:d.span.end]) == ("ES043", "runqslow.rodata")
+    assert "takes no setters" in d.message and d.help == ("set the section's variables with var:NAME=VALUE",)
+    spec = ObjectSpec("t.o", "GPL", None, (MapSpec("runqslow.rodata", int(ARRAY), 4, 8, 1, section=".rodata"),), ())
+    ev = next(iter(analyze(text).events.events()))
+    assert isinstance(ev, BpfEvent)
+    assert check_map_terms(ev, spec, {}) == []  # no second finding ("no map 'runqslow'") from the object check

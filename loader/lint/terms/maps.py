@@ -234,6 +234,8 @@ def _check_map_term(
     if index_problem is not None:
         return [index_problem]
     m = spec.map(term.map_name)
+    if m is None and spec.map(f"{term.map_name}.{term.option.rpartition('.')[0]}") is not None:
+        return []  # a data section's map (NAME.rodata): the syntax stage says it takes no setters
     if m is None:
         return [
             _map_error(
