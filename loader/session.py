@@ -484,7 +484,8 @@ class RecordSession:
         from evspec.loader.attach.can_attach import AttachCheck
 
         assert self._attacher is not None
-        chosen = choose(spec, AttachCheck(self._attacher, spec), fixed)
+        with AttachCheck(self.kernel, self._attacher.options, spec) as can_attach:
+            chosen = choose(spec, can_attach, fixed)
         self.notes.extend(chosen.notes)
         return chosen.spec
 

@@ -15,8 +15,9 @@ from collections.abc import Callable
 
 from evspec.loader import asm
 from evspec.loader.attach.attacher import Attacher
+from evspec.loader.attach.attachment import AttachOptions
 from evspec.loader.errors import ObjectError
-from evspec.loader.kernel import KernelError
+from evspec.loader.kernel import Kernel, KernelError
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec, ProgType, replace
 from evspec.loader.sections.names import AttachKind, ProbeTarget, RawTracepointTarget, parse_section
 
@@ -41,11 +42,13 @@ def kernel_functions(filter_functions: str = FILTER_FUNCTIONS, kallsyms: str = K
 
 
 class AttachCheck:
-    """``check(prog)``: None when ``attacher`` can attach ``prog`` of ``spec`` here, else why."""
+    """``check(prog)``: None when ``prog`` of ``spec`` can be attached here, else why. It plans
+    with an attacher of its own (planning claims probe names and notes what it plans), which
+    ``close`` closes."""
 
-    def __init__(self, attacher: Attacher, spec: ObjectSpec,
+    def __init__(self, kernel: Kernel, options: AttachOptions, spec: ObjectSpec,
                  functions: Callable[[], frozenset[str] | None] = kernel_functions) -> None:
-        self._attacher = attacher
+        self._attacher = Attacher(kernel, options)
         self._spec = spec
         self._functions = functions
         self._function_set: frozenset[str] | None = None
@@ -66,6 +69,15 @@ class AttachCheck:
             if self._function_set and target.point.function not in self._function_set:
                 return f"kernel function '{target.point.function}' does not exist here or cannot be probed"
         return None
+
+    def close(self) -> None:
+        self._attacher.close()
+
+    def __enter__(self) -> AttachCheck:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
     def _raw_tracepoint(self, event: str) -> str | None:
         if event not in self._raw:
