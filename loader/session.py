@@ -479,9 +479,9 @@ class RecordSession:
 
     def _choose_alternatives(self, spec: ObjectSpec, fixed: frozenset[str]) -> ObjectSpec:
         """The object with one program of each group of alternatives, the first this kernel can
-        attach (``attach.alternatives``); which, for ``-v``."""
-        from evspec.loader.attach.alternatives import choose
+        attach (``lint.alternatives``); which, for ``-v``."""
         from evspec.loader.attach.can_attach import AttachCheck
+        from evspec.loader.lint.alternatives import choose
 
         assert self._attacher is not None
         with AttachCheck(self.kernel, self._attacher.options, spec) as can_attach:

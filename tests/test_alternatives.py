@@ -8,8 +8,8 @@ import json
 from pathlib import Path
 
 import pytest
-from evspec.loader.attach.alternatives import alternatives, choose
 from evspec.loader.errors import ObjectError
+from evspec.loader.lint.alternatives import alternatives, choose
 from evspec.loader.lint.terms.programs import apply_autoload
 from evspec.loader.object.reader import read_object
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec

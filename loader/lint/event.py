@@ -19,11 +19,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from evspec.loader.attach.alternatives import choice_members
 from evspec.loader.btf.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.externs.findings import extern_findings
+from evspec.loader.lint.alternatives import choice_members
 from evspec.loader.lint.libbpf_differences import libbpf_differences
 from evspec.loader.lint.libbpf_rules import check_libbpf_rules
 from evspec.loader.lint.terms.maps import EventFacts, EventKind, check_map_terms, facts_for_event

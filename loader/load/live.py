@@ -64,7 +64,7 @@ from evspec.loader.kernel.verifier import VerifierSummary
 from evspec.loader.lint.libbpf_rules import check_libbpf_rules
 from evspec.loader.load.self_filter import prelude_for
 from evspec.loader.object.link import LinkedProgram, link_program
-from evspec.loader.object.map_attrs import MapAttributes, map_attributes, ringbuf_size
+from evspec.loader.object.map_attrs import MapAttributes, map_attributes, on_bpffs, ringbuf_size
 from evspec.loader.object.spec import (
     MAP_IN_MAP_TYPES,
     RING_BUFFER_TYPES,
@@ -298,26 +298,6 @@ def _pin_mismatch(found: MapDescription, m: MapSpec, attrs: MapAttributes) -> li
             out.append(f"{what} {have:#x} pinned, {want:#x} declared" if what == "map_flags"
                        else f"{what} {have} pinned, {want} declared")
     return out
-
-
-def on_bpffs(path: str, mounts: str = "/proc/mounts") -> bool:
-    """Whether ``path`` lies on a BPF filesystem: the mount that holds it (the longest mount point
-    it is under) is of type bpf."""
-    where = os.path.realpath(path)
-    best, kind = "", ""
-    try:
-        with open(mounts, encoding="utf-8") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                point = fields[1].replace("\\040", " ")
-                under = where == point or where.startswith(point.rstrip("/") + "/")
-                if under and len(point) >= len(best):
-                    best, kind = point, fields[2]
-    except OSError:
-        return False
-    return kind == "bpf"
 
 
 def _pinned_or_created(

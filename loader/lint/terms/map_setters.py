@@ -13,6 +13,7 @@ import os
 from collections.abc import Iterable
 
 from evspec.loader.abi import bpf as abi
+from evspec.loader.object.map_attrs import on_bpffs
 from evspec.loader.object.spec import (
     MAP_IN_MAP_TYPES,
     RING_BUFFER_TYPES,
@@ -219,8 +220,6 @@ def max_stack_depth(path: str = "/proc/sys/kernel/perf_event_max_stack") -> int:
 
 
 def _check_pin(term: MapTerm, path: str) -> list[Diagnostic]:
-    from evspec.loader.load.live import on_bpffs
-
     assert term.value is not None
     key = f"map:{term.map_name}.pin"
     if not path.startswith("/"):
