@@ -27,8 +27,9 @@ from evspec.ast import BpfEvent, MapTerm, Number, Word
 from evspec.codes import bpf as codes
 from evspec.codes import bpfconfig
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
+from evspec.lexicon import MAP_SETTERS
 
-SETTERS = ("max_entries", "map_flags", "key_size", "value_size", "numa_node", "pin", "map_type")
+SETTERS = MAP_SETTERS  # the syntax stage knows the same names
 _NUMBER_SETTERS = frozenset(SETTERS) - {"pin", "map_type"}
 
 U32_MAX = (1 << 32) - 1
