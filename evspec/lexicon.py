@@ -358,10 +358,12 @@ BRANCH_TYPES: tuple[str, ...] = (
 MAP_TERM_PREFIX = "map:"
 # prog:NAME.event=EVENT: a perf_event program of a BPF object and the event it goes on.
 PROG_TERM_PREFIX = "prog:"
-PROG_OPTIONS = ("event",)
+PROG_OPTIONS = ("event", "autoload")  # autoload: libbpf's bpf_program__set_autoload
 # var:NAME=VALUE: a global variable of a BPF object, set before it is loaded.
 VAR_TERM_PREFIX = "var:"
-MAP_OPTIONS: tuple[str, ...] = ("value", "event", "type")  # type: COMPAT 1.14, typed output maps
+# type: COMPAT 1.14, typed output maps; the rest: libbpf's map setters before load (MAP_SETTERS)
+MAP_SETTERS: tuple[str, ...] = ("max_entries", "map_flags", "key_size", "value_size", "numa_node", "pin", "map_type")
+MAP_OPTIONS: tuple[str, ...] = ("value", "event", "type", *MAP_SETTERS)
 
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1

@@ -480,12 +480,17 @@ def _prog_term(term: ProgTerm, names: set[str] | frozenset[str]) -> Iterator[Dia
     if not term.prog_name or term.option not in lexicon.PROG_OPTIONS:
         where = term.key_span if not term.prog_name or not term.option else term.option_span
         what = "empty program name" if not term.prog_name else (
-            f"unknown program option '{term.option}' (expected event)" if term.option else
+            f"unknown program option '{term.option}' (expected event or autoload)" if term.option else
             "program term without '.event'")
         yield error("ES048", what, where, help=(_PROG_HINT,))
         return
     if term.value is None:
-        yield error("ES044", f"'{key}.event' has no value (missing '=')", term.key_span, help=(_PROG_HINT,))
+        yield error("ES044", f"'{key}.{term.option}' has no value (missing '=')", term.key_span, help=(_PROG_HINT,))
+        return
+    if term.option == "autoload":
+        if not (isinstance(term.value, Number) and term.value.value in (0, 1)):
+            yield error("EB035", f"'{key}.autoload' is 0 or 1, not '{term.value.text}'", term.value.span,
+                        help=(f"write {key}.autoload=0 to leave the program out, =1 to load it",))
         return
     if not isinstance(term.value, Word):
         yield error("ES045", f"'{key}.event' needs the name of an event", term.value.span, help=(_PROG_HINT,))
@@ -549,8 +554,16 @@ def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagn
                 yield error("ES042", f"reversed index range ({item.first.text}...{item.last.text})",
                             item.span, help=(f"write {item.last.text}...{item.first.text}",))
                 return
+    head, dot, last = term.option.rpartition(".")
+    if dot and last in lexicon.MAP_SETTERS:
+        yield error("ES043", f"map '{term.map_name}.{head}' cannot be named in a map term (its name has a '.'): "
+                    "a data section's map (NAME.rodata, NAME.bss, NAME.kconfig) takes no setters",
+                    Span(term.name_span.start, term.option_span.start + len(head)),
+                    perf_message="Invalid object map config option",
+                    help=("set the section's variables with var:NAME=VALUE",))
+        return
     if term.option not in lexicon.MAP_OPTIONS:
-        yield error("ES043", f"unknown map option '{term.option}' (expected value, event or type)",
+        yield error("ES043", f"unknown map option '{term.option}' (expected {', '.join(lexicon.MAP_OPTIONS)})",
                     term.option_span, perf_message="Invalid object map config option",
                     help=(_MAP_HINT,))
         return
@@ -567,6 +580,10 @@ def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagn
             yield error("ES045", f"'{key}.value' needs a number", term.value.span,
                         perf_message="Incorrect value type for map", help=(_MAP_HINT,))
         else:
+            yield from _u64(term.value)
+        return
+    if term.option in lexicon.MAP_SETTERS:  # values checked against the map (terms/map_setters.py)
+        if isinstance(term.value, Number):
             yield from _u64(term.value)
         return
     if term.option == "type":

@@ -438,27 +438,31 @@ class RecordSession:
             own = self._start_drain()
             self._attacher = Attacher(self.kernel, AttachOptions(tp_ids, dev=self.options.dev, skip_tgid=own))
             specs: list[tuple[ObjectSpec, list[MapUpdate]]] = []
+            pin_paths: list[dict[str, str]] = []
             for ref in plan.bpf:
                 spec = _with_var_terms(ref.event, read_bpf_object(ref.event.path, ref.event.is_source, cwd,
                                                                    self.options.clang_opts),
                                        lists[ref.spec_index], ref.spec_index)
+                spec, pins, chosen = _with_settings(ref.event, spec, lists[ref.spec_index], ref.spec_index)
+                spec = self._choose_alternatives(spec, chosen)
+                pin_paths.append(pins)
                 specs.append((spec, _map_updates(ref.event, spec, lists[ref.spec_index], ref.spec_index)))
             stdout = self._outputs = plan_outputs(specs)
             clashes = name_clashes(stdout, {ev.name: f"'{ev.name}' of -e #{ev.spec_index + 1}"  # type: ignore[attr-defined]
                                             for ev in reversed(plan.events)})
             if clashes:
                 raise ObjectError(CODE_OBJECT, clashes[0])
-            for ref, (spec, _), updates in zip(plan.bpf, specs, stdout.updates, strict=True):
+            for ref, (spec, _), updates, pinned in zip(plan.bpf, specs, stdout.updates, pin_paths, strict=True):
                 attachments = self._attacher.plan(spec)
                 deferred = {a.program for a in attachments if a.deferred}
                 pins = {} if self.options.pin_root is None else {"pin_root": self.options.pin_root}
                 live = load_object(spec, program_types(attachments), kernel=self.kernel, deferred=deferred,
                                    expected_attach_types={a.program: a.expected_attach_type for a in attachments},
                                    attach_btf_ids={a.program: a.attach_btf_id for a in attachments},
-                                   skip_tgid=own, **pins)
+                                   skip_tgid=own, pin_paths=pinned, **pins)
                 earlier = _events_before(lists, ref.spec_index, ref.event)
                 on_events = tuple((t.prog_name, program_event_name(t.value.text, earlier) or t.value.text)
-                                  for t in ref.event.prog_terms if t.value is not None)
+                                  for t in ref.event.prog_terms if t.value is not None and t.option == "event")
                 self.objects.append(LoadedObject(spec.path, live, attachments, updates, ref.spec_index, on_events))
                 self._record_types.append(record_types(ref.event, spec))
             if system is not None and hasattr(system, "notes"):
@@ -481,6 +485,18 @@ class RecordSession:
             self._warnings.extend(self.unpin_created())
             self.close()
             raise
+
+    def _choose_alternatives(self, spec: ObjectSpec, fixed: frozenset[str]) -> ObjectSpec:
+        """The object with one program of each group of alternatives, the first this kernel can
+        attach (``lint.alternatives``); which, for ``-v``."""
+        from evspec.loader.attach.can_attach import AttachCheck
+        from evspec.loader.lint.alternatives import choose
+
+        assert self._attacher is not None
+        with AttachCheck(self.kernel, self._attacher.options, spec) as can_attach:
+            chosen = choose(spec, can_attach, fixed)
+        self.notes.extend(chosen.notes)
+        return chosen.spec
 
     def _start_drain(self) -> tuple[int, ...]:
         """Fork the drain process of ``run_live`` if the options want one (before any program is
@@ -1176,6 +1192,23 @@ def _map_updates(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_inde
     except EvspecError as exc:
         where = Source("arg", index=spec_index)
         raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None
+
+
+def _with_settings(event: BpfEvent, spec: ObjectSpec, events: EventList,
+                   spec_index: int) -> tuple[ObjectSpec, dict[str, str], frozenset[str]]:
+    """The object with its map setters and prog:NAME.autoload= terms applied, the pinning paths
+    of its pin= setters, and the programs the terms load or leave out; a refused term (or a map
+    that still cannot be created) is reported in its event string, before anything is loaded."""
+    from evspec.loader.lint.terms.map_setters import apply_map_setters
+    from evspec.loader.lint.terms.programs import apply_autoload
+
+    try:
+        spec, pins = apply_map_setters(event, spec)
+        spec, fixed = apply_autoload(event, spec)
+    except EvspecError as exc:
+        where = Source("arg", index=spec_index)
+        raise EvspecError([d.located(events.source, where) for d in exc.diagnostics]) from None
+    return spec, pins, fixed
 
 
 def _with_var_terms(event: BpfEvent, spec: ObjectSpec, events: EventList, spec_index: int) -> ObjectSpec:

@@ -25,6 +25,12 @@ EXTERN_UNRESOLVED = "EB017"
 EXTERN_TYPE = "EB018"
 KCONFIG_UNREADABLE = "EB019"
 EXTERN_SOURCES_CORRUPT = "EB020"
+MAP_SETTER_RANGE = "EB031"
+MAP_SETTER_REFUSED = "EB032"
+MAP_UNSIZED = "EB033"
+MAP_PIN_PATH = "EB034"
+PROG_AUTOLOAD = "EB035"
+NO_ALTERNATIVE = "EB036"
 INPUT_TOO_BIG = "EB170"
 LIBBPF_DIFFERENCE = "WB160"
 CACHE_REFUSED = "WB001"
@@ -32,6 +38,7 @@ CORE_UNRESOLVED = "WB002"
 EXTERN_WEAK_MISSING = "WB003"
 EXTERN_UNCHECKED = "WB004"
 EXTERN_VALUE_CUT = "WB005"
+MAP_SETTER_DROPS_BTF = "WB031"
 
 CODES: tuple[CodeInfo, ...] = (
     CodeInfo(
@@ -292,5 +299,76 @@ CODES: tuple[CodeInfo, ...] = (
         "NUL.",
         "",
         "Declare the char array large enough for the value and its NUL.",
+    ),
+    CodeInfo(
+        MAP_SETTER_RANGE,
+        "map setter value out of range",
+        "A map setter term (map:NAME.max_entries=, map_flags=, key_size=, value_size=, numa_node=, "
+        "map_type=) gives a value the kernel's BPF_MAP_CREATE refuses for that map: a key or value "
+        "size the map type does not take (4-byte keys of arrays, 1...512-byte hash keys, 4-byte "
+        "values of perf event and program arrays, whole 8-byte frames in a stack map), 0 entries, "
+        "more than 32 bits, map flags the kernel does not know, a NUMA node no kernel has, or a "
+        "map type name libbpf does not know.",
+        "./prog.o/map:counts.key_size=0/",
+        "Give a value in the range the help line names.",
+    ),
+    CodeInfo(
+        MAP_SETTER_REFUSED,
+        "map cannot take a setter",
+        "libbpf lets user space change a map declared in SEC(\".maps\") before it is created; "
+        "the maps of data sections (.data, .rodata, .bss, .kconfig) have the size of their "
+        "section, and a map-in-map and its inner map template are created together: setters on "
+        "them are refused. A setter takes no index list.",
+        "./prog.o/map:.rodata.max_entries=2/",
+        "Set the section's variables with var:NAME=VALUE; declare a map-in-map's sizes in the object.",
+    ),
+    CodeInfo(
+        MAP_UNSIZED,
+        "map cannot be created as the object has it",
+        "A map of the object has max_entries 0 (and is not a perf event array, which libbpf sizes "
+        "to the CPUs, nor a storage map), or is a stack map of 0-byte values: the tool that ships "
+        "the object sizes it from user space before loading (libbpf-tools' cpudist sizes 'start' "
+        "to pid_max). The kernel refuses to create it as it is, so record refuses the object "
+        "before anything is loaded.",
+        "./cpudist.bpf.o",
+        "Add the term the help line names, e.g. map:start.max_entries=4194304, "
+        "map:stackmap.value_size=1016.",
+    ),
+    CodeInfo(
+        MAP_PIN_PATH,
+        "map pinning path not on a BPF filesystem",
+        "map:NAME.pin=PATH pins the map at PATH (libbpf's bpf_map__set_pin_path); the kernel pins "
+        "only on a mounted BPF filesystem, so PATH must be absolute and its folder must exist on "
+        "one.",
+        "./prog.o/map:counts.pin='/tmp/counts'/",
+        "Pin under /sys/fs/bpf (mount -t bpf bpf /sys/fs/bpf if it is not mounted).",
+    ),
+    CodeInfo(
+        PROG_AUTOLOAD,
+        "bad prog:NAME.autoload= term",
+        "prog:NAME.autoload=0|1 (libbpf's bpf_program__set_autoload) loads a program or leaves it "
+        "out: a program left out is neither verified nor attached, and a SEC(\"?...\") program is "
+        "loaded with autoload=1. The value is 0 or 1.",
+        "./prog.o/prog:handler.autoload=2/",
+        "Write prog:NAME.autoload=0 or prog:NAME.autoload=1.",
+    ),
+    CodeInfo(
+        NO_ALTERNATIVE,
+        "no alternative of a hook can attach here",
+        "The object holds programs that hook the same kernel function or event by different "
+        "mechanisms (fentry/kprobe, fexit/kretprobe, tp_btf/raw_tp/tracepoint); record loads the "
+        "first this kernel can attach, in libbpf-tools' order. None of them can attach here: the "
+        "message says why for each (no BPF trampolines, no kprobes, no such tracepoint).",
+        "",
+        "Run on a kernel with the mechanism, or leave the programs out with prog:NAME.autoload=0.",
+    ),
+    CodeInfo(
+        MAP_SETTER_DROPS_BTF,
+        "map created without its BTF types",
+        "map:NAME.key_size= or value_size= gives the map a size other than its BTF key or value "
+        "type's: the kernel refuses the pair, so the map is created without its BTF key/value "
+        "types, as libbpf does (bpftool then shows raw bytes).",
+        "",
+        "Declare the key or value type of the size wanted in the object.",
     ),
 )

@@ -22,6 +22,7 @@ from evspec.loader.btf.core_patch import CORE_HELP, load_target, relocate_object
 from evspec.loader.btf.reader import BtfError
 from evspec.loader.errors import ObjectError
 from evspec.loader.externs.findings import extern_findings
+from evspec.loader.lint.alternatives import choice_members
 from evspec.loader.lint.libbpf_differences import libbpf_differences
 from evspec.loader.lint.libbpf_rules import check_libbpf_rules
 from evspec.loader.lint.terms.bpf_stdout import name_clashes, plan_outputs
@@ -32,7 +33,7 @@ from evspec.loader.lint.terms.maps import (
     facts_for_event,
     plan_map_updates,
 )
-from evspec.loader.lint.terms.programs import check_prog_terms, perf_event_programs
+from evspec.loader.lint.terms.programs import check_prog_terms, loaded_programs, perf_event_programs
 from evspec.loader.lint.terms.variables import check_var_terms
 from evspec.loader.object.link import link_every_program
 from evspec.loader.object.spec import ObjectSpec, ProgramSpec
@@ -363,7 +364,7 @@ def _check(event: BpfEvent, env: ObjectEnvironment, defined: Mapping[str, EventF
             perf_message="WARNING: event parser found nothing",
         )
     else:
-        programs = _check_programs(check, spec)
+        programs = _check_programs(check, loaded_programs(event, spec))
         if not check.failed:
             _check_libbpf_rules(check, spec, programs)
     core = _core_check(spec, env.core_target)
@@ -498,12 +499,15 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> list[_Program]:
         section = _parse_program_section(check, program)
         if section is not None:
             programs.append(_Program(program, section))
+    optional = choice_members(spec)  # record loads another alternative where one cannot attach
     for p in programs:
-        _check_tracepoint(check, p)
-        _check_raw_tracepoint(check, p)
-        _check_trampoline_target(check, p, spec)
+        if p.program.name not in optional:
+            _check_tracepoint(check, p)
+            _check_raw_tracepoint(check, p)
+            _check_trampoline_target(check, p, spec)
     for p in programs:
-        if p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False:
+        if (p.section.attach is AttachKind.KPROBE and check.env.kprobe_events is False
+                and p.program.name not in optional):
             check.fail(
                 codes.NO_PROBE_SUPPORT,
                 f"section '{p.section.name}': a kprobe, but this system has no kprobe_events",

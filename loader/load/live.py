@@ -64,7 +64,7 @@ from evspec.loader.kernel.verifier import VerifierSummary
 from evspec.loader.lint.libbpf_rules import check_libbpf_rules
 from evspec.loader.load.self_filter import prelude_for
 from evspec.loader.object.link import LinkedProgram, link_program
-from evspec.loader.object.map_attrs import MapAttributes, map_attributes, ringbuf_size
+from evspec.loader.object.map_attrs import MapAttributes, map_attributes, on_bpffs, ringbuf_size
 from evspec.loader.object.spec import (
     MAP_IN_MAP_TYPES,
     RING_BUFFER_TYPES,
@@ -283,32 +283,13 @@ def _pin_mismatch(found: MapDescription, m: MapSpec, attrs: MapAttributes) -> li
     return out
 
 
-def on_bpffs(path: str, mounts: str = "/proc/mounts") -> bool:
-    """Whether ``path`` lies on a BPF filesystem: the mount that holds it (the longest mount point
-    it is under) is of type bpf."""
-    where = os.path.realpath(path)
-    best, kind = "", ""
-    try:
-        with open(mounts, encoding="utf-8") as f:
-            for line in f:
-                fields = line.split()
-                if len(fields) < 3:
-                    continue
-                point = fields[1].replace("\\040", " ")
-                under = where == point or where.startswith(point.rstrip("/") + "/")
-                if under and len(point) >= len(best):
-                    best, kind = point, fields[2]
-    except OSError:
-        return False
-    return kind == "bpf"
-
-
 def _pinned_or_created(
-    kernel: Kernel, m: MapSpec, live: LiveObject, pin_root: str, make: Callable[[], LiveMap], cpus: int
+    kernel: Kernel, m: MapSpec, live: LiveObject, path: str, make: Callable[[], LiveMap], cpus: int
 ) -> LiveMap:
-    """A map pinned by name: the one pinned at PIN_ROOT/NAME when it matches the declaration,
-    else a new one, pinned there."""
-    path = os.path.join(pin_root, m.name)
+    """A pinned map: the one pinned at ``path`` (PIN_ROOT/NAME for a map pinned by name, the
+    path of a ``map:NAME.pin=`` setter) when it matches the declaration, else a new one, pinned
+    there."""
+    pin_root = os.path.dirname(path)
     attrs = map_attributes(m, cpus, kernel.page_size)
     for _attempt in range(2):
         fd = kernel.pinned(path, what=f"map '{m.name}' pinned at {path}")
@@ -322,14 +303,14 @@ def _pinned_or_created(
                 kernel.close(fd)
                 raise KernelError(
                     codes.PINNED_MAP,
-                    f"{live.spec.path}: map '{m.name}' (pinning LIBBPF_PIN_BY_NAME): the map pinned at "
+                    f"{live.spec.path}: map '{m.name}' (pinned): the map pinned at "
                     f"{path} cannot be reused: {'; '.join(mismatch)}",
                 )
             live.map_notes.append(f"{live.spec.path}: map '{m.name}': reused the map pinned at {path}")
             return LiveMap(m, fd, False, pinned=path, reused=True)
         made = make()
         try:
-            kernel.pin(made.fd, path, what=f"map '{m.name}' (pinning LIBBPF_PIN_BY_NAME) at {path}")
+            kernel.pin(made.fd, path, what=f"map '{m.name}' (pinned) at {path}")
         except KernelError as exc:
             kernel.close(made.fd)
             if exc.errno == E.EEXIST:
@@ -347,10 +328,10 @@ def _pinned_or_created(
 
 
 def _create_object_map(
-    kernel: Kernel, m: MapSpec, live: LiveObject, cpus: int, pin_root: str
+    kernel: Kernel, m: MapSpec, live: LiveObject, cpus: int, pin_root: str, pin_path: str | None = None,
 ) -> LiveMap:
     """Create (or reuse, when pinned) one map of the object, with its inner map template and
-    its map-in-map initial values."""
+    its map-in-map initial values; ``pin_path``: where a ``map:NAME.pin=`` setter pins it."""
     path = live.spec.path
 
     def make() -> LiveMap:
@@ -375,8 +356,10 @@ def _create_object_map(
         if size != m.max_entries:
             live.map_notes.append(f"{path}: ring buffer '{m.name}': max_entries {m.max_entries} rounded up "
                                   f"to {size}, a power-of-two multiple of the page size (as libbpf does)")
+    if pin_path is not None:
+        return _pinned_or_created(kernel, m, live, pin_path, make, cpus)
     if m.pinning == abi.LIBBPF_PIN_BY_NAME:
-        return _pinned_or_created(kernel, m, live, pin_root, make, cpus)
+        return _pinned_or_created(kernel, m, live, os.path.join(pin_root, m.name), make, cpus)
     return make()
 
 
@@ -399,7 +382,11 @@ def _fill_prog_arrays(kernel: Kernel, live: LiveObject) -> None:
         if m.type != MapType.PROG_ARRAY:
             continue
         for slot, name in m.initial_slots:
-            prog = live.programs[name]
+            prog = live.programs.get(name)
+            if prog is None:  # left out (prog:NAME.autoload=0, an alternative not chosen): libbpf skips it
+                live.map_notes.append(f"{live.spec.path}: map '{m.name}' slot [{slot}] left empty: program "
+                                      f"'{name}' is not loaded")
+                continue
             kernel.update_elem(lm.fd, struct.pack("=I", slot), struct.pack("=I", prog.fd),
                                what=f"map '{m.name}' slot [{slot}] (program '{name}')")
 
@@ -676,8 +663,12 @@ def load_object(
     target_btf: TargetBtf | None = None,
     attach_btf_ids: Mapping[str, int] | None = None,
     skip_tgid: int | tuple[int, ...] | None = None,
+    pin_paths: Mapping[str, str] | None = None,
 ) -> LiveObject:
     """Create the maps and load the programs of ``spec``.
+
+    ``pin_paths``: map name -> the path its ``map:NAME.pin=`` setter pins it at (libbpf's
+    bpf_map__set_pin_path: the map pinned there is reused when it matches, else pinned there).
 
     ``skip_tgid``: the tracing programs get ``self_filter``'s prelude, so that they do nothing in
     that process, or those processes (a recording's own).
@@ -727,7 +718,7 @@ def load_object(
             _load_btf(kernel, spec, live)
         n_cpus = cpus if cpus is not None else possible_cpus()
         for m in spec.maps:
-            lm = _create_object_map(kernel, m, live, n_cpus, pin_root)
+            lm = _create_object_map(kernel, m, live, n_cpus, pin_root, (pin_paths or {}).get(m.name))
             live.maps[m.name] = lm
             if _is_global_data(m):
                 _fill_global_data(kernel, lm)

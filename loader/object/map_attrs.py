@@ -1,8 +1,11 @@
 """What BPF_MAP_CREATE is given for a map spec, as libbpf 1.x computes it, with no syscall: the
 max_entries of perf event arrays and ring buffers, the flags of global data maps. The kernel side
-creates maps with them and compares a pinned map against them."""
+creates maps with them and compares a pinned map against them. Also whether a pinning path lies
+on a BPF filesystem."""
 
 from __future__ import annotations
+
+import os
 
 from evspec.loader.abi import bpf as abi
 from evspec.loader.object.spec import RING_BUFFER_TYPES, MapSpec, MapType
@@ -46,3 +49,23 @@ def map_attributes(m: MapSpec, cpus: int, page_size: int) -> MapAttributes:
         max_entries = ringbuf_size(max_entries, page_size)
     flags = m.flags | (abi.MapFlag.RDONLY_PROG if m.readonly else 0) | (abi.MapFlag.MMAPABLE if m.mmapable else 0)
     return MapAttributes(max_entries, int(flags))
+
+
+def on_bpffs(path: str, mounts: str = "/proc/mounts") -> bool:
+    """Whether ``path`` lies on a BPF filesystem: the mount that holds it (the longest mount point
+    it is under) is of type bpf."""
+    where = os.path.realpath(path)
+    best, kind = "", ""
+    try:
+        with open(mounts, encoding="utf-8") as f:
+            for line in f:
+                fields = line.split()
+                if len(fields) < 3:
+                    continue
+                point = fields[1].replace("\\040", " ")
+                under = where == point or where.startswith(point.rstrip("/") + "/")
+                if under and len(point) >= len(best):
+                    best, kind = point, fields[2]
+    except OSError:
+        return False
+    return kind == "bpf"

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Iterable, Iterator, Mapping
 from enum import Enum
 
+from evspec.loader.lint.terms.map_setters import SETTERS, check_setter, unsized_problems
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 
 from evspec.ast import (
@@ -46,7 +47,7 @@ MSG_EVTINH = "Doesn't support inherit event (Hint: use -i to turn off inherit)"
 MSG_EVTTYPE = "Can only put raw, hardware and BPF output event into a BPF map"
 
 VALUE_SIZES = (1, 2, 4, 8)
-OPTIONS = ("value", "event", "type")
+OPTIONS = ("value", "event", "type", *SETTERS)  # setters: terms/map_setters.py
 
 
 class EventKind(str, Enum):
@@ -163,6 +164,7 @@ def check_map_terms(
     out: list[Diagnostic] = []
     for term in event.terms.items if event.terms else ():
         out.extend(_check_term(term, spec, defined_events, truncate_values))
+    out.extend(unsized_problems(event, spec))
     return out
 
 
@@ -230,6 +232,8 @@ def _check_map_term(
     if index_problem is not None:
         return [index_problem]
     m = spec.map(term.map_name)
+    if m is None and spec.map(f"{term.map_name}.{term.option.rpartition('.')[0]}") is not None:
+        return []  # a data section's map (NAME.rodata): the syntax stage says it takes no setters
     if m is None:
         return [
             _map_error(
@@ -264,11 +268,13 @@ def _check_map_term(
                         else (),
                     )
                 ]
+    if term.option in SETTERS:
+        return check_setter(term, m, spec)
     if term.option not in OPTIONS:
         return [
             _map_error(
                 codes.BAD_MAP_OPTION,
-                f"unknown map option '{term.option}' (the options are 'value', 'event' and 'type')",
+                f"unknown map option '{term.option}' (the options are {', '.join(repr(o) for o in OPTIONS)})",
                 term.option_span,
                 "Invalid object map config option",
                 help=_option_help(m, term.option),
@@ -576,8 +582,9 @@ def plan_map_updates(event: BpfEvent, spec: ObjectSpec, *, truncate_values: bool
         if found:
             errors.extend(found)
             continue
-        if not isinstance(term, MapTerm) or term.option == "type":
-            continue  # .type makes no update: the records are decoded as they are read
+        if not isinstance(term, MapTerm) or term.option == "type" or term.option in SETTERS:
+            continue  # .type makes no update (the records are decoded as they are read), setters
+            # change the map before it is created (map_setters.apply_map_setters)
         m = spec.map(term.map_name)
         assert m is not None and term.value is not None
         keys = _key_ranges(term, m)
