@@ -373,7 +373,9 @@ PROG_TERM_PREFIX = "prog:"
 PROG_OPTIONS = ("event",)
 # var:NAME=VALUE: a global variable of a BPF object, set before it is loaded.
 VAR_TERM_PREFIX = "var:"
-MAP_OPTIONS: tuple[str, ...] = ("value", "event", "type")  # type: COMPAT 1.14, typed output maps
+# how a map or .bss global of counts prints (record's histograms and tables; evspec only)
+PRINT_MAP_OPTIONS: tuple[str, ...] = ("hist", "unit", "step", "column")
+MAP_OPTIONS: tuple[str, ...] = ("value", "event", "type", *PRINT_MAP_OPTIONS)  # type: COMPAT 1.14, typed output maps
 
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1

@@ -550,7 +550,8 @@ def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagn
                             item.span, help=(f"write {item.last.text}...{item.first.text}",))
                 return
     if term.option not in lexicon.MAP_OPTIONS:
-        yield error("ES043", f"unknown map option '{term.option}' (expected value, event or type)",
+        yield error("ES043", f"unknown map option '{term.option}' (expected value, event, type, hist, unit, "
+                    "step or column)",
                     term.option_span, perf_message="Invalid object map config option",
                     help=(_MAP_HINT,))
         return
@@ -562,6 +563,8 @@ def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagn
         yield error("ES044", f"'{key}.{term.option}' has no value (missing '=')", term.key_span,
                     perf_message="Config value not set (missing '=')", help=(_MAP_HINT,))
         return
+    if term.option in lexicon.PRINT_MAP_OPTIONS:
+        return  # checked against the object (loader/output/aggregate/hints.py)
     if term.option == "value":
         if not isinstance(term.value, Number):
             yield error("ES045", f"'{key}.value' needs a number", term.value.span,

@@ -45,6 +45,8 @@ VARIABLE_NOT_SETTABLE = "EB150"
 TYPE_WITH_INDICES = "EB151"
 NO_SUCH_TYPE = "EB152"
 NO_BTF_FOR_TYPE = "EB153"
+# map:NAME.hist|unit|step|column terms: how record prints a map or global (loader/output/aggregate)
+BAD_PRINT_TERM = "EB160"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
@@ -103,6 +105,15 @@ CODES: tuple[CodeInfo, ...] = (
         "-g has none, so no type can be found.",
         "./nobtf.bpf.o/map:events.type=event/",
         "Compile the object with clang -g.",
+    ),
+    CodeInfo(
+        BAD_PRINT_TERM,
+        "a term saying how a map prints is malformed",
+        "map:NAME.hist=log2|linear|none, .unit=WORD, .step=N (a positive number) and "
+        ".column[I]=HEADING|none say how record prints the counts a map or .bss global holds; "
+        "hist, unit and step take no index list, column takes the index of one column.",
+        "./runqlat.bpf.o/map:hists.hist=log10/",
+        "Write one of the values the help line lists.",
     ),
     CodeInfo(
         SECTION_NOT_TP_OR_PROBE,
