@@ -276,7 +276,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             if command:
                 workload = Workload(command)
                 forward.append(workload.pid)
-            compiled = recording_plan(lists, system)
+            compiled = recording_plan(lists, system)  # type: ignore[arg-type]
             try:
                 session.prepare(lists, compiled, system, Path.cwd(), workload)  # type: ignore[arg-type]
             finally:

@@ -81,20 +81,21 @@ def bss_globals(spec: ObjectSpec) -> list[str]:
 
 
 def event_hints(event: BpfEvent) -> dict[str, Hints]:
-    """NAME → what the event's print terms say (the object checker refused the invalid ones)."""
-    raw: dict[str, dict[str, object]] = {}
+    """NAME → what the event's print terms say (the object checker refused the invalid ones;
+    of a term given twice, the last one counts)."""
+    options: dict[str, dict[str, str]] = {}
+    steps: dict[str, int] = {}
+    columns: dict[str, dict[int, str]] = {}
     for term in event.terms.items if event.terms else ():
         if not isinstance(term, MapTerm) or term.option not in PRINT_OPTIONS or term.value is None:
             continue
-        hint = raw.setdefault(term.map_name, {"columns": {}})
+        name = term.map_name
         if term.option == "column" and isinstance(term.indices, IndexList):
-            columns = hint["columns"]
-            assert isinstance(columns, dict)
-            columns[term.indices.items[0].first.value] = term.value.text
+            columns.setdefault(name, {})[term.indices.items[0].first.value] = term.value.text
         elif term.option == "step" and isinstance(term.value, Number):
-            hint["step"] = term.value.value
-        elif isinstance(term.value, (Word, Number)):
-            hint[term.option] = term.value.text
-    return {name: Hints(hist=h.get("hist"), unit=h.get("unit"), step=h.get("step", 1),  # type: ignore[arg-type]
-                        columns=tuple(sorted(h["columns"].items())))  # type: ignore[union-attr]
-            for name, h in raw.items()}
+            steps[name] = term.value.value
+        elif term.option in ("hist", "unit") and isinstance(term.value, Word):
+            options.setdefault(name, {})[term.option] = term.value.text
+    return {name: Hints(hist=options.get(name, {}).get("hist"), unit=options.get(name, {}).get("unit"),
+                        step=steps.get(name, 1), columns=tuple(sorted(columns.get(name, {}).items())))
+            for name in {*options, *steps, *columns}}

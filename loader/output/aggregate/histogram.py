@@ -98,9 +98,10 @@ def _make(agg: Aggregate, labels: tuple[tuple[str, Decoded], ...] | list[tuple[s
 
 
 def _ints(value: Decoded | None) -> list[int] | None:
-    if isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
-        return [int(v) for v in value]
-    return None
+    if not isinstance(value, list) or not value:
+        return None
+    out = [v for v in value if isinstance(v, int) and not isinstance(v, bool)]
+    return out if len(out) == len(value) else None
 
 
 def _count(value: Decoded) -> int | None:

@@ -8,10 +8,13 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from evspec.loader.load.live import LiveObject, possible_cpus
+from evspec.loader.load.live import LiveObject
+from evspec.loader.object.map_dump import Decoded
 from evspec.loader.output.aggregate import histogram, table
 from evspec.loader.output.aggregate.detect import Aggregate, Hints, detect
 from evspec.loader.output.aggregate.read import MapAccess, clear, read_entries
+
+from evspec.cpus import possible_cpus
 
 DEFAULT_TOP = 20
 
@@ -40,12 +43,10 @@ class AggregatePrinter:
         out: list[histogram.Histogram | table.Table] = []
         for source in self.sources:
             spec = source.live.spec
-            read: dict[str, tuple[bytes, ...]] = {}
             for agg in source.aggregates:
                 fd = source.live.map(agg.map.name).fd
                 entries = read_entries(self.kernel, spec, agg.map, fd, self.cpus)
                 out.extend(_shape(agg, entries.decoded, self.top))
-                read[agg.name] = entries.raw_keys
                 if reset:
                     clear(self.kernel, spec, agg, fd, entries.raw_keys, self.cpus)
         return out
@@ -66,14 +67,15 @@ class AggregatePrinter:
         return "".join(lines)
 
 
-def _shape(agg: Aggregate, entries: tuple[tuple[object, object], ...], top: int | None) -> list[histogram.Histogram | table.Table]:
+def _shape(agg: Aggregate, entries: tuple[tuple[Decoded, Decoded], ...],
+           top: int | None) -> list[histogram.Histogram | table.Table]:
     """A histogram map whose slots counted nothing but whose values count other things
     (hardirqs without -d) prints as the table of those."""
     if agg.kind == "histogram":
-        hists = histogram.histograms(agg, entries)  # type: ignore[arg-type]
+        hists = histogram.histograms(agg, entries)
         if agg.var is None and entries and not any(any(h.counts) for h in hists) and any(
                 any(isinstance(v, int) and not isinstance(v, bool) for _, v in histogram.split_slots(value)[1])
-                for _, value in entries):  # type: ignore[arg-type]
-            return [table.table(agg, entries, top)]  # type: ignore[arg-type]
+                for _, value in entries):
+            return [table.table(agg, entries, top)]
         return list(hists) or [histogram.Histogram(agg.name, (), agg.unit, agg.scale, agg.step, ())]
-    return [table.table(agg, entries, top)]  # type: ignore[arg-type]
+    return [table.table(agg, entries, top)]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from evspec.loader.btf.reader import Btf
 from evspec.loader.object.map_dump import Decoded, decode_map, is_per_cpu, per_cpu_stride
@@ -20,12 +21,12 @@ from evspec.loader.output.aggregate.detect import Aggregate
 _ARRAYS = frozenset({MapType.ARRAY, MapType.PERCPU_ARRAY})
 
 
-class MapAccess:
+class MapAccess(Protocol):
     """What ``read`` needs of the kernel (``evspec.loader.kernel.Kernel`` has it)."""
 
     def next_key(self, fd: int, key: bytes | None, key_size: int, *, what: str = "") -> bytes | None: ...
     def lookup(self, fd: int, key: bytes, value_size: int, *, what: str = "") -> bytes | None: ...
-    def update_elem(self, fd: int, key: bytes, value: bytes, flags: int = 0, *, what: str = "") -> None: ...
+    def update_elem(self, fd: int, key: bytes, value: bytes, flags: int = ..., *, what: str = "") -> None: ...
     def delete_elem(self, fd: int, key: bytes, *, what: str = "") -> bool: ...
 
 
