@@ -8,13 +8,18 @@ global): the text at exit (golden file), the JSON objects, the print and clear o
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
+from evspec.loader.kernel import KernelError
 from golden_files import check_golden
 from record_cli import run_record
+
+from evspec.cli.record_aggregates import every_interval
+from evspec.codes.kernel import OBJECT
 
 EVENT = "./vars.o/var:targ_comm='varswork',var:delta='-5',var:mode=MODE_COUNT"
 CALLS = "100"
@@ -123,3 +128,24 @@ def test_a_linear_term_makes_a_linear_histogram(built: Path, root_kernel: None,
     assert hist["slots"] == "linear"
     assert hist["buckets"] == [[0, 9, 1], [10, 19, 2], [20, 29, 4], [30, 39, 8], [40, 49, 16], [50, 59, 32],
                                [60, 69, 37]]
+
+
+class _FailingPrinter:
+    """A printer whose maps cannot be read."""
+
+    def __bool__(self) -> bool:
+        return True
+
+    def json(self, *, reset: bool, at: str) -> str:
+        raise KernelError(OBJECT, "map 'hists': BPF_MAP_LOOKUP_ELEM failed", errno=9)
+
+    def text(self, *, reset: bool, stamp: bool = False) -> str:
+        raise AssertionError("json was asked for")
+
+
+def test_an_interval_that_cannot_read_a_map_fails_the_run_after_it() -> None:
+    written: list[bytes] = []
+    with pytest.raises(KernelError, match="BPF_MAP_LOOKUP_ELEM failed"):
+        with every_interval(_FailingPrinter(), 0.01, written.append, True):  # type: ignore[arg-type]
+            time.sleep(0.1)  # several intervals: the first failure ends the printing
+    assert written == []

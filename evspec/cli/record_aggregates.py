@@ -30,16 +30,24 @@ def aggregate_printer(session: RecordSession, compiled: object | None, top: int 
 @contextmanager
 def every_interval(printer: AggregatePrinter, seconds: float | None, write: Callable[[bytes], None],
                    fmt_json: bool) -> Iterator[None]:
-    """Print (and clear) ``printer``'s aggregates every ``seconds`` while the body runs."""
+    """Print (and clear) ``printer``'s aggregates every ``seconds`` while the body runs. A map
+    that cannot be read (``ObjectError``, a kernel error included) stops the printing; it is
+    raised when the body is done."""
+    from evspec.loader.errors import ObjectError
+
     if seconds is None or not printer:
         yield
         return
     done = threading.Event()
+    failures: list[ObjectError] = []
 
     def tick() -> None:
-        while not done.wait(seconds):
-            write((printer.json(reset=True, at="interval") if fmt_json
-                   else printer.text(reset=True, stamp=True)).encode())
+        try:
+            while not done.wait(seconds):
+                write((printer.json(reset=True, at="interval") if fmt_json
+                       else printer.text(reset=True, stamp=True)).encode())
+        except ObjectError as exc:
+            failures.append(exc)
 
     thread = threading.Thread(target=tick, name="evspec-interval", daemon=True)
     thread.start()
@@ -48,3 +56,5 @@ def every_interval(printer: AggregatePrinter, seconds: float | None, write: Call
     finally:
         done.set()
         thread.join()
+    if failures:
+        raise failures[0]
