@@ -149,3 +149,12 @@ def test_an_interval_that_cannot_read_a_map_fails_the_run_after_it() -> None:
         with every_interval(_FailingPrinter(), 0.01, written.append, True):  # type: ignore[arg-type]
             time.sleep(0.1)  # several intervals: the first failure ends the printing
     assert written == []
+
+
+def test_an_interval_with_nothing_to_print_is_said(built: Path, root_kernel: None,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(built)
+    status, out, err = run_record("--interval", "1", "--dump-maps=stats", "-e", f"{EVENT}/", "--", "./varswork", "4")
+    assert status == 0, err
+    assert "warning: --interval prints nothing: --dump-maps prints the maps once, at exit" in err
+    assert out.startswith("stats[0] = ")  # no interval stamp: the dump only

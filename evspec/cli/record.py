@@ -293,6 +293,10 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             _check_dump_names(session, dump_names)
             # --dump-maps prints the raw entries instead of the histograms and tables
             aggregates = aggregate_printer(session, compiled if args.dump_maps is None else None, args.top or None)
+            if args.interval is not None and not aggregates:
+                why = ("--dump-maps prints the maps once, at exit" if args.dump_maps is not None
+                       else "the objects' programs count into no map or .bss global")
+                err.write(f"evspec record: warning: --interval prints nothing: {why}\n")
             stopped = _stop_signal(stop_fd)
             if stopped is not None:  # nothing ran: undone as a failed set-up is (below)
                 status = 128 + stopped

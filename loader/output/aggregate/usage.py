@@ -1,16 +1,18 @@
 """How an object's programs use its maps and global variables, read from their instructions:
-which they accumulate into (a read-modify-write or an atomic operation through a pointer to a
-value), which they write or delete entries of. What ``detect`` decides what to print from: a
-map whose values are accumulated and whose entries no program deletes holds a result; a map
-whose entries are deleted (start times keyed by tid) or only stored into (a per-CPU scratch
-buffer) is the programs' own state.
+where they count (an atomic operation through a pointer to a value, or a number loaded through
+one and stored back where it came from: ``x->n++``), where they store otherwise, which maps they
+look up, update or delete entries of. What ``detect`` decides what to print from: a map or global
+counted into, whose entries no program deletes, holds a result, and so does a map the programs
+only write with ``bpf_map_update_elem``; a map whose entries are deleted (start times keyed by
+tid) or whose counted field is also set by a plain store (a per-CPU scratch buffer's
+``e->n = 0; ... e->n++``) is the programs' own state.
 
 The scan is linear, function by function: a register holds a map (``ld_imm64`` of a map), a
-global variable (``ld_imm64`` of a data section's symbol), or a pointer to a map's value (the
-result of ``bpf_map_lookup_elem``); moves copy that, arithmetic keeps a pointer a pointer, any
-other write forgets it, a call clobbers r0-r5. Branches are not followed: clang keeps these
-pointers in a register or a stack slot across the few instructions that use them.
-"""
+global variable (``ld_imm64`` of a data section's symbol), a pointer to a map's value (the result
+of ``bpf_map_lookup_elem``) or a number loaded through one of those; moves and stack spills copy
+that, arithmetic keeps a pointer a pointer and a loaded number loaded, any other write forgets
+it, a call clobbers r0-r5. Branches are not followed: clang keeps these pointers in a register or
+a stack slot across the few instructions that use them."""
 
 from __future__ import annotations
 
@@ -33,7 +35,6 @@ class Usage:
 
     counted: set[int] = field(default_factory=set)  # offsets of atomic operations or of x->n++
     overwritten: set[int] = field(default_factory=set)  # offsets of other stores through a pointer
-    stored: bool = False  # written through a pointer, or by bpf_map_update_elem
     updated: bool = False  # bpf_map_update_elem
     deleted: bool = False  # bpf_map_delete_elem or bpf_map_lookup_and_delete_elem
     looked_up: bool = False
@@ -122,7 +123,6 @@ def _store(insn: asm.Insn, regs: dict[int, Ref], stack: dict[int, Ref], out: dic
     if target is None or target[0] == "map":
         return
     use = _use(out, target)
-    use.stored = True
     stx = insn.code & 0x07 == asm.STX
     if stx and (insn.code & 0xE0 == _ATOMIC or regs.get(insn.src) == ("loaded", target[1], insn.off)):
         use.counted.add(insn.off)
@@ -141,7 +141,7 @@ def _call(helper: int, regs: dict[int, Ref], out: dict[str, Usage]) -> None:
             use.looked_up = True
             result = ("value", first[1], 0)
         if helper == UPDATE:
-            use.stored = use.updated = True
+            use.updated = True
         if helper in (DELETE, LOOKUP_AND_DELETE):
             use.deleted = True
     for reg in range(asm.R0, asm.R5 + 1):
