@@ -564,7 +564,7 @@ def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagn
                     perf_message="Config value not set (missing '=')", help=(_MAP_HINT,))
         return
     if term.option in lexicon.PRINT_MAP_OPTIONS:
-        return  # checked against the object (loader/output/aggregate/hints.py)
+        return  # checked against the object (loader/lint/terms/print_terms.py)
     if term.option == "value":
         if not isinstance(term.value, Number):
             yield error("ES045", f"'{key}.value' needs a number", term.value.span,

@@ -15,10 +15,10 @@ import pytest
 from bpf_build import build_bpf, build_program, copy_sources, require_tools
 from corpus_files import DATA
 from evspec.loader.kernel import KernelError
+from evspec.loader.output.aggregate.hook import every_interval
 from golden_files import check_golden
 from record_cli import run_record
 
-from evspec.cli.record_aggregates import every_interval
 from evspec.codes.kernel import OBJECT
 
 EVENT = "./vars.o/var:targ_comm='varswork',var:delta='-5',var:mode=MODE_COUNT"

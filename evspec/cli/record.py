@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, TextIO
 
 from evspec.cli.app import add_clang_opt
-from evspec.cli.record_aggregates import aggregate_printer, every_interval
 
 if TYPE_CHECKING:
     from evspec.loader.output.saved.capture import Capture
@@ -214,6 +213,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
+    from evspec.loader.output.aggregate.hook import aggregate_printer, every_interval
     from evspec.loader.output.script import (
         JsonRenderer,
         LostLine,

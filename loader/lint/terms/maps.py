@@ -48,7 +48,7 @@ MSG_EVTTYPE = "Can only put raw, hardware and BPF output event into a BPF map"
 
 VALUE_SIZES = (1, 2, 4, 8)
 OPTIONS = ("value", "event", "type")
-PRINT_OPTIONS = ("hist", "unit", "step", "column")  # how record prints it: loader/output/aggregate/hints.py
+PRINT_OPTIONS = ("hist", "unit", "step", "column")  # how record prints it: terms/print_terms.py
 
 
 class EventKind(str, Enum):
@@ -233,7 +233,7 @@ def _check_map_term(
     if index_problem is not None:
         return [index_problem]
     if term.option in PRINT_OPTIONS:
-        from evspec.loader.output.aggregate.hints import check_print_term
+        from evspec.loader.lint.terms.print_terms import check_print_term
 
         return check_print_term(term, spec)
     m = spec.map(term.map_name)

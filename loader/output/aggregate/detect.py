@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from evspec.loader.btf.reader import Btf, BtfKind, BtfType
+from evspec.loader.lint.terms.print_terms import Hints
 from evspec.loader.object.map_dump import is_histogram
 from evspec.loader.object.spec import MapSpec, MapType, ObjectSpec
 from evspec.loader.output.aggregate.usage import accumulated, last_values, object_usage
@@ -23,16 +24,6 @@ SLOTS = "slots"
 _READABLE = frozenset({MapType.HASH, MapType.ARRAY, MapType.PERCPU_HASH, MapType.PERCPU_ARRAY,
                        MapType.LRU_HASH, MapType.LRU_PERCPU_HASH})
 _DATA = ".bss"
-
-
-@dataclass(frozen=True, slots=True)
-class Hints:
-    """What ``map:NAME.OPTION=`` terms say about printing NAME (a map or a global)."""
-
-    hist: str | None = None  # "log2", "linear" or "none" (a table)
-    unit: str | None = None  # the histogram's unit, as its header names it
-    step: int = 1  # a linear histogram's slot width
-    columns: tuple[tuple[int, str], ...] = ()  # column index -> heading ("none": left out)
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,10 +8,11 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from evspec.loader.lint.terms.print_terms import Hints
 from evspec.loader.load.live import LiveObject
 from evspec.loader.object.map_dump import Decoded
 from evspec.loader.output.aggregate import histogram, table
-from evspec.loader.output.aggregate.detect import Aggregate, Hints, detect
+from evspec.loader.output.aggregate.detect import Aggregate, detect
 from evspec.loader.output.aggregate.read import MapAccess, clear, read_entries
 
 from evspec.cpus import possible_cpus

@@ -12,13 +12,25 @@ the object; ``event_hints`` collects the valid ones of an event.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from evspec.loader.btf.reader import Btf, BtfKind
 from evspec.loader.object.spec import ObjectSpec
-from evspec.loader.output.aggregate.detect import Hints
 
 from evspec.ast import AllIndices, BpfEvent, IndexList, MapTerm, Number, Word
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, error
+
+
+@dataclass(frozen=True, slots=True)
+class Hints:
+    """What ``map:NAME.OPTION=`` terms say about printing NAME (a map or a global)."""
+
+    hist: str | None = None  # "log2", "linear" or "none" (a table)
+    unit: str | None = None  # the histogram's unit, as its header names it
+    step: int = 1  # a linear histogram's slot width
+    columns: tuple[tuple[int, str], ...] = ()  # column index -> heading ("none": left out)
+
 
 PRINT_OPTIONS = ("hist", "unit", "step", "column")
 SCALES = ("log2", "linear", "none")

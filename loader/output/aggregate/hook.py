@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 def aggregate_printer(session: RecordSession, compiled: object | None, top: int | None) -> AggregatePrinter:
     """The aggregates of the session's objects, with the hints of their events' terms
     (``session.objects`` are in the order of the plan's BPF events); none without ``compiled``."""
-    from evspec.loader.output.aggregate.hints import event_hints
+    from evspec.loader.lint.terms.print_terms import event_hints
     from evspec.loader.output.aggregate.printer import AggregatePrinter
 
     if compiled is None:
