@@ -361,9 +361,12 @@ PROG_TERM_PREFIX = "prog:"
 PROG_OPTIONS = ("event", "autoload")  # autoload: libbpf's bpf_program__set_autoload
 # var:NAME=VALUE: a global variable of a BPF object, set before it is loaded.
 VAR_TERM_PREFIX = "var:"
-# type: COMPAT 1.14, typed output maps; the rest: libbpf's map setters before load (MAP_SETTERS)
+# libbpf's map setters before load
 MAP_SETTERS: tuple[str, ...] = ("max_entries", "map_flags", "key_size", "value_size", "numa_node", "pin", "map_type")
-MAP_OPTIONS: tuple[str, ...] = ("value", "event", "type", *MAP_SETTERS)
+# how a map or .bss global of counts prints (record's histograms and tables; evspec only)
+PRINT_MAP_OPTIONS: tuple[str, ...] = ("hist", "unit", "step", "column")
+# type: COMPAT 1.14, typed output maps
+MAP_OPTIONS: tuple[str, ...] = ("value", "event", "type", *MAP_SETTERS, *PRINT_MAP_OPTIONS)
 
 U64_MAX = (1 << 64) - 1
 U32_MAX = (1 << 32) - 1

@@ -575,6 +575,8 @@ def _map_term(term: MapTerm, names: set[str] | frozenset[str]) -> Iterator[Diagn
         yield error("ES044", f"'{key}.{term.option}' has no value (missing '=')", term.key_span,
                     perf_message="Config value not set (missing '=')", help=(_MAP_HINT,))
         return
+    if term.option in lexicon.PRINT_MAP_OPTIONS:
+        return  # checked against the object (loader/lint/terms/print_terms.py)
     if term.option == "value":
         if not isinstance(term.value, Number):
             yield error("ES045", f"'{key}.value' needs a number", term.value.span,

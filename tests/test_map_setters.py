@@ -237,7 +237,7 @@ def test_pin_and_max_entries_reach_the_kernel(root_kernel: None, sid_objects: di
             f"map:start.pin='{pins}/start',map:start.map_flags=1/")
     show = ("from evspec.loader.kernel import Kernel; k = Kernel(); i = k.map_info(k.pinned(sys.argv[1])); "
             "print(i.type, i.max_entries, i.flags)")
-    script = ('mount -t bpf bpf "$0" || exit 9; "$1" -m evspec record -a -e "$2" -- true || exit 8; '
+    script = ('mount -t bpf bpf "$0" || exit 9; "$1" -m evspec record -a -e "$2" -- true >/dev/null || exit 8; '
               f'"$1" -c "import sys; {show}" "$0/start"')
     proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(pins),
                            sys.executable, spec], capture_output=True, text=True, timeout=120)

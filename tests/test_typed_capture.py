@@ -425,6 +425,8 @@ def records_by_event(text: str, events: set[str]) -> dict[str, list[str]]:
         if head is not None and head.group(1) in events:
             current = out.setdefault(head.group(1), [])
             current.append(masked)
+        elif re.fullmatch(r"[\w.,]+:", line):  # record's tables of counted maps, at exit: no record's
+            current = None
         elif line and current:
             current[-1] += "\n" + line
     return out

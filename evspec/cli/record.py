@@ -14,6 +14,7 @@ import os
 import select
 import signal
 import sys
+import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -59,8 +60,13 @@ def add_record_parser(subparsers: argparse._SubParsersAction[argparse.ArgumentPa
     p.add_argument("--format", choices=("text", "json"), default="text")
     p.add_argument("--dump-maps", nargs="?", const="", default=None, metavar="NAME,...",
                    help="after the command, print the final contents of the objects' hash, array and "
-                        "per-CPU maps (or of the maps named, global data maps included); a *hist* array "
-                        "of counts prints as a log2 histogram")
+                        "per-CPU maps (or of the maps named, global data maps included), in place of the "
+                        "histograms and tables; a *hist* array of counts prints as a log2 histogram")
+    p.add_argument("--interval", type=_seconds, default=None, metavar="SECONDS",
+                   help="print the objects' histograms and tables every SECONDS, then clear them (as the "
+                        "tools' -i); without it they print once, at exit")
+    p.add_argument("--top", type=_rows, default=20, metavar="ROWS",
+                   help="the rows of a table printed, by its first counter (default 20; 0: all)")
     p.add_argument("-v", "--verbose", action="store_true")
     add_clang_opt(p)
     p.add_argument("command", nargs=argparse.REMAINDER, help="-- CMD [ARGS]")
@@ -76,6 +82,22 @@ def _pages(text: str) -> int:
     if pages <= 0 or pages & (pages - 1):
         raise argparse.ArgumentTypeError(f"{pages} pages: the ring size must be a power of two")
     return pages
+
+
+def _seconds(text: str) -> float:
+    try:
+        seconds = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of seconds") from None
+    if not seconds > 0 or seconds == float("inf"):
+        raise argparse.ArgumentTypeError(f"{text}: the interval must be a positive number of seconds")
+    return seconds
+
+
+def _rows(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"'{text}' is not a number of rows (0: all)")
+    return int(text)
 
 
 def _size(text: str) -> int:
@@ -149,6 +171,16 @@ def _writer(out: TextIO) -> Callable[[bytes | bytearray | memoryview], None]:
     return write
 
 
+def _locked(write: Callable[[bytes | bytearray | memoryview], None]) -> Callable[[bytes | bytearray | memoryview], None]:
+    """``write`` one call at a time: the interval's histograms are written from their thread."""
+    lock = threading.Lock()
+
+    def locked(data: bytes | bytearray | memoryview) -> None:
+        with lock:
+            write(data)
+    return locked
+
+
 def _stop_signal(stop_fd: int) -> int | None:
     """The stop signal that arrived during setup (the wake-up pipe holds its number), or None."""
     if not select.select([stop_fd], [], [], 0)[0]:
@@ -185,6 +217,7 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
     from evspec.diagnostics import EvspecError
     from evspec.loader.errors import ObjectError
     from evspec.loader.load.apply import APPLY_PREFIX, ApplyError
+    from evspec.loader.output.aggregate.hook import aggregate_printer, every_interval
     from evspec.loader.output.script import (
         JsonRenderer,
         LostLine,
@@ -247,20 +280,27 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             if command:
                 workload = Workload(command)
                 forward.append(workload.pid)
+            compiled = recording_plan(lists, system)  # type: ignore[arg-type]
             try:
-                session.prepare(lists, recording_plan(lists, system), system, Path.cwd(), workload)  # type: ignore[arg-type]
+                session.prepare(lists, compiled, system, Path.cwd(), workload)  # type: ignore[arg-type]
             finally:
                 for warning in session.warnings:
                     err.write(f"evspec record: warning: {warning}\n")
             for notice in session.notices:
                 err.write(f"evspec record: note: {notice}\n")
-            if args.verbose:
-                for note in session.all_notes():
-                    err.write(f"evspec record: {note}\n")
             if args.output:
                 capture = _open_capture(args, session)
             dump_names = _dump_names(args.dump_maps)
             _check_dump_names(session, dump_names)
+            # --dump-maps prints the raw entries instead of the histograms and tables
+            aggregates = aggregate_printer(session, compiled if args.dump_maps is None else None, args.top or None)
+            if args.interval is not None and not aggregates:
+                why = ("--dump-maps prints the maps once, at exit" if args.dump_maps is not None
+                       else "the objects' programs count into no map or .bss global")
+                err.write(f"evspec record: warning: --interval prints nothing: {why}\n")
+            if args.verbose:  # last before the start: what follows them is recorded
+                for note in session.all_notes():
+                    err.write(f"evspec record: {note}\n")
             stopped = _stop_signal(stop_fd)
             if stopped is not None:  # nothing ran: undone as a failed set-up is (below)
                 status = 128 + stopped
@@ -269,12 +309,13 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 session.start()
                 if workload is not None:
                     workload.start()
-                with paused_gc():
+                write = _locked(_writer(out))
+                with paused_gc(), every_interval(aggregates, args.interval, write, fmt_json):
                     if capture is not None:
                         session.run(capture.drain, workload, stop_fd)
                     else:
                         renderer = JsonRenderer() if fmt_json else TextRenderer(session.name_width)
-                        session.run_live(renderer.pieces, _writer(out), workload, stop_fd,
+                        session.run_live(renderer.pieces, write, workload, stop_fd,
                                          stops.stop_rendering)
                 if capture is not None:
                     capture.add_lost_counts(session.lost_counts)
@@ -284,6 +325,9 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                                       for c in session.lost_counts if c.lost))
                 if workload is not None:
                     status = workload.wait()
+                if aggregates:
+                    write((aggregates.json(reset=False, at="exit") if fmt_json
+                           else aggregates.text(reset=False)).encode())
                 if args.dump_maps is not None:
                     _print_maps(session, dump_names, fmt_json, out)
         except ApplyError as exc:

@@ -48,6 +48,8 @@ NO_BTF_FOR_TYPE = "EB153"
 # the bpf-output events record creates for perf event arrays (loader/lint/terms/bpf_stdout.py)
 OUTPUT_EVENT_NAME_TAKEN = "EB159"
 OUTPUT_EVENT_CREATED = "WB164"
+# map:NAME.hist|unit|step|column terms: how record prints a map or global (loader/output/aggregate)
+BAD_PRINT_TERM = "EB160"
 INHERIT_EVENT_IN_MAP = "WB133"
 EVENT_TYPE_NOT_STORABLE = "WB134"
 
@@ -106,6 +108,15 @@ CODES: tuple[CodeInfo, ...] = (
         "-g has none, so no type can be found.",
         "./nobtf.bpf.o/map:events.type=event/",
         "Compile the object with clang -g.",
+    ),
+    CodeInfo(
+        BAD_PRINT_TERM,
+        "a term saying how a map prints is malformed",
+        "map:NAME.hist=log2|linear|none, .unit=WORD, .step=N (a positive number) and "
+        ".column[I]=HEADING|none say how record prints the counts a map or .bss global holds; "
+        "hist, unit and step take no index list, column takes the index of one column.",
+        "./runqlat.bpf.o/map:hists.hist=log10/",
+        "Write one of the values the help line lists.",
     ),
     CodeInfo(
         SECTION_NOT_TP_OR_PROBE,

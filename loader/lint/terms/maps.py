@@ -48,6 +48,7 @@ MSG_EVTTYPE = "Can only put raw, hardware and BPF output event into a BPF map"
 
 VALUE_SIZES = (1, 2, 4, 8)
 OPTIONS = ("value", "event", "type", *SETTERS)  # setters: terms/map_setters.py
+PRINT_OPTIONS = ("hist", "unit", "step", "column")  # how record prints it: terms/print_terms.py
 
 
 class EventKind(str, Enum):
@@ -231,6 +232,10 @@ def _check_map_term(
     index_problem = _index_list_problem(term)
     if index_problem is not None:
         return [index_problem]
+    if term.option in PRINT_OPTIONS:
+        from evspec.loader.lint.terms.print_terms import check_print_term
+
+        return check_print_term(term, spec)
     m = spec.map(term.map_name)
     if m is None and spec.map(f"{term.map_name}.{term.option.rpartition('.')[0]}") is not None:
         return []  # a data section's map (NAME.rodata): the syntax stage says it takes no setters
@@ -582,9 +587,11 @@ def plan_map_updates(event: BpfEvent, spec: ObjectSpec, *, truncate_values: bool
         if found:
             errors.extend(found)
             continue
-        if not isinstance(term, MapTerm) or term.option == "type" or term.option in SETTERS:
+        if (not isinstance(term, MapTerm) or term.option == "type" or term.option in SETTERS
+                or term.option in PRINT_OPTIONS):
             continue  # .type makes no update (the records are decoded as they are read), setters
-            # change the map before it is created (map_setters.apply_map_setters)
+            # change the map before it is created (map_setters.apply_map_setters), print options
+            # say how record prints the map
         m = spec.map(term.map_name)
         assert m is not None and term.value is not None
         keys = _key_ranges(term, m)
