@@ -104,6 +104,7 @@ class ProgType(IntEnum):
     LSM = 29
     SK_LOOKUP = 30
     SYSCALL = 31
+    NETFILTER = 32
 
 
 class MapSpec(Slotted):
