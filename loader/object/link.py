@@ -2,7 +2,8 @@
 data references patched to the descriptors it is given, and the functions it calls (and whose
 addresses it takes) appended once each, as libbpf links a program (cilium/ebpf's ``link``ing of
 a ``ProgramSpec``). ``evspec check`` links every program with stand-in descriptors, so that an
-object ``record`` could not link is refused without a kernel."""
+object ``record`` could not link is refused without a kernel. A function the reader found a
+problem in (``ProgramSpec.problem``) fails the programs that are it or call it, and no other."""
 
 from __future__ import annotations
 
@@ -48,6 +49,14 @@ class LinkedProgram(Slotted):
 
 def _relocation_error(prog: ProgramSpec, index: int, message: str) -> ObjectError:
     return ObjectError(codes.RELOCATION, f"program '{prog.name}', instruction {index}: {message}")
+
+
+def _problem_error(prog: ProgramSpec, part: ProgramSpec) -> ObjectError:
+    """The error of ``prog``, which is (or calls) ``part``, a function that cannot be linked."""
+    assert part.problem is not None
+    via = "" if part is prog else f", through function '{part.name}' it calls"
+    return ObjectError(part.problem.code, f"program '{prog.name}' cannot be linked{via}: {part.problem.message}; "
+                       "the object's other programs are not concerned", help=part.problem.help)
 
 
 def _patch_ld_imm64(
@@ -108,6 +117,8 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
     while done < len(parts):
         base, part = parts[done]
         done += 1
+        if part.problem is not None:
+            raise _problem_error(prog, part)
         for rel in part.relocations:
             if rel.kind in ("call", "func"):
                 if rel.target not in starts:

@@ -74,6 +74,7 @@ from evspec.loader.object.input_file import read_input
 from evspec.loader.object.spec import (
     CoreRelocation,
     ExternSpec,
+    FunctionProblem,
     LineInfo,
     MapSpec,
     MapType,
@@ -241,6 +242,7 @@ class _Reader:
         self.path = path
         self.elf = BpfElf(path, data)
         self._lines: dict[str, tuple[list[LineRecord], list[int]]] = {}
+        self.problems: dict[tuple[int, int], FunctionProblem] = {}  # (section index, offset) -> why
 
     # -- errors ------------------------------------------------------------------------------
 
@@ -343,7 +345,8 @@ class _Reader:
                 insns=self.elf.contents(f.section)[f.offset:f.end], offset=f.offset,
                 relocations=tuple(relocations.get((f.section.index, f.offset), ())),
                 line_info=self.line_info(f), core_relocations=self.core_relocations(f),
-                global_function=f.is_global, hidden=f.hidden)
+                global_function=f.is_global, hidden=f.hidden,
+                problem=self.problems.get((f.section.index, f.offset)))
             (programs if f.is_program else subprograms).append(spec)
         return ObjectSpec(
             path=self.path, license=self.license(), kernel_version=self.kernel_version(),
@@ -887,48 +890,58 @@ class _Reader:
                                  out: dict[tuple[int, int], list[Relocation]]) -> None:
         """The instructions without a relocation whose imm only a loader can give. A pseudo call
         landing on the start of a function of the same section (older LLVM's call of a static
-        function) gets a "call" relocation; any other is refused."""
+        function) gets a "call" relocation; any other is the function's problem (``problems``:
+        the programs that call it are refused, libbpf fails those alone)."""
+        sec = funcs.section
+        for f in funcs.items:
+            try:
+                self.function_imms(funcs, f, relocated, out)
+            except ObjectError as exc:
+                self.problems[(sec.index, f.offset)] = FunctionProblem(exc.code, exc.message, exc.help)
+
+    def function_imms(self, funcs: _Functions, f: _Function, relocated: set[tuple[int, int]],
+                      out: dict[tuple[int, int], list[Relocation]]) -> None:
+        """``unrelocated_instructions`` of one function: ObjectError at the first it cannot take."""
         sec = funcs.section
         code = self.elf.contents(sec)
-        for f in funcs.items:
-            for match in _LOADER_IMM_RE.finditer(code, f.offset, f.end):
-                pos = match.start()
-                if (pos - f.offset) % INSN_SIZE or (sec.index, pos) in relocated:
-                    continue
-                opcode, _dst, src_reg, _off, imm = asm.decode(code, pos // INSN_SIZE)
-                where = (f"section {sec.name!r}, function {f.name!r}, instruction "
-                         f"{(pos - f.offset) // INSN_SIZE} (offset {pos})")
-                if opcode == asm.OP_LD_IMM64:
-                    if pos + 2 * INSN_SIZE > f.end:
-                        continue  # the second half of an ld_imm64 of the function's last slots
-                    name, meaning = _LD_IMM64_SRC.get(src_reg, (f"src_reg {src_reg}", "something unknown"))
-                    raise self.fail(codes.UNSUPPORTED, f"{where}: an ld_imm64 with src_reg {src_reg} "
-                                    f"({name}) and no relocation: the kernel would take its imm {imm} "
-                                    f"as {meaning}, which only the loader can know; libbpf passes it "
-                                    "on unchanged: not supported", "Relocation failed")
-                if src_reg == BPF_PSEUDO_KFUNC_CALL:
-                    raise self.fail(codes.UNSUPPORTED, f"{where}: a kfunc call (src_reg "
-                                    f"BPF_PSEUDO_KFUNC_CALL) without a relocation: the kernel would "
-                                    f"take its imm {imm} as the BTF id of a function of whichever "
-                                    "kernel runs it; libbpf passes it on unchanged: not supported",
-                                    "Relocation failed",
-                                    help=("declare the kfunc (extern ... __ksym) and call it by name, "
-                                          "so that the loader finds it in the running kernel",))
-                target = pos + (imm + 1) * INSN_SIZE
-                callee = funcs.starting(target)  # its own start: a recursive call
-                if callee is None:
-                    inside = funcs.containing(target)
-                    if inside is None:
-                        what = f"offset {target}, where no function of the section is"
-                    else:
-                        what = (f"offset {target}, inside function {inside.name!r} (which starts at "
-                                f"offset {inside.offset}); libbpf would call {inside.name!r} from its "
-                                "start instead")
-                    raise self.bad_relocation(f"at offset {pos} of section {sec.name!r}",
-                                              f"function {f.name!r} has a bpf-to-bpf call without a "
-                                              f"relocation that jumps to {what}")
-                out.setdefault((sec.index, f.offset), []).append(
-                    Relocation((pos - f.offset) // INSN_SIZE, "call", sec.name, callee.name))
+        for match in _LOADER_IMM_RE.finditer(code, f.offset, f.end):
+            pos = match.start()
+            if (pos - f.offset) % INSN_SIZE or (sec.index, pos) in relocated:
+                continue
+            opcode, _dst, src_reg, _off, imm = asm.decode(code, pos // INSN_SIZE)
+            where = (f"section {sec.name!r}, function {f.name!r}, instruction "
+                     f"{(pos - f.offset) // INSN_SIZE} (offset {pos})")
+            if opcode == asm.OP_LD_IMM64:
+                if pos + 2 * INSN_SIZE > f.end:
+                    continue  # the second half of an ld_imm64 of the function's last slots
+                name, meaning = _LD_IMM64_SRC.get(src_reg, (f"src_reg {src_reg}", "something unknown"))
+                raise self.fail(codes.UNSUPPORTED, f"{where}: an ld_imm64 with src_reg {src_reg} "
+                                f"({name}) and no relocation: the kernel would take its imm {imm} "
+                                f"as {meaning}, which only the loader can know; libbpf passes it "
+                                "on unchanged: not supported", "Relocation failed")
+            if src_reg == BPF_PSEUDO_KFUNC_CALL:
+                raise self.fail(codes.UNSUPPORTED, f"{where}: a kfunc call (src_reg "
+                                f"BPF_PSEUDO_KFUNC_CALL) without a relocation: the kernel would "
+                                f"take its imm {imm} as the BTF id of a function of whichever "
+                                "kernel runs it; libbpf passes it on unchanged: not supported",
+                                "Relocation failed",
+                                help=("declare the kfunc (extern ... __ksym) and call it by name, "
+                                      "so that the loader finds it in the running kernel",))
+            target = pos + (imm + 1) * INSN_SIZE
+            callee = funcs.starting(target)  # its own start: a recursive call
+            if callee is None:
+                inside = funcs.containing(target)
+                if inside is None:
+                    what = f"offset {target}, where no function of the section is"
+                else:
+                    what = (f"offset {target}, inside function {inside.name!r} (which starts at "
+                            f"offset {inside.offset}); libbpf would call {inside.name!r} from its "
+                            "start instead")
+                raise self.bad_relocation(f"at offset {pos} of section {sec.name!r}",
+                                          f"function {f.name!r} has a bpf-to-bpf call without a "
+                                          f"relocation that jumps to {what}")
+            out.setdefault((sec.index, f.offset), []).append(
+                Relocation((pos - f.offset) // INSN_SIZE, "call", sec.name, callee.name))
 
     def unapplied_relocations(self, rel_sec: Section, target: Section) -> None:
         """Relocations of a section that holds no code: those of ``.BTF``, ``.BTF.ext`` and

@@ -245,9 +245,25 @@ class CoreRelocation(Slotted):
         return f"{self.kind} of {self.type_name} (access {self.access}) at instruction {self.insn}"
 
 
+class FunctionProblem(Slotted):
+    """Why a function cannot be linked (an instruction only a loader can fill, with no relocation
+    saying how): the programs that call it are refused, the others of the object load, as libbpf
+    fails only those. ``code``, ``message`` and ``help`` are the ObjectError's."""
+
+    __slots__ = ("code", "message", "help")
+    code: str
+    message: str
+    help: tuple[str, ...]
+
+    def __init__(self, code: str, message: str, help: tuple[str, ...] = ()) -> None:
+        set_field(self, "code", code)
+        set_field(self, "message", message)
+        set_field(self, "help", help)
+
+
 class ProgramSpec(Slotted):
     __slots__ = ("name", "section", "insns", "offset", "relocations", "line_info", "core_relocations",
-                 "global_function", "hidden")
+                 "global_function", "hidden", "problem")
     name: str  # function symbol
     section: str  # the ELF section name (perf-style or libbpf-style attach description)
     insns: bytes  # raw instructions (multiple of 8 bytes)
@@ -257,12 +273,13 @@ class ProgramSpec(Slotted):
     core_relocations: tuple[CoreRelocation, ...]
     global_function: bool  # a GLOBAL or WEAK symbol (a subprogram the verifier checks alone)
     hidden: bool  # global with STV_HIDDEN/STV_INTERNAL visibility (__hidden)
+    problem: FunctionProblem | None  # why the function cannot be linked (None: it can)
 
     def __init__(
         self, name: str, section: str, insns: bytes, offset: int = 0,
         relocations: tuple[Relocation, ...] = (), line_info: tuple[LineInfo, ...] = (),
         core_relocations: tuple[CoreRelocation, ...] = (), global_function: bool = False,
-        hidden: bool = False,
+        hidden: bool = False, problem: FunctionProblem | None = None,
     ) -> None:
         set_field(self, "name", name)
         set_field(self, "section", section)
@@ -273,6 +290,7 @@ class ProgramSpec(Slotted):
         set_field(self, "core_relocations", core_relocations)
         set_field(self, "global_function", global_function)
         set_field(self, "hidden", hidden)
+        set_field(self, "problem", problem)
 
     @property
     def insn_count(self) -> int:
