@@ -78,3 +78,41 @@ def test_libbpf_fails_the_same_program_alone(bad_function: Path, root_kernel: No
     assert {name: v["loaded"] for (_, name), v in ref.items()} == {"uses_broken": False, "uses_fine": True,
                                                                    "alone": True}
     assert ref[("bad_function", "uses_broken")]["errno"] == "EBADF"  # the kernel: fd 1000 is no map
+
+
+@pytest.fixture(scope="module")
+def struct_ops(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return _clang(DATA / "struct_ops.c", tmp_path_factory.mktemp("isolation") / "struct_ops.o")
+
+
+def test_struct_ops_maps_are_read_with_their_programs(struct_ops: Path) -> None:
+    spec = read_object(struct_ops)
+    [m] = spec.struct_ops
+    assert (m.name, m.section, m.type_name) == ("evspec_ca", ".struct_ops.link", "tcp_congestion_ops")
+    assert m.members == (("ssthresh", "evspec_ssthresh"), ("cong_avoid", "evspec_cong_avoid"),
+                         ("undo_cwnd", "evspec_ssthresh"))
+    assert [mp.name for mp in spec.maps] == []  # the section is no global data
+
+
+def test_a_struct_ops_map_refuses_its_programs_by_name_and_no_other(struct_ops: Path, root_kernel: None) -> None:
+    status, doc = _verify(struct_ops)
+    programs = {p["name"]: p for p in doc["programs"]}
+    assert status == 1
+    assert {name: p["loaded"] for name, p in programs.items()} == {
+        "evspec_ssthresh": False, "evspec_cong_avoid": False, "evspec_unused": False, "plain": True}
+    assert programs["evspec_ssthresh"]["error"].startswith(
+        "member 'ssthresh' of struct_ops map 'evspec_ca' (struct tcp_congestion_ops): libbpf 1.8 loads it")
+    assert programs["evspec_ssthresh"]["errno"] is None  # refused by name: evspec does not do it
+    # the program no map names: libbpf 1.8 refuses it before loading ('isn't referenced anywhere')
+    assert programs["evspec_unused"]["errno"] == "EINVAL" and "no struct_ops map uses it" in programs[
+        "evspec_unused"]["error"]
+    [m] = doc["maps"]
+    assert (m["name"], m["type"], m["created"]) == ("evspec_ca", "struct_ops", False)
+    assert "evspec does not create struct_ops maps" in m["error"]
+
+
+def test_libbpf_loads_the_ordinary_program_of_a_struct_ops_object(struct_ops: Path, root_kernel: None,
+                                                                    tmp_path_factory: pytest.TempPathFactory) -> None:
+    runner = build_runner(tmp_path_factory.mktemp("runner"))
+    ref = libbpf_verdicts(runner, {"struct_ops": struct_ops})
+    assert ref[("struct_ops", "plain")]["loaded"]

@@ -82,6 +82,7 @@ from evspec.loader.object.spec import (
     ProgramSpec,
     Relocation,
     SectionLayout,
+    StructOpsSpec,
     replace,
 )
 
@@ -106,6 +107,8 @@ _LD_IMM64_SRC = {
 }
 LEGACY_MAPS_SECTION = "maps"
 BTF_MAPS_SECTION = ".maps"
+# libbpf 1.8's sections of struct_ops maps ('?': not auto-attached)
+STRUCT_OPS_SECTIONS = (".struct_ops", ".struct_ops.link", "?.struct_ops", "?.struct_ops.link")
 OBJ_NAME_LEN = 16  # BPF_OBJ_NAME_LEN, NUL included
 _U32, _U64 = (1 << 32) - 1, (1 << 64) - 1
 LEGACY_DEF_MIN = 16  # type, key_size, value_size, max_entries
@@ -352,7 +355,48 @@ class _Reader:
             path=self.path, license=self.license(), kernel_version=self.kernel_version(),
             maps=tuple(maps), programs=tuple(programs), subprograms=tuple(subprograms),
             btf=self.btf_bytes, btf_ext=self.btf_ext_bytes, layouts=self.layouts(),
-            externs=self.externs)
+            externs=self.externs, struct_ops=self.struct_ops_maps(functions))
+
+    def struct_ops_maps(self, functions: list[_Function]) -> tuple[StructOpsSpec, ...]:
+        """The struct_ops maps: each variable of a ``.struct_ops*`` section (its BTF DATASEC),
+        with the program each relocation of the section puts in a member (libbpf's
+        collect_st_ops_relos: the function at the symbol's address)."""
+        out = []
+        starts = {(f.section.index, f.offset): f.name for f in functions}
+        for sec in self.elf.sections:
+            if sec.name not in STRUCT_OPS_SECTIONS:
+                continue
+            btf = self.btf
+            datasec = btf.find(sec.name, BtfKind.DATASEC) if btf is not None else None
+            if btf is None or datasec is None:
+                raise self.fail(codes.BAD_MAP, f"section {sec.name!r} holds struct_ops maps, which need "
+                                "the object's BTF to say their types (compile with -g)")
+            variables = []
+            for info in datasec.secinfos:
+                var = btf.type(info.type)
+                variables.append((info.offset, info.size, var.name, btf.resolve(var.type)))
+            members: dict[str, list[tuple[str, str]]] = {name: [] for _, _, name, _ in variables}
+            rel_sec = next((r for r, target in self.elf.relocation_sections() if target.index == sec.index), None)
+            data = self.elf.contents(sec)
+            for rel in self.elf.relocations(rel_sec) if rel_sec is not None else ():
+                where = f"at offset {rel.offset} of section {sec.name!r}"
+                holder = next((v for v in variables if v[0] <= rel.offset < v[0] + v[1]), None)
+                symbols = self.elf.symbols
+                if holder is None or not 0 < rel.symbol < len(symbols) or rel.offset + 8 > len(data):
+                    raise self.bad_relocation(where, "it is in no struct_ops variable, or names no symbol")
+                offset, _size, name, struct_type = holder
+                member = next((m.name for m in struct_type.members if m.bit_offset == (rel.offset - offset) * 8),
+                              None)
+                sym = symbols[rel.symbol]
+                (addend,) = struct.unpack_from(_NATIVE + "Q", data, rel.offset)
+                program = starts.get((sym.section_index or 0, sym.value + addend))
+                if member is None or program is None:
+                    raise self.bad_relocation(where, f"struct_ops map {name!r}: no member of struct "
+                                              f"{struct_type.name!r} starts there, or {sym.name!r} is no function")
+                members[name].append((member, program))
+            out.extend(StructOpsSpec(name, sec.name, struct_type.name, tuple(members[name]))
+                       for _, _, name, struct_type in variables)
+        return tuple(out)
 
     def same_name(self, first: MapSpec, second: MapSpec) -> ObjectError:
         if first.initial_value is None or second.initial_value is None:
@@ -946,8 +990,10 @@ class _Reader:
     def unapplied_relocations(self, rel_sec: Section, target: Section) -> None:
         """Relocations of a section that holds no code: those of ``.BTF``, ``.BTF.ext`` and
         ``.debug_*`` are not needed to load, those of ``.maps`` are its ``.values`` initialisers
-        (``map_slots``); any other is refused, naming the first one."""
-        if target.name in (*_UNNEEDED_RELOCATIONS, BTF_MAPS_SECTION) or target.name.startswith(".debug_"):
+        (``map_slots``), those of ``.struct_ops*`` the programs of struct_ops maps
+        (``struct_ops_maps``); any other is refused, naming the first one."""
+        if target.name in (*_UNNEEDED_RELOCATIONS, BTF_MAPS_SECTION, *STRUCT_OPS_SECTIONS) or (
+                target.name.startswith(".debug_")):  # struct_ops: read by ``struct_ops_maps``
             return
         rels = self.elf.relocations(rel_sec)
         if not rels:

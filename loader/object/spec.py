@@ -348,9 +348,27 @@ class SectionLayout(Slotted):
         set_field(self, "hidden", hidden)
 
 
+class StructOpsSpec(Slotted):
+    """A struct_ops map: a variable of a ``SEC(".struct_ops")`` or ``SEC(".struct_ops.link")``
+    section (libbpf 1.8 makes a BPF_MAP_TYPE_STRUCT_OPS map of it, ``BPF_F_LINK`` for ``.link``),
+    of the kernel struct ``type_name``, whose function-pointer members name programs."""
+
+    __slots__ = ("name", "section", "type_name", "members")
+    name: str
+    section: str
+    type_name: str
+    members: tuple[tuple[str, str], ...]  # (member, program) in member order
+
+    def __init__(self, name: str, section: str, type_name: str, members: tuple[tuple[str, str], ...] = ()) -> None:
+        set_field(self, "name", name)
+        set_field(self, "section", section)
+        set_field(self, "type_name", type_name)
+        set_field(self, "members", members)
+
+
 class ObjectSpec(Slotted, hidden=("btf", "btf_ext", "layouts")):
     __slots__ = ("path", "license", "kernel_version", "maps", "programs", "subprograms", "btf", "btf_ext",
-                 "layouts", "externs", "externs_applied")
+                 "layouts", "externs", "externs_applied", "struct_ops")
     path: str
     license: str
     kernel_version: int | None
@@ -362,12 +380,14 @@ class ObjectSpec(Slotted, hidden=("btf", "btf_ext", "layouts")):
     layouts: tuple[SectionLayout, ...]  # with .BTF only
     externs: tuple[ExternSpec, ...]  # __kconfig, __ksym and kfunc externs, in symbol order
     externs_applied: bool  # set on the spec ``externs.apply_externs`` returns
+    struct_ops: tuple[StructOpsSpec, ...]  # struct_ops maps, which evspec reads and does not create
 
     def __init__(
         self, path: str, license: str, kernel_version: int | None, maps: tuple[MapSpec, ...],
         programs: tuple[ProgramSpec, ...], subprograms: tuple[ProgramSpec, ...] = (),
         btf: bytes | None = None, btf_ext: bytes | None = None, layouts: tuple[SectionLayout, ...] = (),
         externs: tuple[ExternSpec, ...] = (), externs_applied: bool = False,
+        struct_ops: tuple[StructOpsSpec, ...] = (),
     ) -> None:
         set_field(self, "path", path)
         set_field(self, "license", license)
@@ -380,6 +400,7 @@ class ObjectSpec(Slotted, hidden=("btf", "btf_ext", "layouts")):
         set_field(self, "layouts", layouts)
         set_field(self, "externs", externs)
         set_field(self, "externs_applied", externs_applied)
+        set_field(self, "struct_ops", struct_ops)
 
     def core_relocations(self) -> tuple[tuple[ProgramSpec, CoreRelocation], ...]:
         """Every CO-RE relocation of the object's functions (programs and subprograms)."""

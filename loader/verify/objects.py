@@ -216,8 +216,12 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
             return result
     loads: dict[str, ProgramLoad] = {}
     by_name = {p.name: p for p in result.programs}
+    struct_ops = _struct_ops_members(spec, result)
     for prog in spec.programs:
         _count_core(_functions_of(spec, prog), by_name[prog.name])
+        if prog.name in struct_ops:
+            by_name[prog.name].error = struct_ops[prog.name]
+            continue
         try:
             load = loads[prog.name] = program_load(prog.section, kernel_btf)
             if isinstance(load.attach_btf_id, ModuleTypeId):
@@ -235,6 +239,22 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
         _load_programs(loadable, loads, kernel, result, pin_root)
     _unfilled_prog_arrays(spec, result)
     return result
+
+
+def _struct_ops_members(spec: ObjectSpec, result: ObjectResult) -> dict[str, str]:
+    """The object's struct_ops maps as map results (not created: evspec does not create struct_ops
+    maps, nor register them), and program -> why it is not loaded, for the programs they name
+    (libbpf loads each for its map, with the kernel's struct as attach BTF type)."""
+    why: dict[str, str] = {}
+    for m in spec.struct_ops:
+        result.maps.append(MapResult(spec.path, m.name, "struct_ops", error=(
+            f"a struct_ops map of struct {m.type_name} (SEC(\"{m.section}\")), which libbpf 1.8 "
+            "creates and registers; evspec does not create struct_ops maps")))
+        for member, program in m.members:
+            why.setdefault(program, f"member '{member}' of struct_ops map '{m.name}' (struct {m.type_name}): "
+                           "libbpf 1.8 loads it for that map, which evspec does not create; the object's other "
+                           "programs are not concerned")
+    return why
 
 
 def _without_programs(spec: ObjectSpec, names: set[str]) -> ObjectSpec:
