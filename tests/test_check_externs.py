@@ -241,11 +241,12 @@ def test_values_resolved_offline_are_the_loaders(root_kernel: None, objects: Pat
     ours = resolve_externs(spec, offline_sources(
         spec, release=facts.release, version=facts.version, machine=facts.machine,
         version_signature=facts.version_signature, kconfig=lambda: _config(facts),
-        kallsyms_names=lambda: facts.kallsyms or (), vmlinux=lambda: vmlinux, modules=lambda: unopened_modules(vmlinux)))
+        kallsyms_names=lambda: facts.kallsyms or (), vmlinux=lambda: vmlinux, modules=lambda: unopened_modules(vmlinux),
+        kprobes=facts.kprobes))
     assert (ours.kconfig, ours.ksyms, ours.kfuncs, ours.warnings) == (theirs.kconfig, theirs.ksyms, theirs.kfuncs,
                                                                      theirs.warnings)
-    if obj == "virtual":
-        assert ours.kconfig[4:6] == b"\1\1"  # LINUX_HAS_BPF_COOKIE, LINUX_HAS_SYSCALL_WRAPPER on x86-64 6.18
+    if obj == "virtual":  # LINUX_HAS_BPF_COOKIE, LINUX_HAS_SYSCALL_WRAPPER (1 where kprobes can be made)
+        assert ours.kconfig[4:6] == b"\1" + bytes([facts.kprobes is True])
 
 
 def _config(facts: ExternFacts) -> tuple[Any, str]:
@@ -561,11 +562,14 @@ def test_the_syscall_wrapper_is_the_machines_arch(objects: Path) -> None:
     spec = read_object(objects / "virtual.o")
     vmlinux = TargetBtf.running_kernel()
 
-    def wrapper(machine: str, names: tuple[tuple[str, str], ...]) -> bool:
+    def wrapper(machine: str, names: tuple[tuple[str, str], ...], kprobes: bool | None = None) -> bool:
         return offline_sources(spec, release="6.1.0", version="", machine=machine, version_signature=None,
                                kconfig=lambda: ({}, ""), kallsyms_names=lambda: names, vmlinux=lambda: vmlinux,
-                               modules=lambda: ()).syscall_wrapper
+                               modules=lambda: (), kprobes=kprobes).syscall_wrapper
 
     assert wrapper("aarch64", (("T", "__arm64_sys_bpf"),))
     assert not wrapper("x86_64", (("T", "__arm64_sys_bpf"),))
     assert wrapper("x86_64", (("T", "__x64_sys_bpf"),))
+    # libbpf 1.8 probes with a kprobe on that function: a kernel that makes no kprobe says 0
+    assert wrapper("x86_64", (("T", "__x64_sys_bpf"),), kprobes=True)
+    assert not wrapper("x86_64", (("T", "__x64_sys_bpf"),), kprobes=False)
