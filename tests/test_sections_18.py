@@ -25,6 +25,7 @@ from conftest import oracle
 from evspec.loader.errors import ObjectError
 from evspec.loader.object.spec import ProgType
 from evspec.loader.sections.libbpf import SECTION_DEFS, BpfAttachType, find_section_def, load_params
+from evspec.loader.sections.names import AttachKind, parse_section
 from libbpf_parity import evspec_verdicts
 from libbpf_section_table import (
     ADDED_SINCE_11,
@@ -37,6 +38,8 @@ from libbpf_section_table import (
     read_table,
     section_names,
 )
+
+from evspec.diagnostics import EvspecError
 
 TABLE = read_table()
 NAMES = section_names(TABLE)
@@ -158,3 +161,30 @@ def test_some_load_and_some_are_refused_here(runs: dict[str, Any]) -> None:
     verdicts = runs["verdicts"].values()
     assert any(v["loaded"] for v in verdicts) and any(not v["loaded"] for v in verdicts)
     assert len(runs["b"]) >= len(runs["sections"]) - 1  # all but the unused struct_ops program reach the kernel
+
+
+# --- check and record read every name of the table ---------------------------------------------
+
+
+@pytest.mark.parametrize("name", [n for n in NAMES if match(TABLE, n) is not None])
+def test_check_reads_each_name_with_libbpf_18s_program_type(name: str) -> None:
+    entry = match(TABLE, name)
+    assert entry is not None
+    if "attach_btf" in entry.flags and "/" not in name:  # libbpf cannot load it: refused by name
+        with pytest.raises(EvspecError, match="no .* is named|target"):
+            parse_section(name)
+        return
+    parsed = parse_section(name)
+    assert ProgType(parsed.program_type).name.lower() == entry.program_type
+
+
+@pytest.mark.parametrize(("name", "attach"), [
+    ("tcx/ingress", AttachKind.TCX), ("netkit/peer", AttachKind.NETKIT), ("netfilter", AttachKind.NETFILTER),
+    ("uprobe.multi//bin/true:main", AttachKind.UPROBE_MULTI), ("uprobe.session.s//bin/true:f", AttachKind.UPROBE_MULTI),
+    ("fentry.multi/vfs_*", AttachKind.TRACING_MULTI), ("fsession/vfs_read", AttachKind.TRAMPOLINE),
+    ("kprobe.session/do_*", AttachKind.KPROBE_MULTI), ("tp.s/syscalls/sys_enter_read", AttachKind.TRACEPOINT),
+    ("tp_btf.s/sched_switch", AttachKind.BTF_TRACEPOINT), ("usdt.s//bin/true:p:n", AttachKind.USDT),
+    ("cgroup/connect_unix", AttachKind.CGROUP), ("sk_skb/verdict", AttachKind.SOCKMAP),
+])
+def test_the_names_added_since_11_have_their_attach_kind(name: str, attach: AttachKind) -> None:
+    assert parse_section(name).attach is attach
