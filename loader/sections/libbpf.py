@@ -331,11 +331,11 @@ class LoadParams(Slotted):
         if target is None or lookup is None or ":" not in target:
             return None
         module, _, func = target.partition(":")
-        return ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf has "
-                          f"from version 1.5 on, not in 1.1 (which fails with ESRCH): name the {lookup.what} alone "
+        return ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf takes "
+                          f"from version 1.5 on and evspec does not yet: name the {lookup.what} alone "
                           f"('{func}'), and it is looked for in the modules' BTF when vmlinux's has none",
                           help=(f"module '{module}' need not be named: the first module whose BTF has "
-                                f"'{lookup.prefix}{func}' is used, as libbpf 1.1 does",), errno=ESRCH)
+                                f"'{lookup.prefix}{func}' is used, as libbpf does for a target without one",))
 
 
 class ModuleTypeId(int):
