@@ -43,6 +43,7 @@ from evspec.loader.externs.resolve import (
 from evspec.loader.kernel import Kernel
 from evspec.loader.lint.event import ObjectEnvironment, check_bpf_event, this_machine_facts
 from evspec.loader.load.live import _has_bpf_cookie
+from evspec.loader.load.syscall_wrapper import has_syscall_wrapper
 from evspec.loader.object.reader import read_object, read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
 from test_module_btf import blobs, built  # noqa: F401  (fixtures)
@@ -235,7 +236,8 @@ def test_the_bpf_cookie_is_the_enumerator_of_enum_bpf_func_id() -> None:
 def test_values_resolved_offline_are_the_loaders(root_kernel: None, objects: Path, obj: str) -> None:
     spec = read_object(objects / f"{obj}.o")
     kernel = Kernel()
-    theirs = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel)))
+    theirs = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel),
+                                                 syscall_wrapper=lambda m: has_syscall_wrapper(m, lambda: kernel)))
     facts = this_machine_facts(spec)
     vmlinux = TargetBtf.running_kernel()
     ours = resolve_externs(spec, offline_sources(

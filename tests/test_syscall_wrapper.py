@@ -1,4 +1,4 @@
-"""LINUX_HAS_SYSCALL_WRAPPER decided as libbpf 1.8 decides it (loader/externs/syscall_wrapper.py):
+"""LINUX_HAS_SYSCALL_WRAPPER decided as libbpf 1.8 decides it (loader/load/syscall_wrapper.py):
 a kprobe on ``__<arch>_sys_bpf`` made through the kprobe PMU, else through tracefs
 ``kprobe_events``; no way to make one is 0. Offline with stand-in paths and a fake kernel; live,
 the value evspec gives on this machine against what bpftool 7.8's libbpf 1.8 probes here
@@ -11,9 +11,10 @@ import errno as E
 import os
 from pathlib import Path
 
-from evspec.loader.externs.syscall_wrapper import has_syscall_wrapper, wrapper_function
+from evspec.loader.externs.resolve import wrapper_function
 from evspec.loader.kernel import Kernel
 from evspec.loader.kernel.fake import FakeKernel
+from evspec.loader.load.syscall_wrapper import has_syscall_wrapper
 
 
 def test_the_function_is_the_arch_prefixed_bpf_syscall() -> None:

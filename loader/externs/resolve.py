@@ -60,7 +60,6 @@ from evspec.loader.externs.module_ksyms import (
     kfunc_calls,
     ld_imm64_values,
 )
-from evspec.loader.externs.syscall_wrapper import SYSCALL_PREFIX
 from evspec.loader.object.spec import ExternSpec, ObjectSpec, ProgramSpec, SectionLayout, replace
 
 from evspec.codes import bpf as codes
@@ -555,26 +554,21 @@ def kallsyms_entries(path: str = "/proc/kallsyms") -> Iterable[tuple[int, str, s
 
 def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool],
                    modules: Callable[[], Sequence[ModuleBtf]] = lambda: (), *,
+                   syscall_wrapper: Callable[[str], bool],
                    uname: Callable[[], os.uname_result] = os.uname,
-                   version_signature: str | os.PathLike[str] = kc.VERSION_SIGNATURE,
-                   syscall_wrapper: Callable[[], bool] | None = None) -> ExternSources:
+                   version_signature: str | os.PathLike[str] = kc.VERSION_SIGNATURE) -> ExternSources:
     """The sources of the running kernel. ``bpf_cookie`` probes for bpf_get_attach_cookie (one
-    program load); LINUX_HAS_SYSCALL_WRAPPER is libbpf 1.8's probe, a kprobe on
-    ``__<arch>_sys_bpf`` (``syscall_wrapper``; default: ``syscall_wrapper.has_syscall_wrapper``
-    on this system). Both are looked at only when ``spec`` has that extern, and so is
-    ``version_signature`` (for LINUX_KERNEL_VERSION).
-    ``modules``: the kernel's module BTFs, opened by the caller (it holds their fds), asked for
-    when an extern is not in vmlinux's BTF. ``uname``: release and version (``uname -r``, ``-v``)."""
+    program load); ``syscall_wrapper(machine)`` is libbpf 1.8's probe of LINUX_HAS_SYSCALL_WRAPPER,
+    a kprobe on ``__<arch>_sys_bpf`` (``load.syscall_wrapper.has_syscall_wrapper``). Both are
+    looked at only when ``spec`` has that extern, and so is ``version_signature`` (for
+    LINUX_KERNEL_VERSION). ``modules``: the kernel's module BTFs, opened by the caller (it holds
+    their fds), asked for when an extern is not in vmlinux's BTF. ``uname``: release, version and
+    machine (``uname -r``, ``-v``, ``-m``)."""
     system = uname()
     release = system.release
 
     def has_wrapper() -> bool:
-        if syscall_wrapper is not None:
-            return syscall_wrapper()
-        from evspec.loader.externs.syscall_wrapper import has_syscall_wrapper
-        from evspec.loader.kernel import Kernel
-
-        return has_syscall_wrapper(system.machine, Kernel)
+        return syscall_wrapper(system.machine)
 
     names = {e.name for e in spec.externs}
     return ExternSources(
@@ -640,3 +634,14 @@ def offline_sources(spec: ObjectSpec, *, release: str, version: str, machine: st
         syscall_wrapper="LINUX_HAS_SYSCALL_WRAPPER" in names and has_wrapper(), kconfig=kconfig,
         kallsyms=lambda: ((1, letter, name) for letter, name in kallsyms_names()), vmlinux=vmlinux,
         modules=modules, version=version, version_signature=version_signature)
+
+
+# libbpf's arch_specific_syscall_pfx by machine (uname -m)
+SYSCALL_PREFIX = {"x86_64": "x64", "i386": "ia32", "i686": "ia32", "s390x": "s390x", "aarch64": "arm64",
+                  "riscv64": "riscv", "ppc64le": "powerpc64", "ppc64": "powerpc64", "mips": "mips"}
+
+
+def wrapper_function(machine: str) -> str | None:
+    """``__<arch>_sys_bpf`` for ``machine`` (``uname -m``); None where libbpf knows no prefix."""
+    prefix = SYSCALL_PREFIX.get(machine)
+    return None if prefix is None else f"__{prefix}_sys_bpf"

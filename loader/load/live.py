@@ -63,6 +63,7 @@ from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.kernel.verifier import VerifierSummary
 from evspec.loader.lint.libbpf_rules import check_libbpf_rules
 from evspec.loader.load.self_filter import prelude_for
+from evspec.loader.load.syscall_wrapper import has_syscall_wrapper
 from evspec.loader.object.link import LinkedProgram, link_program
 from evspec.loader.object.map_attrs import MapAttributes, map_attributes, ringbuf_size
 from evspec.loader.object.spec import (
@@ -712,7 +713,9 @@ def load_object(
     modules = _ModuleBtfs(kernel)
     if spec.externs and not spec.externs_applied:  # __kconfig, __ksym, kfuncs: resolved on this system
         try:
-            values = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel), modules))
+            values = resolve_externs(spec, running_system(
+                spec, lambda: _has_bpf_cookie(kernel), modules,
+                syscall_wrapper=lambda machine: has_syscall_wrapper(machine, lambda: kernel)))
         except BaseException:
             kernel.close_all(modules.fds)
             raise

@@ -12,23 +12,14 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
+from evspec.loader.externs.resolve import wrapper_function
+
 TYPE_CHECKING = False  # typing itself costs a cold start 2-3 ms
 if TYPE_CHECKING:
     from evspec.loader.kernel import Kernel
 
 KPROBE_PMU_TYPE = Path("/sys/bus/event_source/devices/kprobe/type")
 TRACEFS_DIRS = (Path("/sys/kernel/tracing"), Path("/sys/kernel/debug/tracing"))
-# libbpf's arch_specific_syscall_pfx by machine (uname -m)
-SYSCALL_PREFIX = {"x86_64": "x64", "i386": "ia32", "i686": "ia32", "s390x": "s390x", "aarch64": "arm64",
-                  "riscv64": "riscv", "ppc64le": "powerpc64", "ppc64": "powerpc64", "mips": "mips"}
-
-
-def wrapper_function(machine: str) -> str | None:
-    """``__<arch>_sys_bpf`` for ``machine`` (``uname -m``); None where libbpf knows no prefix."""
-    prefix = SYSCALL_PREFIX.get(machine)
-    return None if prefix is None else f"__{prefix}_sys_bpf"
-
-
 def _pmu_type(path: Path) -> int | None:
     try:
         return int(path.read_text().strip())
