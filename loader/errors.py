@@ -14,6 +14,7 @@ class ObjectError(Exception):
     failure where perf has one; ``detail`` holds extra lines (clang's output, a verifier log).
     ``finding``: the error is a verdict on the user's input, not a failure to get one (a program
     the verifier refuses): the command line reports it with the exit status of findings.
+    ``errno``: what libbpf (or the kernel) returns for the same failure, where it returns one.
     """
 
     finding = False
@@ -26,8 +27,10 @@ class ObjectError(Exception):
         perf_message: str | None = None,
         detail: str | None = None,
         help: tuple[str, ...] = (),
+        errno: int | None = None,
     ) -> None:
         super().__init__(message)
+        self.errno = errno
         self.code = code
         self.message = message
         self.perf_message = perf_message

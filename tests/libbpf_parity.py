@@ -106,9 +106,9 @@ def _problem(lib: Verdict | None, ev: Verdict | None) -> str | None:
     if ev["loaded"]:
         return "evspec loads it, libbpf does not"
     by_name = ev["errno"] is None and (ev["error"] or "").startswith(f"section '{ev['section']}': ")
-    if lib["in_kernel"] and ev["errno"] != lib["errno"] and not by_name:
-        return f"the kernel refused it under libbpf with {lib['errno']}, under evspec with {ev['errno']}"
-    if not lib["in_kernel"] and ev["errno"] is not None:
+    if ev["errno"] != lib["errno"] and not (lib["in_kernel"] and by_name):
+        return f"refused with {lib['errno']} by libbpf, with {ev['errno']} by evspec"
+    if not lib["in_kernel"] and ev["verifier"] is not None:
         return f"libbpf refused it before loading, evspec's load reached the kernel ({ev['errno']})"
     return None
 

@@ -44,6 +44,14 @@ TARGETS = {
 NO_MATCH = ("xdp/x", "tc/x", "socket/x", "perf_event/x", "syscall/x", "sk_lookup/x", "cgroup/x", "kprobex",
             "tp_btfx", "lsm.x/file_open", "uprobe.multi.x", "sk_reuseport/x")
 
+# the entries of libbpf 1.8's table that libbpf 1.1 does not have
+ADDED_SINCE_11 = frozenset((
+    "kprobe.session uprobe.multi uretprobe.multi uprobe.session uprobe.multi.s uretprobe.multi.s uprobe.session.s "
+    "usdt.s tc/ingress tc/egress tcx/ingress tcx/egress netkit/primary netkit/peer tracepoint.s tp.s "
+    "raw_tracepoint.s raw_tp.s tp_btf.s fsession fsession.s fsession.multi fsession.multi.s fentry.multi "
+    "fexit.multi fentry.multi.s fexit.multi.s sk_skb/verdict cgroup/connect_unix cgroup/sendmsg_unix "
+    "cgroup/recvmsg_unix cgroup/getpeername_unix cgroup/getsockname_unix struct_ops.s netfilter").split())
+
 
 @dataclass(frozen=True, slots=True)
 class SecDef:

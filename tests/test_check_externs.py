@@ -43,6 +43,7 @@ from evspec.loader.externs.resolve import (
 from evspec.loader.kernel import Kernel
 from evspec.loader.lint.event import ObjectEnvironment, check_bpf_event, this_machine_facts
 from evspec.loader.load.live import _has_bpf_cookie
+from evspec.loader.load.syscall_wrapper import has_syscall_wrapper
 from evspec.loader.object.reader import read_object, read_object_bytes
 from evspec.loader.object.spec import ObjectSpec
 from test_module_btf import blobs, built  # noqa: F401  (fixtures)
@@ -235,17 +236,19 @@ def test_the_bpf_cookie_is_the_enumerator_of_enum_bpf_func_id() -> None:
 def test_values_resolved_offline_are_the_loaders(root_kernel: None, objects: Path, obj: str) -> None:
     spec = read_object(objects / f"{obj}.o")
     kernel = Kernel()
-    theirs = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel)))
+    theirs = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel),
+                                                 syscall_wrapper=lambda m: has_syscall_wrapper(m, lambda: kernel)))
     facts = this_machine_facts(spec)
     vmlinux = TargetBtf.running_kernel()
     ours = resolve_externs(spec, offline_sources(
         spec, release=facts.release, version=facts.version, machine=facts.machine,
         version_signature=facts.version_signature, kconfig=lambda: _config(facts),
-        kallsyms_names=lambda: facts.kallsyms or (), vmlinux=lambda: vmlinux, modules=lambda: unopened_modules(vmlinux)))
+        kallsyms_names=lambda: facts.kallsyms or (), vmlinux=lambda: vmlinux, modules=lambda: unopened_modules(vmlinux),
+        kprobes=facts.kprobes))
     assert (ours.kconfig, ours.ksyms, ours.kfuncs, ours.warnings) == (theirs.kconfig, theirs.ksyms, theirs.kfuncs,
                                                                      theirs.warnings)
-    if obj == "virtual":
-        assert ours.kconfig[4:6] == b"\1\1"  # LINUX_HAS_BPF_COOKIE, LINUX_HAS_SYSCALL_WRAPPER on x86-64 6.18
+    if obj == "virtual":  # LINUX_HAS_BPF_COOKIE, LINUX_HAS_SYSCALL_WRAPPER (1 where kprobes can be made)
+        assert ours.kconfig[4:6] == b"\1" + bytes([facts.kprobes is True])
 
 
 def _config(facts: ExternFacts) -> tuple[Any, str]:
@@ -568,11 +571,14 @@ def test_the_syscall_wrapper_is_the_machines_arch(objects: Path) -> None:
     spec = read_object(objects / "virtual.o")
     vmlinux = TargetBtf.running_kernel()
 
-    def wrapper(machine: str, names: tuple[tuple[str, str], ...]) -> bool:
+    def wrapper(machine: str, names: tuple[tuple[str, str], ...], kprobes: bool | None = None) -> bool:
         return offline_sources(spec, release="6.1.0", version="", machine=machine, version_signature=None,
                                kconfig=lambda: ({}, ""), kallsyms_names=lambda: names, vmlinux=lambda: vmlinux,
-                               modules=lambda: ()).syscall_wrapper
+                               modules=lambda: (), kprobes=kprobes).syscall_wrapper
 
     assert wrapper("aarch64", (("T", "__arm64_sys_bpf"),))
     assert not wrapper("x86_64", (("T", "__arm64_sys_bpf"),))
     assert wrapper("x86_64", (("T", "__x64_sys_bpf"),))
+    # libbpf 1.8 probes with a kprobe on that function: a kernel that makes no kprobe says 0
+    assert wrapper("x86_64", (("T", "__x64_sys_bpf"),), kprobes=True)
+    assert not wrapper("x86_64", (("T", "__x64_sys_bpf"),), kprobes=False)

@@ -406,14 +406,16 @@ def test_the_running_system_reads_uname_and_the_signature_only_for_the_kernel_ve
     signature = tmp_path / "version_signature"
     signature.write_text(UBUNTU_FOCAL)
     uname = os.uname_result(("Linux", "box", "5.4.0-100-generic", "#113-Ubuntu SMP", "x86_64"))
-    srcs = running_system(build("values"), lambda: True, uname=lambda: uname, version_signature=signature)
+    srcs = running_system(build("values"), lambda: True, syscall_wrapper=lambda m: False, uname=lambda: uname,
+                          version_signature=signature)
     assert (srcs.release, srcs.version, srcs.version_signature) == ("5.4.0-100-generic", "#113-Ubuntu SMP",
                                                                     UBUNTU_FOCAL)
     assert kc.kernel_version_code(srcs.release, srcs.version, srcs.version_signature) == _version(5, 4, 166)
-    unreadable = running_system(build("values"), lambda: True, uname=lambda: uname,
+    unreadable = running_system(build("values"), lambda: True, syscall_wrapper=lambda m: False, uname=lambda: uname,
                                 version_signature=tmp_path / "none")
     assert unreadable.version_signature is None
-    kfuncs = running_system(build("kfuncs"), lambda: True, uname=lambda: uname, version_signature=signature)
+    kfuncs = running_system(build("kfuncs"), lambda: True, syscall_wrapper=lambda m: False, uname=lambda: uname,
+                            version_signature=signature)
     assert kfuncs.version_signature is None  # no LINUX_KERNEL_VERSION: the file is not read
 
 

@@ -30,6 +30,7 @@ from evspec.loader.externs.resolve import (
 )
 from evspec.loader.kernel import Kernel, VerifierError
 from evspec.loader.load.live import LiveObject, load_object
+from evspec.loader.load.syscall_wrapper import has_syscall_wrapper
 from evspec.loader.object.reader import read_object
 
 from evspec.codes import bpf as codes
@@ -124,7 +125,8 @@ def test_a_typed_ksym_is_a_btf_id_load_the_verifier_answers_as_for_libbpf(kernel
     fail the same way (ENOENT), and evspec's instruction is the one libbpf writes."""
     ref = libbpf(built, "typed", "read_typed")
     spec = read_object(built / "typed.o")
-    applied = apply_externs(spec, resolve_externs(spec, running_system(spec, lambda: True)))
+    wrapper = lambda machine: has_syscall_wrapper(machine, Kernel)  # noqa: E731
+    applied = apply_externs(spec, resolve_externs(spec, running_system(spec, lambda: True, syscall_wrapper=wrapper)))
     at = next(r.insn_index for r in spec.programs[0].relocations if r.symbol == "bpf_prog_active")
     insn = abi.BpfInsn.from_buffer_copy(applied.programs[0].insns, at * abi.INSN_SIZE)
     vmlinux = TargetBtf.running_kernel()

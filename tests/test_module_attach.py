@@ -282,11 +282,11 @@ def test_the_module_function_form_is_refused_naming_it(blobs: dict[str, bytes]) 
     with pytest.raises(ObjectError) as caught:
         params.attach_btf_id(TargetBtf(blobs["vmlinux"], "vmlinux", cache=False), modules)
     assert caught.value.message == (
-        "'bpf_testmod:bpf_testmod_test_read' is the MODULE:FUNC form of a target, which libbpf has from version "
-        "1.5 on, not in 1.1 (which fails with ESRCH): name the function alone ('bpf_testmod_test_read'), and it is "
+        "'bpf_testmod:bpf_testmod_test_read' is the MODULE:FUNC form of a target, which libbpf takes from version "
+        "1.5 on and evspec does not yet: name the function alone ('bpf_testmod_test_read'), and it is "
         "looked for in the modules' BTF when vmlinux's has none")
     assert caught.value.help == ("module 'bpf_testmod' need not be named: the first module whose BTF has "
-                                 "'bpf_testmod_test_read' is used, as libbpf 1.1 does",)
+                                 "'bpf_testmod_test_read' is used, as libbpf does for a target without one",)
 
 
 def test_lookup_prefixes_kinds_and_whole_names(blobs: dict[str, bytes]) -> None:
@@ -467,4 +467,4 @@ def test_check_explains_the_module_func_form(built: dict[str, bytes], blobs: dic
     env = check_env(built, tmp_path, lambda: TargetBtf(blobs["vmlinux"]))
     [d] = check_bpf_event(bpf_event("./modform.o"), env, {})
     assert d.code == "EB107" and d.message.endswith("unexpected ':'")
-    assert any("is the MODULE:FUNC form of a target, which libbpf has from version 1.5 on" in h for h in d.help)
+    assert any("is the MODULE:FUNC form of a target, which libbpf takes from version 1.5 on" in h for h in d.help)

@@ -27,8 +27,9 @@ from evspec.loader.errors import ObjectError
 from evspec.loader.kernel import Kernel, VerifierError
 from evspec.loader.object.elf import BpfElf
 from evspec.loader.object.inspect import inspect_report, inspect_text
+from evspec.loader.object.link import link_every_program
 from evspec.loader.object.reader import data_map_name, read_object, read_object_bytes
-from evspec.loader.object.spec import MapType
+from evspec.loader.object.spec import MapType, ObjectSpec
 from test_libbpf_semantics import (
     Builder,
     attributes,
@@ -65,6 +66,13 @@ def _refused(read: Callable[[], object]) -> ObjectError:
     with pytest.raises(ObjectError) as caught:
         read()
     return caught.value
+
+
+def _unlinkable(read: Callable[[], ObjectSpec]) -> ObjectError:
+    """The error linking the object's programs gives: the object itself is read (one function's
+    problem fails the programs that call it, not the object)."""
+    spec = read()
+    return _refused(lambda: link_every_program(spec))
 
 
 def replace_section(data: bytes, name: str, body: bytes) -> bytes:
@@ -177,7 +185,7 @@ def test_a_call_without_relocation_into_a_function_is_refused(
     assert ref.ok is libbpf_ok
     if not libbpf_ok:
         assert "the call stack of 8 frames is too deep" in ref.message
-    caught = _refused(lambda: builder.spec("midcall", TARGET=target))
+    caught = _unlinkable(lambda: builder.spec("midcall", TARGET=target))
     assert caught.code == codes.BAD_RELOCATION
     assert ("bad relocation at offset 40 of section '.text': function 'es_caller' has a bpf-to-bpf call "
             f"without a relocation that jumps to {inside}") in caught.message
@@ -195,7 +203,7 @@ def test_a_kfunc_call_without_relocation_is_refused(runner: Path, builder: Build
     lock, unlock = _kfunc_id("bpf_rcu_read_lock"), _kfunc_id("bpf_rcu_read_unlock")
     ref = libbpf_load(runner, builder.obj("rawkfunc", LOCK=lock, UNLOCK=unlock))
     assert ref.ok
-    caught = _refused(lambda: builder.spec("rawkfunc", LOCK=lock, UNLOCK=unlock))
+    caught = _unlinkable(lambda: builder.spec("rawkfunc", LOCK=lock, UNLOCK=unlock))
     assert caught.code == codes.UNSUPPORTED
     assert (f"section 'socket', function 'rawkfunc_prog', instruction 0 (offset 0): a kfunc call (src_reg "
             f"BPF_PSEUDO_KFUNC_CALL) without a relocation: the kernel would take its imm {lock} as the BTF "
@@ -204,7 +212,7 @@ def test_a_kfunc_call_without_relocation_is_refused(runner: Path, builder: Build
 
 
 def test_an_ld_imm64_with_src_reg_and_no_relocation_is_refused(builder: Builder) -> None:
-    caught = _refused(lambda: builder.spec("rawkfunc", MAP_FD=3))
+    caught = _unlinkable(lambda: builder.spec("rawkfunc", MAP_FD=3))
     assert caught.code == codes.UNSUPPORTED
     assert ("section 'socket', function 'rawkfunc_prog', instruction 0 (offset 0): an ld_imm64 with "
             "src_reg 1 (BPF_PSEUDO_MAP_FD) and no relocation: the kernel would take its imm 3 as a map "

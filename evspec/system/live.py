@@ -339,7 +339,8 @@ class LiveSystem(System):
             release=release, version=version, machine=machine,
             version_signature=kc.read_version_signature(self._path("proc/version_signature")),
             kconfig=config, kconfig_unreadable=tried, kconfig_invalid=invalid,
-            kallsyms=names, kallsyms_unreadable=unreadable, ambiguous=ambiguous, module_btfs=modules)
+            kallsyms=names, kallsyms_unreadable=unreadable, ambiguous=ambiguous, module_btfs=modules,
+            kprobes=self.features().kprobe_events)
 
 
 def read_kallsyms_names(path: Path) -> tuple[tuple[tuple[str, str], ...], dict[str, int] | None]:

@@ -224,6 +224,9 @@ class ExternFacts(Slotted):
     # unless the machine had no module BTF at all
     module_btfs: tuple[str, ...] | None = None
     recorded: bool = False
+    # whether the kernel makes kprobes (kprobe_events): libbpf's probe of LINUX_HAS_SYSCALL_WRAPPER
+    # is a kprobe on __<arch>_sys_bpf; None: not known
+    kprobes: bool | None = None
 
 
 class ExternFactsUnavailable(Exception):

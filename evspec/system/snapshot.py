@@ -147,7 +147,9 @@ class SnapshotSystem(System):
                 raise ExternFactsUnavailable(
                     "the system snapshot holds no extern sources: write it again with 'evspec system "
                     "snapshot --btf'" + ("" if self.has_kernel_btf() else " (it was written without --btf)"))
-            self._extern_facts = decode_extern_facts(raw)
+            import dataclasses
+
+            self._extern_facts = dataclasses.replace(decode_extern_facts(raw), kprobes=self._features.kprobe_events)
         return self._extern_facts
 
     # ---- PMUs

@@ -90,6 +90,7 @@ BPF_LOG_LEVEL1 = 1
 BPF_LOG_LEVEL2 = 2
 BPF_LOG_STATS = 4
 BPF_PERF_EVENT = 41  # enum bpf_attach_type, for BPF_LINK_CREATE on a perf event fd
+BPF_TRACE_UPROBE_MULTI = 48  # enum bpf_attach_type, for a uprobe_multi link
 BPF_TRACE_RAW_TP = 23  # enum bpf_attach_type: the expected attach type of a tp_btf program
 
 # ``src_reg`` markers of a relocated instruction.
@@ -286,6 +287,24 @@ BTF_FUNC_STATIC = 0
 BTF_FUNC_GLOBAL = 1
 # ``linkage`` of a BTF VAR (its one extra word)
 BTF_VAR_STATIC = 0
+
+
+class UprobeMultiLinkAttr(ctypes.Structure):
+    """BPF_LINK_CREATE's ``uprobe_multi`` arm (``attr.link_create``, Linux 6.6+)."""
+
+    _fields_ = [
+        ("prog_fd", u32),
+        ("target_fd", u32),
+        ("attach_type", u32),
+        ("flags", u32),
+        ("path", u64),
+        ("offsets", u64),
+        ("ref_ctr_offsets", u64),
+        ("cookies", u64),
+        ("cnt", u32),
+        ("uprobe_flags", u32),
+        ("pid", u32),
+    ]
 
 
 class LinkCreateAttr(ctypes.Structure):

@@ -177,7 +177,8 @@ class _OfflineExterns:
         facts = self.facts
         sources = offline_sources(spec, release=facts.release, version=facts.version, machine=facts.machine,
                                   version_signature=facts.version_signature, kconfig=self.kconfig,
-                                  kallsyms_names=self.kallsyms_names, vmlinux=self.vmlinux, modules=self.modules)
+                                  kallsyms_names=self.kallsyms_names, vmlinux=self.vmlinux, modules=self.modules,
+                                  kprobes=facts.kprobes)
         return resolve_externs(spec, sources)
 
     def resolve(self, ext: ExternSpec) -> ExternValues:

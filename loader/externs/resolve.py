@@ -530,25 +530,21 @@ def kallsyms_entries(path: str = "/proc/kallsyms") -> Iterable[tuple[int, str, s
 
 def running_system(spec: ObjectSpec, bpf_cookie: Callable[[], bool],
                    modules: Callable[[], Sequence[ModuleBtf]] = lambda: (), *,
+                   syscall_wrapper: Callable[[str], bool],
                    uname: Callable[[], os.uname_result] = os.uname,
                    version_signature: str | os.PathLike[str] = kc.VERSION_SIGNATURE) -> ExternSources:
     """The sources of the running kernel. ``bpf_cookie`` probes for bpf_get_attach_cookie (one
-    program load); LINUX_HAS_SYSCALL_WRAPPER is decided by ``__<arch>_sys_bpf`` being in
-    kallsyms (libbpf probes a kprobe on it, which needs the same symbol). Both are looked at only
-    when ``spec`` has that extern, and so is ``version_signature`` (for LINUX_KERNEL_VERSION).
-    ``modules``: the kernel's module BTFs, opened by the caller (it holds their fds), asked for
-    when an extern is not in vmlinux's BTF. ``uname``: release and version (``uname -r``, ``-v``)."""
+    program load); ``syscall_wrapper(machine)`` is libbpf 1.8's probe of LINUX_HAS_SYSCALL_WRAPPER,
+    a kprobe on ``__<arch>_sys_bpf`` (``load.syscall_wrapper.has_syscall_wrapper``). Both are
+    looked at only when ``spec`` has that extern, and so is ``version_signature`` (for
+    LINUX_KERNEL_VERSION). ``modules``: the kernel's module BTFs, opened by the caller (it holds
+    their fds), asked for when an extern is not in vmlinux's BTF. ``uname``: release, version and
+    machine (``uname -r``, ``-v``, ``-m``)."""
     system = uname()
     release = system.release
 
     def has_wrapper() -> bool:
-        import platform  # only for an object with this extern: the module costs a cold start 3 ms
-
-        wrapper = f"__{_SYSCALL_PREFIX.get(platform.machine(), '')}_sys_bpf"
-        try:
-            return any(name == wrapper for _addr, _letter, name in kallsyms_entries())
-        except OSError:
-            return False
+        return syscall_wrapper(system.machine)
 
     names = {e.name for e in spec.externs}
     return ExternSources(
@@ -589,17 +585,21 @@ def has_attach_cookie(vmlinux: TargetBtf) -> bool:
 def offline_sources(spec: ObjectSpec, *, release: str, version: str, machine: str, version_signature: str | None,
                     kconfig: Callable[[], tuple[Mapping[str, str], str]],
                     kallsyms_names: Callable[[], Iterable[tuple[str, str]]],
-                    vmlinux: Callable[[], TargetBtf], modules: Callable[[], Sequence[ModuleBtf]]) -> ExternSources:
+                    vmlinux: Callable[[], TargetBtf], modules: Callable[[], Sequence[ModuleBtf]],
+                    kprobes: bool | None = None) -> ExternSources:
     """The sources of a system described rather than asked (``evspec check``), with no syscall:
     LINUX_HAS_BPF_COOKIE from ``vmlinux``'s BTF (``has_attach_cookie``), LINUX_HAS_SYSCALL_WRAPPER
     from ``__<arch>_sys_bpf`` being among ``kallsyms_names`` ((type letter, name) pairs: ``machine``
-    is ``uname -m``). Without addresses each name is at address 1: a typeless ksym resolves
+    is ``uname -m``) on a kernel that makes kprobes (``kprobes``; None: not known), as libbpf 1.8
+    probes it with a kprobe on that function. Without addresses each name is at address 1: a typeless ksym resolves
     where the name is listed, and whether two lines of a name differ is the caller's to tell.
     Each source may raise ``NotRecorded``; the two values are decided now, when ``spec`` has them."""
     names = {e.name for e in spec.externs}
 
     def has_wrapper() -> bool:
-        wrapper = f"__{_SYSCALL_PREFIX.get(machine, '')}_sys_bpf"
+        if kprobes is False:
+            return False
+        wrapper = f"__{SYSCALL_PREFIX.get(machine, '')}_sys_bpf"
         try:
             return any(name == wrapper for _letter, name in kallsyms_names())
         except OSError:  # as running_system: no kallsyms, no wrapper
@@ -613,5 +613,11 @@ def offline_sources(spec: ObjectSpec, *, release: str, version: str, machine: st
 
 
 # libbpf's arch_specific_syscall_pfx by machine (uname -m)
-_SYSCALL_PREFIX = {"x86_64": "x64", "i386": "ia32", "i686": "ia32", "s390x": "s390x", "aarch64": "arm64",
-                   "riscv64": "riscv", "ppc64le": "powerpc64", "ppc64": "powerpc64", "mips": "mips"}
+SYSCALL_PREFIX = {"x86_64": "x64", "i386": "ia32", "i686": "ia32", "s390x": "s390x", "aarch64": "arm64",
+                  "riscv64": "riscv", "ppc64le": "powerpc64", "ppc64": "powerpc64", "mips": "mips"}
+
+
+def wrapper_function(machine: str) -> str | None:
+    """``__<arch>_sys_bpf`` for ``machine`` (``uname -m``); None where libbpf knows no prefix."""
+    prefix = SYSCALL_PREFIX.get(machine)
+    return None if prefix is None else f"__{prefix}_sys_bpf"

@@ -284,6 +284,16 @@ class ProgramOperations(KernelBase):
         return self._bpf(abi.Cmd.LINK_CREATE, attr, f"perf event fd {perf_fd}")
 
 
+    def link_uprobe_multi(self, prog_fd: int, path: str, offsets: Sequence[int], *, pid: int = 0) -> int:
+        """A uprobe_multi link of ``prog_fd`` on ``offsets`` of the file ``path`` (6.6+), only in
+        process ``pid`` (0: any); closing the link detaches."""
+        text = ctypes.create_string_buffer(path.encode())
+        where = (ctypes.c_uint64 * max(len(offsets), 1))(*offsets)
+        attr = abi.UprobeMultiLinkAttr(prog_fd=prog_fd, target_fd=0, attach_type=abi.BPF_TRACE_UPROBE_MULTI,
+                                       path=ctypes.addressof(text), offsets=ctypes.addressof(where),
+                                       cnt=len(offsets), pid=pid & 0xFFFFFFFF)
+        return self._bpf(abi.Cmd.LINK_CREATE, attr, f"uprobe_multi link on '{path}'")
+
 def _btf_too_big(exc: KernelError, data: bytes) -> KernelError:
     """BPF_BTF_LOAD's E2BIG (with every attribute the kernel knows): the kernel says it for a blob
     over ``BTF_MAX_SIZE`` and for a header longer than its struct btf_header whose extra bytes are

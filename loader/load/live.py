@@ -63,6 +63,7 @@ from evspec.loader.kernel.btf_objects import open_module_btfs
 from evspec.loader.kernel.verifier import VerifierSummary
 from evspec.loader.lint.libbpf_rules import check_libbpf_rules
 from evspec.loader.load.self_filter import prelude_for
+from evspec.loader.load.syscall_wrapper import has_syscall_wrapper
 from evspec.loader.object.link import LinkedProgram, link_program
 from evspec.loader.object.map_attrs import MapAttributes, map_attributes, on_bpffs, ringbuf_size
 from evspec.loader.object.spec import (
@@ -507,7 +508,9 @@ def _program_btf(live: LiveObject, prog: ProgramSpec, linked: LinkedProgram) -> 
         parts.append((base, fn))
     try:
         return program_btf_info(live.btf_ext, parts)
-    except BtfError:
+    except BtfError as exc:  # libbpf warns too, and loads without it only when the main program has none
+        live.warnings.append(f"{spec.path}: program '{prog.name}' loaded without its BTF func/line info: "
+                             f"its .BTF.ext records cannot be used: {exc}")
         return None
 
 
@@ -532,11 +535,11 @@ def load_linked(
     ``attach_btf_id``: a type of vmlinux's BTF, or a module's (a ``ModuleTypeId``, loaded with its
     module BTF's fd as attach_btf_obj_fd; the caller holds that fd open).
 
-    If the kernel refuses the program with EINVAL while func/line info was given, the program is
-    loaded again without it (the reason goes to ``live.program_notes`` and ``live.warnings``); if
-    that fails too, the error with the more telling log is raised. A program that calls global
-    functions is not loaded without func info (the verifier would check them as static ones): that
-    is a ``FUNC_INFO_NEEDED`` error with the kernel's reason.
+    A program the kernel refuses with its func/line info is refused (libbpf 1.8 gives func/line
+    info whenever the object's BTF is loaded, and never loads a program again without it). Without
+    the object's BTF (the kernel refused it: a warning, as libbpf's) a program that calls global
+    functions is not loaded (the verifier would check them as static ones): that is a
+    ``FUNC_INFO_NEEDED`` error with the reason.
     """
     kernel, spec = live.kernel, live.spec
     flags = section_prog_flags(prog.section) if prog_flags is None else prog_flags
@@ -574,27 +577,7 @@ def load_linked(
         if globals_ and spec.btf_ext is not None and live.func_info_lost is not None:
             raise _func_info_needed(prog, globals_, live.func_info_lost)
         return load(None)
-    try:
-        return load(info)
-    except KernelError as first:
-        if first.errno != E.EINVAL:
-            raise
-        if globals_:
-            raise _func_info_needed(prog, globals_, f"the kernel refused it: {first.message}",
-                                    first.detail) from None
-        try:
-            fd = load(None)
-        except KernelError as second:
-            about_btf = any(word in (first.detail or "") for word in ("func_info", "line_info"))
-            raise (second if about_btf else first) from None
-        live.program_notes.append(
-            f"{spec.path}: program '{prog.name}' loaded without func/line info: {first.message}"
-        )
-        live.warnings.append(
-            f"{spec.path}: program '{prog.name}' loaded without its BTF func/line info (verifier "
-            f"logs and bpftool lose its source lines): the kernel refused it: {first.message}"
-        )
-        return fd
+    return load(info)  # libbpf 1.8 never retries a program without its func/line info
 
 
 _UNKNOWN_FUNC = re.compile(r"invalid func unknown#(\d+)")
@@ -704,7 +687,9 @@ def load_object(
     modules = _ModuleBtfs(kernel)
     if spec.externs and not spec.externs_applied:  # __kconfig, __ksym, kfuncs: resolved on this system
         try:
-            values = resolve_externs(spec, running_system(spec, lambda: _has_bpf_cookie(kernel), modules))
+            values = resolve_externs(spec, running_system(
+                spec, lambda: _has_bpf_cookie(kernel), modules,
+                syscall_wrapper=lambda machine: has_syscall_wrapper(machine, lambda: kernel)))
         except BaseException:
             kernel.close_all(modules.fds)
             raise

@@ -2,10 +2,12 @@
 data references patched to the descriptors it is given, and the functions it calls (and whose
 addresses it takes) appended once each, as libbpf links a program (cilium/ebpf's ``link``ing of
 a ``ProgramSpec``). ``evspec check`` links every program with stand-in descriptors, so that an
-object ``record`` could not link is refused without a kernel."""
+object ``record`` could not link is refused without a kernel. A function the reader found a
+problem in (``ProgramSpec.problem``) fails the programs that are it or call it, and no other."""
 
 from __future__ import annotations
 
+import errno as E
 from collections.abc import Mapping
 
 from evspec.loader import asm
@@ -40,6 +42,14 @@ class LinkedProgram(Slotted):
 
 def _relocation_error(prog: ProgramSpec, index: int, message: str) -> ObjectError:
     return ObjectError(codes.RELOCATION, f"program '{prog.name}', instruction {index}: {message}")
+
+
+def _problem_error(prog: ProgramSpec, part: ProgramSpec) -> ObjectError:
+    """The error of ``prog``, which is (or calls) ``part``, a function that cannot be linked."""
+    assert part.problem is not None
+    via = "" if part is prog else f", through function '{part.name}' it calls"
+    return ObjectError(part.problem.code, f"program '{prog.name}' cannot be linked{via}: {part.problem.message}; "
+                       "the object's other programs are not concerned", help=part.problem.help)
 
 
 def _patch_ld_imm64(
@@ -97,9 +107,17 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
     parts: list[tuple[int, ProgramSpec]] = [(0, prog)]
     starts: dict[str, int] = {prog.name: 0}
     done = 0
-    while done < len(parts):
+    callback = exception_callback(spec, prog)
+    while done < len(parts) or (callback is not None and callback.name not in starts):
+        if done == len(parts):  # libbpf appends the exception callback after the calls
+            assert callback is not None
+            starts[callback.name] = len(buf) // abi.INSN_SIZE
+            parts.append((starts[callback.name], callback))
+            buf += callback.insns
         base, part = parts[done]
         done += 1
+        if part.problem is not None:
+            raise _problem_error(prog, part)
         for rel in part.relocations:
             if rel.kind in ("call", "func"):
                 if rel.target not in starts:
@@ -146,6 +164,46 @@ def link_program(prog: ProgramSpec, spec: ObjectSpec, map_fds: Mapping[str, int]
     )
     layout = tuple((part.name, base) for base, part in parts)
     return LinkedProgram(bytes(buf), line_info, layout)
+
+
+_EXCEPTION_TAG = "exception_callback:"
+
+
+def exception_callback(spec: ObjectSpec, prog: ProgramSpec) -> ProgramSpec | None:
+    """The function a ``btf_decl_tag("exception_callback:NAME")`` on ``prog`` names, which libbpf
+    1.8 appends to the program though nothing calls it (bpf_prog_assign_exc_cb): a global,
+    not hidden subprogram. ObjectError as libbpf fails: a tag on anything but a global function
+    (EINVAL), an empty name (EINVAL), no such function (ENOENT), a hidden or static one (EINVAL).
+    Two tags on one program: none is appended (the verifier refuses it)."""
+    if spec.btf is None or _EXCEPTION_TAG.encode() not in spec.btf:
+        return None
+    from evspec.loader.btf.reader import FUNC_GLOBAL, Btf, BtfKind
+
+    btf = Btf(spec.btf)
+    found: list[str] = []
+    for tag in btf.types():
+        if tag.kind != BtfKind.DECL_TAG or tag.component_idx != -1 or not tag.name.startswith(_EXCEPTION_TAG):
+            continue
+        target = btf.type(tag.type)
+        if target.kind != BtfKind.FUNC or target.linkage != FUNC_GLOBAL:
+            raise ObjectError(codes.RELOCATION, f"program '{prog.name}': an {_EXCEPTION_TAG}<value> decl tag is "
+                              "not on a program's global function (libbpf refuses the object: EINVAL)", errno=E.EINVAL)
+        if target.name == prog.name:
+            found.append(tag.name[len(_EXCEPTION_TAG):])
+    if len(found) != 1:
+        return None
+    name = found[0]
+    if not name:
+        raise ObjectError(codes.RELOCATION, f"program '{prog.name}': its {_EXCEPTION_TAG} decl tag names no "
+                          "function (libbpf: EINVAL)", errno=E.EINVAL)
+    callback = next((f for f in spec.subprograms if f.name == name), None)
+    if callback is None:
+        raise ObjectError(codes.RELOCATION, f"program '{prog.name}': its exception callback '{name}' is no "
+                          "function of the object (libbpf: ENOENT)", errno=E.ENOENT)
+    if not callback.global_function or callback.hidden:
+        raise ObjectError(codes.RELOCATION, f"program '{prog.name}': its exception callback '{name}' must be a "
+                          "global function, not static or __hidden (libbpf: EINVAL)", errno=E.EINVAL)
+    return callback
 
 
 def link_every_program(spec: ObjectSpec) -> None:

@@ -74,6 +74,7 @@ from evspec.loader.object.input_file import read_input
 from evspec.loader.object.spec import (
     CoreRelocation,
     ExternSpec,
+    FunctionProblem,
     LineInfo,
     MapSpec,
     MapType,
@@ -81,6 +82,7 @@ from evspec.loader.object.spec import (
     ProgramSpec,
     Relocation,
     SectionLayout,
+    StructOpsSpec,
     replace,
 )
 
@@ -105,6 +107,8 @@ _LD_IMM64_SRC = {
 }
 LEGACY_MAPS_SECTION = "maps"
 BTF_MAPS_SECTION = ".maps"
+# libbpf 1.8's sections of struct_ops maps ('?': not auto-attached)
+STRUCT_OPS_SECTIONS = (".struct_ops", ".struct_ops.link", "?.struct_ops", "?.struct_ops.link")
 OBJ_NAME_LEN = 16  # BPF_OBJ_NAME_LEN, NUL included
 _U32, _U64 = (1 << 32) - 1, (1 << 64) - 1
 LEGACY_DEF_MIN = 16  # type, key_size, value_size, max_entries
@@ -217,6 +221,7 @@ class _Reader:
         self.path = path
         self.elf = BpfElf(path, data)
         self._lines: dict[str, tuple[list[LineRecord], list[int]]] = {}
+        self.problems: dict[tuple[int, int], FunctionProblem] = {}  # (section index, offset) -> why
 
     # -- errors ------------------------------------------------------------------------------
 
@@ -319,13 +324,55 @@ class _Reader:
                 insns=self.elf.contents(f.section)[f.offset:f.end], offset=f.offset,
                 relocations=tuple(relocations.get((f.section.index, f.offset), ())),
                 line_info=self.line_info(f), core_relocations=self.core_relocations(f),
-                global_function=f.is_global, hidden=f.hidden)
+                global_function=f.is_global, hidden=f.hidden,
+                problem=self.problems.get((f.section.index, f.offset)))
             (programs if f.is_program else subprograms).append(spec)
         return ObjectSpec(
             path=self.path, license=self.license(), kernel_version=self.kernel_version(),
             maps=tuple(maps), programs=tuple(programs), subprograms=tuple(subprograms),
             btf=self.btf_bytes, btf_ext=self.btf_ext_bytes, layouts=self.layouts(),
-            externs=self.externs)
+            externs=self.externs, struct_ops=self.struct_ops_maps(functions))
+
+    def struct_ops_maps(self, functions: list[_Function]) -> tuple[StructOpsSpec, ...]:
+        """The struct_ops maps: each variable of a ``.struct_ops*`` section (its BTF DATASEC),
+        with the program each relocation of the section puts in a member (libbpf's
+        collect_st_ops_relos: the function at the symbol's address)."""
+        out = []
+        starts = {(f.section.index, f.offset): f.name for f in functions}
+        for sec in self.elf.sections:
+            if sec.name not in STRUCT_OPS_SECTIONS:
+                continue
+            btf = self.btf
+            datasec = btf.find(sec.name, BtfKind.DATASEC) if btf is not None else None
+            if btf is None or datasec is None:
+                raise self.fail(codes.BAD_MAP, f"section {sec.name!r} holds struct_ops maps, which need "
+                                "the object's BTF to say their types (compile with -g)")
+            variables = []
+            for info in datasec.secinfos:
+                var = btf.type(info.type)
+                variables.append((info.offset, info.size, var.name, btf.resolve(var.type)))
+            members: dict[str, list[tuple[str, str]]] = {name: [] for _, _, name, _ in variables}
+            rel_sec = next((r for r, target in self.elf.relocation_sections() if target.index == sec.index), None)
+            data = self.elf.contents(sec)
+            for rel in self.elf.relocations(rel_sec) if rel_sec is not None else ():
+                where = f"at offset {rel.offset} of section {sec.name!r}"
+                holder = next((v for v in variables if v[0] <= rel.offset < v[0] + v[1]), None)
+                symbols = self.elf.symbols
+                if holder is None or not 0 < rel.symbol < len(symbols) or rel.offset + 8 > len(data):
+                    raise self.bad_relocation(where, "it is in no struct_ops variable, or names no symbol")
+                offset, _size, name, struct_type = holder
+                member = next((m.name for m in struct_type.members if m.bit_offset == (rel.offset - offset) * 8),
+                              None)
+                sym = symbols[rel.symbol]
+                (addend,) = struct.unpack_from(_NATIVE + "Q", data, rel.offset)
+                program = starts.get((sym.section_index or 0, sym.value + addend))
+                if member is None or program is None:
+                    raise self.bad_relocation(where, f"struct_ops map {name!r}: no member of struct "
+                                              f"{struct_type.name!r} starts there, or {sym.name!r} is no function")
+                members[name].append((member, program))
+            out.extend(StructOpsSpec(name, sec.name, struct_type.name, tuple(members[name]))
+                       for _, _, name, struct_type in variables)
+        return tuple(out)
 
     def same_name(self, first: MapSpec, second: MapSpec) -> ObjectError:
         if first.initial_value is None or second.initial_value is None:
@@ -863,54 +910,66 @@ class _Reader:
                                  out: dict[tuple[int, int], list[Relocation]]) -> None:
         """The instructions without a relocation whose imm only a loader can give. A pseudo call
         landing on the start of a function of the same section (older LLVM's call of a static
-        function) gets a "call" relocation; any other is refused."""
+        function) gets a "call" relocation; any other is the function's problem (``problems``:
+        the programs that call it are refused, libbpf fails those alone)."""
+        sec = funcs.section
+        for f in funcs.items:
+            try:
+                self.function_imms(funcs, f, relocated, out)
+            except ObjectError as exc:
+                self.problems[(sec.index, f.offset)] = FunctionProblem(exc.code, exc.message, exc.help)
+
+    def function_imms(self, funcs: _Functions, f: _Function, relocated: set[tuple[int, int]],
+                      out: dict[tuple[int, int], list[Relocation]]) -> None:
+        """``unrelocated_instructions`` of one function: ObjectError at the first it cannot take."""
         sec = funcs.section
         code = self.elf.contents(sec)
-        for f in funcs.items:
-            for match in _LOADER_IMM_RE.finditer(code, f.offset, f.end):
-                pos = match.start()
-                if (pos - f.offset) % INSN_SIZE or (sec.index, pos) in relocated:
-                    continue
-                opcode, _dst, src_reg, _off, imm = asm.decode(code, pos // INSN_SIZE)
-                where = (f"section {sec.name!r}, function {f.name!r}, instruction "
-                         f"{(pos - f.offset) // INSN_SIZE} (offset {pos})")
-                if opcode == asm.OP_LD_IMM64:
-                    if pos + 2 * INSN_SIZE > f.end:
-                        continue  # the second half of an ld_imm64 of the function's last slots
-                    name, meaning = _LD_IMM64_SRC.get(src_reg, (f"src_reg {src_reg}", "something unknown"))
-                    raise self.fail(codes.UNSUPPORTED, f"{where}: an ld_imm64 with src_reg {src_reg} "
-                                    f"({name}) and no relocation: the kernel would take its imm {imm} "
-                                    f"as {meaning}, which only the loader can know; libbpf passes it "
-                                    "on unchanged: not supported", "Relocation failed")
-                if src_reg == BPF_PSEUDO_KFUNC_CALL:
-                    raise self.fail(codes.UNSUPPORTED, f"{where}: a kfunc call (src_reg "
-                                    f"BPF_PSEUDO_KFUNC_CALL) without a relocation: the kernel would "
-                                    f"take its imm {imm} as the BTF id of a function of whichever "
-                                    "kernel runs it; libbpf passes it on unchanged: not supported",
-                                    "Relocation failed",
-                                    help=("declare the kfunc (extern ... __ksym) and call it by name, "
-                                          "so that the loader finds it in the running kernel",))
-                target = pos + (imm + 1) * INSN_SIZE
-                callee = funcs.starting(target)  # its own start: a recursive call
-                if callee is None:
-                    inside = funcs.containing(target)
-                    if inside is None:
-                        what = f"offset {target}, where no function of the section is"
-                    else:
-                        what = (f"offset {target}, inside function {inside.name!r} (which starts at "
-                                f"offset {inside.offset}); libbpf would call {inside.name!r} from its "
-                                "start instead")
-                    raise self.bad_relocation(f"at offset {pos} of section {sec.name!r}",
-                                              f"function {f.name!r} has a bpf-to-bpf call without a "
-                                              f"relocation that jumps to {what}")
-                out.setdefault((sec.index, f.offset), []).append(
-                    Relocation((pos - f.offset) // INSN_SIZE, "call", sec.name, callee.name))
+        for match in _LOADER_IMM_RE.finditer(code, f.offset, f.end):
+            pos = match.start()
+            if (pos - f.offset) % INSN_SIZE or (sec.index, pos) in relocated:
+                continue
+            opcode, _dst, src_reg, _off, imm = asm.decode(code, pos // INSN_SIZE)
+            where = (f"section {sec.name!r}, function {f.name!r}, instruction "
+                     f"{(pos - f.offset) // INSN_SIZE} (offset {pos})")
+            if opcode == asm.OP_LD_IMM64:
+                if pos + 2 * INSN_SIZE > f.end:
+                    continue  # the second half of an ld_imm64 of the function's last slots
+                name, meaning = _LD_IMM64_SRC.get(src_reg, (f"src_reg {src_reg}", "something unknown"))
+                raise self.fail(codes.UNSUPPORTED, f"{where}: an ld_imm64 with src_reg {src_reg} "
+                                f"({name}) and no relocation: the kernel would take its imm {imm} "
+                                f"as {meaning}, which only the loader can know; libbpf passes it "
+                                "on unchanged: not supported", "Relocation failed")
+            if src_reg == BPF_PSEUDO_KFUNC_CALL:
+                raise self.fail(codes.UNSUPPORTED, f"{where}: a kfunc call (src_reg "
+                                f"BPF_PSEUDO_KFUNC_CALL) without a relocation: the kernel would "
+                                f"take its imm {imm} as the BTF id of a function of whichever "
+                                "kernel runs it; libbpf passes it on unchanged: not supported",
+                                "Relocation failed",
+                                help=("declare the kfunc (extern ... __ksym) and call it by name, "
+                                      "so that the loader finds it in the running kernel",))
+            target = pos + (imm + 1) * INSN_SIZE
+            callee = funcs.starting(target)  # its own start: a recursive call
+            if callee is None:
+                inside = funcs.containing(target)
+                if inside is None:
+                    what = f"offset {target}, where no function of the section is"
+                else:
+                    what = (f"offset {target}, inside function {inside.name!r} (which starts at "
+                            f"offset {inside.offset}); libbpf would call {inside.name!r} from its "
+                            "start instead")
+                raise self.bad_relocation(f"at offset {pos} of section {sec.name!r}",
+                                          f"function {f.name!r} has a bpf-to-bpf call without a "
+                                          f"relocation that jumps to {what}")
+            out.setdefault((sec.index, f.offset), []).append(
+                Relocation((pos - f.offset) // INSN_SIZE, "call", sec.name, callee.name))
 
     def unapplied_relocations(self, rel_sec: Section, target: Section) -> None:
         """Relocations of a section that holds no code: those of ``.BTF``, ``.BTF.ext`` and
         ``.debug_*`` are not needed to load, those of ``.maps`` are its ``.values`` initialisers
-        (``map_slots``); any other is refused, naming the first one."""
-        if target.name in (*_UNNEEDED_RELOCATIONS, BTF_MAPS_SECTION) or target.name.startswith(".debug_"):
+        (``map_slots``), those of ``.struct_ops*`` the programs of struct_ops maps
+        (``struct_ops_maps``); any other is refused, naming the first one."""
+        if target.name in (*_UNNEEDED_RELOCATIONS, BTF_MAPS_SECTION, *STRUCT_OPS_SECTIONS) or (
+                target.name.startswith(".debug_")):  # struct_ops: read by ``struct_ops_maps``
             return
         rels = self.elf.relocations(rel_sec)
         if not rels:

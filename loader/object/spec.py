@@ -104,6 +104,7 @@ class ProgType(IntEnum):
     LSM = 29
     SK_LOOKUP = 30
     SYSCALL = 31
+    NETFILTER = 32
 
 
 class MapSpec(Slotted):
@@ -182,6 +183,16 @@ class CoreRelocation(Slotted):
         return f"{self.kind} of {self.type_name} (access {self.access}) at instruction {self.insn}"
 
 
+class FunctionProblem(Slotted):
+    """Why a function cannot be linked (an instruction only a loader can fill, with no relocation
+    saying how): the programs that call it are refused, the others of the object load, as libbpf
+    fails only those. ``code``, ``message`` and ``help`` are the ObjectError's."""
+
+    code: str
+    message: str
+    help: tuple[str, ...] = ()
+
+
 class ProgramSpec(Slotted):
     name: str  # function symbol
     section: str  # the ELF section name (perf-style or libbpf-style attach description)
@@ -192,6 +203,7 @@ class ProgramSpec(Slotted):
     core_relocations: tuple[CoreRelocation, ...] = ()
     global_function: bool = False  # a GLOBAL or WEAK symbol (a subprogram the verifier checks alone)
     hidden: bool = False  # global with STV_HIDDEN/STV_INTERNAL visibility (__hidden)
+    problem: FunctionProblem | None = None  # why the function cannot be linked (None: it can)
 
     @property
     def insn_count(self) -> int:
@@ -226,6 +238,17 @@ class SectionLayout(Slotted):
     hidden: tuple[str, ...] = ()  # its __hidden (STV_HIDDEN/STV_INTERNAL) global variables
 
 
+class StructOpsSpec(Slotted):
+    """A struct_ops map: a variable of a ``SEC(".struct_ops")`` or ``SEC(".struct_ops.link")``
+    section (libbpf 1.8 makes a BPF_MAP_TYPE_STRUCT_OPS map of it, ``BPF_F_LINK`` for ``.link``),
+    of the kernel struct ``type_name``, whose function-pointer members name programs."""
+
+    name: str
+    section: str
+    type_name: str
+    members: tuple[tuple[str, str], ...] = ()  # (member, program) in member order
+
+
 class ObjectSpec(Slotted, hidden=("btf", "btf_ext", "layouts")):
     path: str
     license: str
@@ -238,6 +261,7 @@ class ObjectSpec(Slotted, hidden=("btf", "btf_ext", "layouts")):
     layouts: tuple[SectionLayout, ...] = ()  # with .BTF only
     externs: tuple[ExternSpec, ...] = ()  # __kconfig, __ksym and kfunc externs, in symbol order
     externs_applied: bool = False  # set on the spec ``externs.apply_externs`` returns
+    struct_ops: tuple[StructOpsSpec, ...] = ()  # struct_ops maps, which evspec reads and does not create
 
     def core_relocations(self) -> tuple[tuple[ProgramSpec, CoreRelocation], ...]:
         """Every CO-RE relocation of the object's functions (programs and subprograms)."""

@@ -1,26 +1,29 @@
-"""libbpf 1.1's section names as data: the program type, expected attach type and load flags
+"""libbpf 1.8's section names as data: the program type, expected attach type and load flags
 libbpf gives a program from its ``SEC()`` name, and which kernel BTF type the name's target is.
 
-The facts come from libbpf 1.1's ``section_defs`` table; the table here is evspec's own writing of
-them. Matching is libbpf's: a definition with ``plus`` takes its name alone (``kprobe``) or followed
+The facts come from libbpf 1.8's ``section_defs`` table; evspec's own writing of them is the data
+file ``libbpf-1.8.tsv`` next to this module (one entry a line, read at import). Matching is libbpf's: a definition with ``plus`` takes its name alone (``kprobe``) or followed
 by ``/`` and anything (``kprobe/do_unlinkat``); one without takes its exact name only (``xdp``,
 ``cgroup/connect4``); the first definition that matches wins, so ``xdp.frags/devmap`` comes before
 ``xdp.frags``. A leading ``?`` (libbpf's autoload-off mark) is not part of the name.
 
-``load_params`` is what a program of the section is loaded with, as libbpf loads it; what libbpf
+``load_params`` is what a program of the section is loaded with, as libbpf loads it (a ``usdt``
+program: as a uprobe_multi one where the kernel has such links, which the caller probes); what libbpf
 cannot load from the name alone (``fentry`` without a function, ``freplace``, which needs a target
 program, ``struct_ops``, which needs its struct_ops map) is an ``ObjectError`` naming it.
 
-The target's kernel BTF type is found as libbpf 1.1's ``find_kernel_btf_id`` finds it: in vmlinux's
+The target's kernel BTF type is found as libbpf's ``find_kernel_btf_id`` finds it: in vmlinux's
 BTF, else in each module's (split on vmlinux's, in the kernel's order of BTF object ids), the
 first that has it; the program is then loaded with that module BTF's descriptor as
-``attach_btf_obj_fd`` (``ModuleTypeId``). libbpf 1.5 added a ``MODULE:FUNC`` form of the target;
-libbpf 1.1 has none, and such a target is refused naming the form.
+``attach_btf_obj_fd`` (``ModuleTypeId``). libbpf 1.5 added a ``MODULE:FUNC`` form of the target,
+which evspec does not take yet: such a target is refused naming the form.
 """
 
 from __future__ import annotations
 
 from enum import IntEnum
+from errno import EINVAL, ENAMETOOLONG, ESRCH
+from pathlib import Path
 
 from evspec.loader.btf.reader import BtfKind
 from evspec.loader.errors import ObjectError
@@ -43,7 +46,7 @@ BTF_MAX_NAME_SIZE = 128
 
 
 class BpfAttachType(IntEnum):
-    """``enum bpf_attach_type`` up to what libbpf 1.1 names in its table."""
+    """``enum bpf_attach_type`` up to what libbpf 1.8 names in its table."""
 
     CGROUP_INET_INGRESS = 0
     CGROUP_INET_EGRESS = 1
@@ -89,6 +92,24 @@ class BpfAttachType(IntEnum):
     PERF_EVENT = 41
     TRACE_KPROBE_MULTI = 42
     LSM_CGROUP = 43
+    STRUCT_OPS = 44
+    NETFILTER = 45
+    TCX_INGRESS = 46
+    TCX_EGRESS = 47
+    TRACE_UPROBE_MULTI = 48
+    CGROUP_UNIX_CONNECT = 49
+    CGROUP_UNIX_SENDMSG = 50
+    CGROUP_UNIX_RECVMSG = 51
+    CGROUP_UNIX_GETPEERNAME = 52
+    CGROUP_UNIX_GETSOCKNAME = 53
+    NETKIT_PRIMARY = 54
+    NETKIT_PEER = 55
+    TRACE_KPROBE_SESSION = 56
+    TRACE_UPROBE_SESSION = 57
+    TRACE_FSESSION = 58
+    TRACE_FENTRY_MULTI = 59
+    TRACE_FEXIT_MULTI = 60
+    TRACE_FSESSION_MULTI = 61
 
 
 class BtfLookup(Slotted):
@@ -119,6 +140,10 @@ class SectionDef(Slotted):
     sleepable: bool = False  # loaded with BPF_F_SLEEPABLE
     xdp_frags: bool = False  # loaded with BPF_F_XDP_HAS_FRAGS
     attach_btf: bool = False  # the target is a kernel BTF type (attach_btf_id)
+    usdt: bool = False  # loaded as BPF_TRACE_UPROBE_MULTI where the kernel has uprobe_multi links
+    exp_attach_opt: bool = False  # the attach type is dropped on kernels without expected attach types
+    attachable: bool = False  # libbpf_attach_type_by_name answers the attach type
+    auto_attach: str = ""  # libbpf's auto-attach handler ('' for none)
 
     def matches(self, section: str) -> bool:
         if not self.plus:
@@ -127,7 +152,8 @@ class SectionDef(Slotted):
 
     @property
     def prog_flags(self) -> int:
-        return (BPF_F_SLEEPABLE if self.sleepable else 0) | (BPF_F_XDP_HAS_FRAGS if self.xdp_frags else 0)
+        frags = self.xdp_frags and self.prog_type == ProgType.XDP  # libbpf checks the program type too
+        return (BPF_F_SLEEPABLE if self.sleepable else 0) | (BPF_F_XDP_HAS_FRAGS if frags else 0)
 
     @property
     def btf_lookup(self) -> BtfLookup | None:
@@ -136,103 +162,37 @@ class SectionDef(Slotted):
         return _BTF_LOOKUPS.get(self.attach_type, BtfLookup("", BtfKind.FUNC, "function"))
 
 
-def _plus(name: str, prog_type: ProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
-    return SectionDef(name, prog_type, attach_type, plus=True, **flags)
+_TABLE = Path(__file__).with_name("libbpf-1.8.tsv")
 
 
-def _exact(name: str, prog_type: ProgType, attach_type: int = 0, **flags: bool) -> SectionDef:
-    return SectionDef(name, prog_type, attach_type, **flags)
+def _read_table(path: Path = _TABLE) -> tuple[SectionDef, ...]:
+    """The table of ``path``: one entry a line, tab-separated: the name (``NAME+``: the name alone
+    or ``NAME/TARGET``), libbpf's names of the program type and expected attach type (empty: 0),
+    the flags (comma-separated) and the auto-attach handler; ``#`` lines are comments."""
+    defs = []
+    for number, line in enumerate(path.read_text().splitlines(), 1):
+        if not line or line.startswith("#"):
+            continue
+        cells = line.split("\t")
+        if len(cells) != 5:
+            raise ValueError(f"{path.name}:{number}: {len(cells)} cells, not 5")
+        name, prog_type, attach_type, flag_cells, auto_attach = cells
+        flags = frozenset(filter(None, flag_cells.split(",")))
+        unknown = flags - _FLAGS
+        if unknown:
+            raise ValueError(f"{path.name}:{number}: unknown flag(s) {sorted(unknown)}")
+        defs.append(SectionDef(
+            name.removesuffix("+"), ProgType[prog_type.upper()],
+            BpfAttachType[attach_type.upper()] if attach_type else 0, plus=name.endswith("+"),
+            sleepable="sleepable" in flags, xdp_frags="xdp_frags" in flags, attach_btf="attach_btf" in flags,
+            usdt="usdt" in flags, exp_attach_opt="exp_attach_opt" in flags, attachable="attachable" in flags,
+            auto_attach=auto_attach))
+    return tuple(defs)
 
 
-P, A = ProgType, BpfAttachType
-_BTF = {"attach_btf": True}
-_SLEEP_BTF = {"attach_btf": True, "sleepable": True}
-
-#: libbpf 1.1's table, in its order (the first match wins)
-SECTION_DEFS: tuple[SectionDef, ...] = (
-    _exact("socket", P.SOCKET_FILTER),
-    _exact("sk_reuseport/migrate", P.SK_REUSEPORT, A.SK_REUSEPORT_SELECT_OR_MIGRATE),
-    _exact("sk_reuseport", P.SK_REUSEPORT, A.SK_REUSEPORT_SELECT),
-    _plus("kprobe", P.KPROBE),
-    _plus("uprobe", P.KPROBE),
-    _plus("uprobe.s", P.KPROBE, sleepable=True),
-    _plus("kretprobe", P.KPROBE),
-    _plus("uretprobe", P.KPROBE),
-    _plus("uretprobe.s", P.KPROBE, sleepable=True),
-    _plus("kprobe.multi", P.KPROBE, A.TRACE_KPROBE_MULTI),
-    _plus("kretprobe.multi", P.KPROBE, A.TRACE_KPROBE_MULTI),
-    _plus("ksyscall", P.KPROBE),
-    _plus("kretsyscall", P.KPROBE),
-    _plus("usdt", P.KPROBE),
-    _exact("tc", P.SCHED_CLS),
-    _exact("classifier", P.SCHED_CLS),
-    _exact("action", P.SCHED_ACT),
-    _plus("tracepoint", P.TRACEPOINT),
-    _plus("tp", P.TRACEPOINT),
-    _plus("raw_tracepoint", P.RAW_TRACEPOINT),
-    _plus("raw_tp", P.RAW_TRACEPOINT),
-    _plus("raw_tracepoint.w", P.RAW_TRACEPOINT_WRITABLE),
-    _plus("raw_tp.w", P.RAW_TRACEPOINT_WRITABLE),
-    _plus("tp_btf", P.TRACING, A.TRACE_RAW_TP, **_BTF),
-    _plus("fentry", P.TRACING, A.TRACE_FENTRY, **_BTF),
-    _plus("fmod_ret", P.TRACING, A.MODIFY_RETURN, **_BTF),
-    _plus("fexit", P.TRACING, A.TRACE_FEXIT, **_BTF),
-    _plus("fentry.s", P.TRACING, A.TRACE_FENTRY, **_SLEEP_BTF),
-    _plus("fmod_ret.s", P.TRACING, A.MODIFY_RETURN, **_SLEEP_BTF),
-    _plus("fexit.s", P.TRACING, A.TRACE_FEXIT, **_SLEEP_BTF),
-    _plus("freplace", P.EXT, **_BTF),
-    _plus("lsm", P.LSM, A.LSM_MAC, **_BTF),
-    _plus("lsm.s", P.LSM, A.LSM_MAC, **_SLEEP_BTF),
-    _plus("lsm_cgroup", P.LSM, A.LSM_CGROUP, **_BTF),
-    _plus("iter", P.TRACING, A.TRACE_ITER, **_BTF),
-    _plus("iter.s", P.TRACING, A.TRACE_ITER, **_SLEEP_BTF),
-    _exact("syscall", P.SYSCALL, sleepable=True),
-    _exact("xdp.frags/devmap", P.XDP, A.XDP_DEVMAP, xdp_frags=True),
-    _exact("xdp/devmap", P.XDP, A.XDP_DEVMAP),
-    _exact("xdp.frags/cpumap", P.XDP, A.XDP_CPUMAP, xdp_frags=True),
-    _exact("xdp/cpumap", P.XDP, A.XDP_CPUMAP),
-    _exact("xdp.frags", P.XDP, A.XDP, xdp_frags=True),
-    _exact("xdp", P.XDP, A.XDP),
-    _exact("perf_event", P.PERF_EVENT),
-    _exact("lwt_in", P.LWT_IN),
-    _exact("lwt_out", P.LWT_OUT),
-    _exact("lwt_xmit", P.LWT_XMIT),
-    _exact("lwt_seg6local", P.LWT_SEG6LOCAL),
-    _exact("sockops", P.SOCK_OPS, A.CGROUP_SOCK_OPS),
-    _exact("sk_skb/stream_parser", P.SK_SKB, A.SK_SKB_STREAM_PARSER),
-    _exact("sk_skb/stream_verdict", P.SK_SKB, A.SK_SKB_STREAM_VERDICT),
-    _exact("sk_skb", P.SK_SKB),
-    _exact("sk_msg", P.SK_MSG, A.SK_MSG_VERDICT),
-    _exact("lirc_mode2", P.LIRC_MODE2, A.LIRC_MODE2),
-    _exact("flow_dissector", P.FLOW_DISSECTOR, A.FLOW_DISSECTOR),
-    _exact("cgroup_skb/ingress", P.CGROUP_SKB, A.CGROUP_INET_INGRESS),
-    _exact("cgroup_skb/egress", P.CGROUP_SKB, A.CGROUP_INET_EGRESS),
-    _exact("cgroup/skb", P.CGROUP_SKB),
-    _exact("cgroup/sock_create", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_CREATE),
-    _exact("cgroup/sock_release", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_RELEASE),
-    _exact("cgroup/sock", P.CGROUP_SOCK, A.CGROUP_INET_SOCK_CREATE),
-    _exact("cgroup/post_bind4", P.CGROUP_SOCK, A.CGROUP_INET4_POST_BIND),
-    _exact("cgroup/post_bind6", P.CGROUP_SOCK, A.CGROUP_INET6_POST_BIND),
-    _exact("cgroup/bind4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_BIND),
-    _exact("cgroup/bind6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_BIND),
-    _exact("cgroup/connect4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_CONNECT),
-    _exact("cgroup/connect6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_CONNECT),
-    _exact("cgroup/sendmsg4", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP4_SENDMSG),
-    _exact("cgroup/sendmsg6", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP6_SENDMSG),
-    _exact("cgroup/recvmsg4", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP4_RECVMSG),
-    _exact("cgroup/recvmsg6", P.CGROUP_SOCK_ADDR, A.CGROUP_UDP6_RECVMSG),
-    _exact("cgroup/getpeername4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_GETPEERNAME),
-    _exact("cgroup/getpeername6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_GETPEERNAME),
-    _exact("cgroup/getsockname4", P.CGROUP_SOCK_ADDR, A.CGROUP_INET4_GETSOCKNAME),
-    _exact("cgroup/getsockname6", P.CGROUP_SOCK_ADDR, A.CGROUP_INET6_GETSOCKNAME),
-    _exact("cgroup/sysctl", P.CGROUP_SYSCTL, A.CGROUP_SYSCTL),
-    _exact("cgroup/getsockopt", P.CGROUP_SOCKOPT, A.CGROUP_GETSOCKOPT),
-    _exact("cgroup/setsockopt", P.CGROUP_SOCKOPT, A.CGROUP_SETSOCKOPT),
-    _exact("cgroup/dev", P.CGROUP_DEVICE, A.CGROUP_DEVICE),
-    _plus("struct_ops", P.STRUCT_OPS),
-    _exact("sk_lookup", P.SK_LOOKUP, A.SK_LOOKUP),
-)
-del P, A
+_FLAGS = frozenset({"attachable", "exp_attach_opt", "attach_btf", "sleepable", "xdp_frags", "usdt"})
+#: libbpf 1.8's table, in its order (the first match wins)
+SECTION_DEFS: tuple[SectionDef, ...] = _read_table()
 
 
 def unmarked(section: str) -> str:
@@ -241,7 +201,7 @@ def unmarked(section: str) -> str:
 
 
 def find_section_def(section: str) -> SectionDef | None:
-    """The definition libbpf 1.1 picks for ``section`` (None: libbpf does not know the name, and
+    """The definition libbpf 1.8 picks for ``section`` (None: libbpf does not know the name, and
     cannot load the program: its type stays unspecified)."""
     name = unmarked(section)
     return next((d for d in SECTION_DEFS if d.matches(name)), None)
@@ -268,6 +228,12 @@ class LoadParams(Slotted):
     prog_flags: int = 0
     target: str | None = None  # what the section names after its '/', when it is a BTF type
     lookup: BtfLookup | None = None  # how that target is found in the kernel's BTF
+    usdt: bool = False  # BPF_TRACE_UPROBE_MULTI is the attach type where the kernel has uprobe_multi links
+
+    def attach_type_on(self, uprobe_multi: bool) -> int:
+        """The expected attach type on a kernel with (or without) uprobe_multi links: libbpf
+        loads a ``usdt`` program as a uprobe_multi one where it can attach it so."""
+        return BpfAttachType.TRACE_UPROBE_MULTI if self.usdt and uprobe_multi else self.expected_attach_type
 
     @property
     def btf_name(self) -> str | None:
@@ -310,7 +276,7 @@ class LoadParams(Slotted):
         if modules_searched is None:
             where = f" (no {kind} '{name}')" if lookup.prefix else ""
             return ObjectError(codes.BAD_SECTION, f"the {lookup.what} '{self.target}' is not in vmlinux's BTF{where}, "
-                               "and no module BTF was recorded, where libbpf would look next")
+                               "and no module BTF was recorded, where libbpf would look next", errno=ESRCH)
         searched = ""
         if modules_searched:
             modules = "its module's" if modules_searched == 1 else f"any of its {modules_searched} modules'"
@@ -320,7 +286,7 @@ class LoadParams(Slotted):
         else:
             where = f" in its BTF{f' ({searched})' if searched else ''}"
         return ObjectError(codes.BAD_SECTION, f"the kernel has no {lookup.what} '{self.target}'{where}; libbpf "
-                           "fails the same way (ESRCH)")
+                           "fails the same way (ESRCH)", errno=ESRCH)
 
     def module_form_refusal(self) -> ObjectError | None:
         """The error for a target written ``MODULE:FUNC``, None for any other."""
@@ -328,11 +294,11 @@ class LoadParams(Slotted):
         if target is None or lookup is None or ":" not in target:
             return None
         module, _, func = target.partition(":")
-        return ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf has "
-                          f"from version 1.5 on, not in 1.1 (which fails with ESRCH): name the {lookup.what} alone "
+        return ObjectError(codes.BAD_SECTION, f"'{target}' is the MODULE:FUNC form of a target, which libbpf takes "
+                          f"from version 1.5 on and evspec does not yet: name the {lookup.what} alone "
                           f"('{func}'), and it is looked for in the modules' BTF when vmlinux's has none",
                           help=(f"module '{module}' need not be named: the first module whose BTF has "
-                                f"'{lookup.prefix}{func}' is used, as libbpf 1.1 does",))
+                                f"'{lookup.prefix}{func}' is used, as libbpf does for a target without one",))
 
 
 class ModuleTypeId(int):
@@ -376,7 +342,7 @@ def kernel_btf_id(target: TargetBtf, name: str, kind: BtfKind) -> int | None:
 
 
 def load_params(section: str) -> LoadParams | None:
-    """How libbpf 1.1 loads a program of ``section`` (None: not a name libbpf knows). Raises
+    """How libbpf 1.8 loads a program of ``section`` (None: not a name libbpf knows). Raises
     ``ObjectError`` saying why for what libbpf cannot load from the name alone (the caller names
     the section)."""
     found = find_section_def(section)
@@ -384,22 +350,27 @@ def load_params(section: str) -> LoadParams | None:
         return None
     name = unmarked(section)
     if found.prog_type == ProgType.STRUCT_OPS:
-        raise ObjectError(codes.BAD_SECTION, "struct_ops programs are loaded for the struct_ops map "
-                          "(SEC(\".struct_ops\")) that uses them, and evspec does not create struct_ops maps")
+        raise ObjectError(codes.BAD_SECTION, "no struct_ops map uses it: a struct_ops program is loaded for the "
+                          "struct_ops map (SEC(\".struct_ops\")) whose member it is (libbpf 1.8 refuses it too: 'program "
+                          "isn't referenced anywhere')", errno=EINVAL)
+    lookup = found.btf_lookup
+    if found.attach_btf and attach_target(name) is None:  # libbpf checks this first, freplace too
+        what = lookup.what if lookup is not None else "function"
+        raise ObjectError(codes.BAD_SECTION, f"no {what} is named: write {found.name}/NAME (libbpf "
+                          "refuses it too: 'no BTF-based attach target is specified')", errno=EINVAL)
     if found.prog_type == ProgType.EXT:
         raise ObjectError(codes.BAD_SECTION, "a freplace program replaces a function of another loaded "
                           "program, and a section name cannot say which program (libbpf refuses it too: 'attach program "
-                          "FD is not set')")
-    lookup = found.btf_lookup
-    params = LoadParams(int(found.prog_type), found.attach_type, found.prog_flags)
+                          "FD is not set')", errno=EINVAL)
+    params = LoadParams(int(found.prog_type), found.attach_type, found.prog_flags, usdt=found.usdt)
     if lookup is None:
         return params
     target = attach_target(name)
     if target is None:
         raise ObjectError(codes.BAD_SECTION, f"no {lookup.what} is named: write {found.name}/NAME (libbpf "
-                          "refuses it too: 'no BTF-based attach target is specified')")
+                          "refuses it too: 'no BTF-based attach target is specified')", errno=EINVAL)
     btf_name = lookup.prefix + target
     if len(btf_name) >= BTF_MAX_NAME_SIZE:
         raise ObjectError(codes.BAD_SECTION, f"the BTF name '{btf_name}' is {len(btf_name)} characters long; "
-                          f"libbpf takes at most {BTF_MAX_NAME_SIZE - 1} (ENAMETOOLONG)")
+                          f"libbpf takes at most {BTF_MAX_NAME_SIZE - 1} (ENAMETOOLONG)", errno=ENAMETOOLONG)
     return LoadParams(params.prog_type, params.expected_attach_type, params.prog_flags, target, lookup)

@@ -109,6 +109,11 @@ class AttachKind(str, Enum):
     SYSCALL = "syscall"  # run with BPF_PROG_TEST_RUN
     STRUCT_OPS = "struct_ops"
     FREPLACE = "freplace"
+    UPROBE_MULTI = "uprobe_multi"  # uprobe.multi/, uprobe.session/: a uprobe_multi link
+    TRACING_MULTI = "tracing_multi"  # fentry.multi/, fexit.multi/, fsession.multi/
+    TCX = "tcx"  # tcx/ingress, tcx/egress: a tcx link on an interface
+    NETKIT = "netkit"  # netkit/primary, netkit/peer: a netkit device's link
+    NETFILTER = "netfilter"  # a netfilter hook (link with protocol family and hook number)
     NONE = "none"  # loaded but not attached (perf's '!SYS:EVENT', libbpf's '?' and target-less sections)
 
 
@@ -614,13 +619,11 @@ def _no_effect(setting: Setting, why: str) -> Diagnostic:
 # libbpf's section names (the kinds of section.lark's libbpf rule, and libbpf's exact names) -> how
 # record attaches a program of that kind; program types come from libbpf's table (sections.libbpf)
 LIBBPF_KINDS: dict[str, AttachKind] = {
-    "tracepoint": AttachKind.TRACEPOINT,
-    "tp": AttachKind.TRACEPOINT,
-    "raw_tracepoint": AttachKind.RAW_TRACEPOINT,
-    "raw_tp": AttachKind.RAW_TRACEPOINT,
-    "raw_tracepoint.w": AttachKind.RAW_TRACEPOINT,
-    "raw_tp.w": AttachKind.RAW_TRACEPOINT,
+    **dict.fromkeys(("tracepoint", "tp", "tracepoint.s", "tp.s"), AttachKind.TRACEPOINT),
+    **dict.fromkeys(("raw_tracepoint", "raw_tp", "raw_tracepoint.w", "raw_tp.w", "raw_tracepoint.s", "raw_tp.s"),
+                    AttachKind.RAW_TRACEPOINT),
     "tp_btf": AttachKind.BTF_TRACEPOINT,
+    "tp_btf.s": AttachKind.BTF_TRACEPOINT,
     "kprobe": AttachKind.KPROBE,
     "kretprobe": AttachKind.KPROBE,
     "uprobe": AttachKind.UPROBE,
@@ -628,17 +631,27 @@ LIBBPF_KINDS: dict[str, AttachKind] = {
     "uprobe.s": AttachKind.UPROBE,
     "uretprobe.s": AttachKind.UPROBE,
     "usdt": AttachKind.USDT,
+    "usdt.s": AttachKind.USDT,
     "ksyscall": AttachKind.KSYSCALL,
     "kretsyscall": AttachKind.KSYSCALL,
     "kprobe.multi": AttachKind.KPROBE_MULTI,
     "kretprobe.multi": AttachKind.KPROBE_MULTI,
-    **dict.fromkeys(("fentry", "fexit", "fmod_ret", "fentry.s", "fexit.s", "fmod_ret.s", "lsm", "lsm.s"),
-                    AttachKind.TRAMPOLINE),
+    "kprobe.session": AttachKind.KPROBE_MULTI,
+    **dict.fromkeys(("uprobe.multi", "uretprobe.multi", "uprobe.session", "uprobe.multi.s", "uretprobe.multi.s",
+                     "uprobe.session.s"), AttachKind.UPROBE_MULTI),
+    **dict.fromkeys(("fentry", "fexit", "fmod_ret", "fentry.s", "fexit.s", "fmod_ret.s", "lsm", "lsm.s",
+                     "fsession", "fsession.s"), AttachKind.TRAMPOLINE),
+    **dict.fromkeys(("fentry.multi", "fexit.multi", "fsession.multi", "fentry.multi.s", "fexit.multi.s",
+                     "fsession.multi.s"), AttachKind.TRACING_MULTI),
     "lsm_cgroup": AttachKind.CGROUP,
     "iter": AttachKind.ITERATOR,
     "iter.s": AttachKind.ITERATOR,
     "freplace": AttachKind.FREPLACE,
     "struct_ops": AttachKind.STRUCT_OPS,
+    "struct_ops.s": AttachKind.STRUCT_OPS,
+    **dict.fromkeys(("tcx/ingress", "tcx/egress"), AttachKind.TCX),
+    **dict.fromkeys(("netkit/primary", "netkit/peer"), AttachKind.NETKIT),
+    "netfilter": AttachKind.NETFILTER,
     "xdp": AttachKind.XDP,
     "xdp.frags": AttachKind.XDP,
     **dict.fromkeys(("xdp/devmap", "xdp/cpumap", "xdp.frags/devmap", "xdp.frags/cpumap"), AttachKind.XDP_MAP),
@@ -648,7 +661,8 @@ LIBBPF_KINDS: dict[str, AttachKind] = {
     "socket": AttachKind.SOCKET,
     "sk_reuseport": AttachKind.SK_REUSEPORT,
     "sk_reuseport/migrate": AttachKind.SK_REUSEPORT,
-    **dict.fromkeys(("sk_skb", "sk_skb/stream_parser", "sk_skb/stream_verdict", "sk_msg"), AttachKind.SOCKMAP),
+    **dict.fromkeys(("sk_skb", "sk_skb/stream_parser", "sk_skb/stream_verdict", "sk_skb/verdict", "sk_msg"),
+                    AttachKind.SOCKMAP),
     "sk_lookup": AttachKind.NETNS,
     "flow_dissector": AttachKind.NETNS,
     "lirc_mode2": AttachKind.LIRC,
@@ -659,7 +673,9 @@ LIBBPF_KINDS: dict[str, AttachKind] = {
          "cgroup/sock", "cgroup/post_bind4", "cgroup/post_bind6", "cgroup/bind4", "cgroup/bind6",
          "cgroup/connect4", "cgroup/connect6", "cgroup/sendmsg4", "cgroup/sendmsg6", "cgroup/recvmsg4",
          "cgroup/recvmsg6", "cgroup/getpeername4", "cgroup/getpeername6", "cgroup/getsockname4",
-         "cgroup/getsockname6", "cgroup/sysctl", "cgroup/getsockopt", "cgroup/setsockopt", "cgroup/dev"),
+         "cgroup/getsockname6", "cgroup/sysctl", "cgroup/getsockopt", "cgroup/setsockopt", "cgroup/dev",
+         "cgroup/connect_unix", "cgroup/sendmsg_unix", "cgroup/recvmsg_unix", "cgroup/getpeername_unix",
+         "cgroup/getsockname_unix"),
         AttachKind.CGROUP),
     "syscall": AttachKind.SYSCALL,
     "perf_event": AttachKind.PERF_EVENT,
@@ -667,10 +683,10 @@ LIBBPF_KINDS: dict[str, AttachKind] = {
 # the heads of libbpf's exact names with a '/': 'cgroup/nosuch' is a malformed libbpf section
 _LIBBPF_HEADS = frozenset(name.split("/", 1)[0] for name in LIBBPF_KINDS if "/" in name)
 # kinds whose target names a kernel BTF type: libbpf cannot load them without one
-_BTF_KINDS = frozenset({"tp_btf", "fentry", "fexit", "fmod_ret", "fentry.s", "fexit.s", "fmod_ret.s", "lsm",
-                        "lsm.s", "lsm_cgroup", "iter", "iter.s", "freplace"})
+_BTF_KINDS = frozenset({"tp_btf", "tp_btf.s", "fentry", "fexit", "fmod_ret", "fentry.s", "fexit.s", "fmod_ret.s",
+                        "fsession", "fsession.s", "lsm", "lsm.s", "lsm_cgroup", "iter", "iter.s", "freplace"})
 _BTF_WHAT = {"lsm": "LSM hook", "lsm.s": "LSM hook", "lsm_cgroup": "LSM hook", "iter": "iterator",
-             "iter.s": "iterator", "tp_btf": "BTF tracepoint", "freplace": "function"}
+             "iter.s": "iterator", "tp_btf": "BTF tracepoint", "tp_btf.s": "BTF tracepoint", "freplace": "function"}
 
 
 def _libbpf_kind(main: str) -> str | None:
@@ -827,7 +843,7 @@ def _parse_libbpf(
     rule = tree.data
     target: Target | None = None
     note: str | None = None
-    if len(kids) == 1 and rule not in ("lb_bare", "lb_tc", "lb_struct_ops"):
+    if len(kids) == 1 and rule not in ("lb_bare", "lb_tc", "lb_struct_ops"):  # no target
         note = (f"libbpf attaches a SEC(\"{word}\") program only by hand (the section names no target): "
                 "it is loaded and not attached")
         attach = AttachKind.NONE

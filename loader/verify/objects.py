@@ -3,12 +3,13 @@ and closing everything again: ``verify_object`` -> ``ObjectResult``.
 
 Like ``bpftool prog loadall``, but one verdict per program: the object's BTF and maps are created
 once, then each program is linked and loaded on its own, so that one the verifier refuses does not
-hide the others. A section name of libbpf 1.1's table is loaded as libbpf loads it (program type,
+hide the others. A section name of libbpf 1.8's table is loaded as libbpf loads it (program type,
 expected attach type, BPF_F_SLEEPABLE / BPF_F_XDP_HAS_FRAGS, the attach_btf_id of an ``fentry/``,
 ``lsm/``, ``iter/`` or ``tp_btf/`` target in the running kernel's BTF, or in a module's when
-vmlinux's lacks it: then with that module's BTF as attach_btf_obj_fd), whatever else its target
+vmlinux's lacks it: then with that module's BTF as attach_btf_obj_fd; ``usdt`` as a uprobe_multi
+program where libbpf's probe finds such links), whatever else its target
 says, since only attaching reads it; the other names of evspec's language (perf's ``SYS:EVENT`` and
-``EVENT=PROBE``, ``tc/egress``) get the program type ``record`` gives them. No probe, tracepoint
+``EVENT=PROBE``) get the program type ``record`` gives them. No probe, tracepoint
 event or link is created. Maps pinned by name are pinned under a private bpffs directory that is
 removed again (``pins``). A prog-array slot whose program did not load stays empty, an error of
 its map. Imports are made where they are needed: ``evspec verify`` of a plain object stays light.
@@ -61,6 +62,17 @@ class KernelBtf:
         self._btf: TargetBtf | None = None
         self._kernel = kernel
         self._modules: tuple[ModuleBtf, ...] | None = None
+        self._uprobe_multi: bool | None = None
+
+    def uprobe_multi(self) -> bool:
+        """Whether the kernel has uprobe_multi links as libbpf 1.8 probes them (once)."""
+        if self._uprobe_multi is None:
+            from evspec.loader.kernel import Kernel
+            from evspec.loader.verify.features import uprobe_multi_links
+
+            self._kernel = self._kernel or Kernel()
+            self._uprobe_multi = uprobe_multi_links(self._kernel)
+        return self._uprobe_multi
 
     def get(self) -> TargetBtf:
         if self._btf is None:
@@ -93,7 +105,7 @@ class KernelBtf:
 
 
 def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
-    """How a program of ``section`` is loaded: as libbpf 1.1 loads it for a name of its table,
+    """How a program of ``section`` is loaded: as libbpf 1.8 loads it for a name of its table,
     else with the program type ``record`` gives the section. ``EvspecError`` (a section evspec
     cannot read) or ``ObjectError`` (one libbpf cannot load from its name, a target the kernel
     lacks). A target only a module's BTF has is a ``ModuleTypeId`` (``attach_target_name`` says
@@ -110,7 +122,8 @@ def program_load(section: str, kernel_btf: KernelBtf) -> ProgramLoad:
         if params is None:
             return ProgramLoad(int(parsed.program_type))
     btf_id = params.attach_btf_id(kernel_btf.get(), kernel_btf.modules) if params.btf_name else 0
-    return ProgramLoad(params.prog_type, params.expected_attach_type, btf_id, params.prog_flags)
+    attach_type = params.attach_type_on(kernel_btf.uprobe_multi()) if params.usdt else params.expected_attach_type
+    return ProgramLoad(params.prog_type, attach_type, btf_id, params.prog_flags)
 
 
 def _functions_of(spec: ObjectSpec, prog: ProgramSpec) -> list[ProgramSpec]:
@@ -194,8 +207,12 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
             return result
     loads: dict[str, ProgramLoad] = {}
     by_name = {p.name: p for p in result.programs}
+    struct_ops = _struct_ops_members(spec, result)
     for prog in spec.programs:
         _count_core(_functions_of(spec, prog), by_name[prog.name])
+        if prog.name in struct_ops:
+            by_name[prog.name].error = struct_ops[prog.name]
+            continue
         try:
             load = loads[prog.name] = program_load(prog.section, kernel_btf)
             if isinstance(load.attach_btf_id, ModuleTypeId):
@@ -203,14 +220,32 @@ def _verify_object(spec: ObjectSpec, kernel: Kernel, target: TargetBtf | None, k
                                                                       attach_target(prog.section) or "")
         except EvspecError as exc:
             by_name[prog.name].error = (f"section '{prog.section}': {exc.diagnostics[0].message} (nor is it a "
-                                        "section name of libbpf 1.1)")
+                                        "section name of libbpf 1.8, which refuses it: 'missing BPF prog type')")
+            by_name[prog.name].errno = "EINVAL"
         except ObjectError as exc:
+            _failed(by_name[prog.name], exc)
             by_name[prog.name].error = f"section '{prog.section}': {exc.message}"
     loadable = _without_programs(spec, {p.name for p in spec.programs if p.name not in loads})
     with _pin_root(spec) as pin_root:
         _load_programs(loadable, loads, kernel, result, pin_root)
     _unfilled_prog_arrays(spec, result)
     return result
+
+
+def _struct_ops_members(spec: ObjectSpec, result: ObjectResult) -> dict[str, str]:
+    """The object's struct_ops maps as map results (not created: evspec does not create struct_ops
+    maps, nor register them), and program -> why it is not loaded, for the programs they name
+    (libbpf loads each for its map, with the kernel's struct as attach BTF type)."""
+    why: dict[str, str] = {}
+    for m in spec.struct_ops:
+        result.maps.append(MapResult(spec.path, m.name, "struct_ops", error=(
+            f"a struct_ops map of struct {m.type_name} (SEC(\"{m.section}\")), which libbpf 1.8 "
+            "creates and registers; evspec does not create struct_ops maps")))
+        for member, program in m.members:
+            why.setdefault(program, f"member '{member}' of struct_ops map '{m.name}' (struct {m.type_name}): "
+                           "libbpf 1.8 loads it for that map, which evspec does not create; the object's other "
+                           "programs are not concerned")
+    return why
 
 
 def _without_programs(spec: ObjectSpec, names: set[str]) -> ObjectSpec:
