@@ -268,6 +268,17 @@ def test_unknown_tracepoint(files: Files) -> None:
     assert "unknown tracepoint 'nosuchsys:nosuchevent'" in d.message
 
 
+def test_an_unknown_tracepoint_among_other_programs_names_the_autoload_term(files: Files) -> None:
+    """syncsnoop's way: one program per spelling of a syscall, some missing on a given kernel;
+    the tools turn those off (bpf_program__set_autoload), the help says the term that does."""
+    files.add("sync.o", spec("tracepoint/syscalls/sys_enter_nosuch_sync", "raw_syscalls:sys_enter"))
+    d = only(check_bpf_event(event("./sync.o"), files.env(), {}))
+    assert d.code == "EB143"
+    assert d.help[-1].endswith("add prog:p0.autoload=0 to the object's terms")
+    files.add("alone.o", spec("tracepoint/syscalls/sys_enter_nosuch_sync"))
+    assert not any("autoload" in h for h in only(check_bpf_event(event("./alone.o"), files.env(), {})).help)
+
+
 def test_tracepoints_that_cannot_be_checked_warn(files: Files) -> None:
     files.add("tp.o", spec("raw_syscalls:sys_enter"))
     d = only(check_bpf_event(event("./tp.o"), files.env(tracepoint_exists=lambda s, e: None), {}))

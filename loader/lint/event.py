@@ -502,7 +502,7 @@ def _check_programs(check: _ObjectCheck, spec: ObjectSpec) -> list[_Program]:
     optional = choice_members(spec)  # record loads another alternative where one cannot attach
     for p in programs:
         if p.program.name not in optional:
-            _check_tracepoint(check, p)
+            _check_tracepoint(check, p, others=len(spec.programs) > 1)
             _check_raw_tracepoint(check, p)
             _check_trampoline_target(check, p, spec)
     for p in programs:
@@ -589,7 +589,8 @@ def _parse_program_section(check: _ObjectCheck, program: ProgramSpec) -> Section
     return section
 
 
-def _check_tracepoint(check: _ObjectCheck, p: _Program) -> None:
+def _check_tracepoint(check: _ObjectCheck, p: _Program, *, others: bool = False) -> None:
+    """``others``: the object has other programs, which could run without this one."""
     target = p.section.target
     if not isinstance(target, TracepointTarget) or target.load_only:
         return
@@ -611,7 +612,9 @@ def _check_tracepoint(check: _ObjectCheck, p: _Program) -> None:
     check.fail(
         codes.UNKNOWN_TRACEPOINT,
         f"section '{p.section.name}': unknown tracepoint '{target.name}'",
-        help=("see the tracepoints with: evspec list tracepoint",),
+        help=("see the tracepoints with: evspec list tracepoint",
+              *((f"or leave the program out (as the tools do where a kernel lacks the tracepoint): "
+                 f"add prog:{p.program.name}.autoload=0 to the object's terms",) if others else ())),
         **_perf_tracepoint_words(p.program, p.section, target),
     )
 
