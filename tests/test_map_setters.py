@@ -240,7 +240,8 @@ def test_pin_and_max_entries_reach_the_kernel(root_kernel: None, sid_objects: di
     script = ('mount -t bpf bpf "$0" || exit 9; "$1" -m evspec record -a -e "$2" -- true >/dev/null || exit 8; '
               f'"$1" -c "import sys; {show}" "$0/start"')
     proc = subprocess.run(["unshare", "--mount", "--propagation", "private", "sh", "-c", script, str(pins),
-                           sys.executable, spec], capture_output=True, text=True, timeout=120)
+                           sys.executable, spec], capture_output=True, text=True, timeout=120,
+                          cwd=tmp_path)  # not the checkout: its evspec/ would shadow the installed package
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == [str(int(HASH)), "4096", "1"]
 

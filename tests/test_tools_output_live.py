@@ -270,8 +270,10 @@ def test_a_capture_keeps_the_chosen_type(objects: dict[str, Path], tmp_path: Pat
     data = tmp_path / "exec.data"
     evspec = (sys.executable, "-m", "evspec")
     rec = subprocess.run([*evspec, "record", "-o", str(data), "-a", "-e", str(objects["execsnoop"]), "--",
-                          "sh", "-c", "/bin/true evspec-capture-marker"], capture_output=True, text=True, timeout=120)
+                          "sh", "-c", "/bin/true evspec-capture-marker"], capture_output=True, text=True, timeout=120,
+                         cwd=data.parent)  # not the checkout: its evspec/ would shadow the installed one
     assert rec.returncode == 0, rec.stderr
-    shown = subprocess.run([*evspec, "script", "-i", str(data)], capture_output=True, text=True, timeout=120)
+    shown = subprocess.run([*evspec, "script", "-i", str(data)], capture_output=True, text=True, timeout=120,
+                           cwd=data.parent)
     assert shown.returncode == 0, shown.stderr
     assert "events: pid=" in shown.stdout and "args=/bin/true evspec-capture-marker (short record: " in shown.stdout
