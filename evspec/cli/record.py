@@ -286,8 +286,6 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
             finally:
                 for warning in session.warnings:
                     err.write(f"evspec record: warning: {warning}\n")
-            for notice in session.notices:
-                err.write(f"evspec record: note: {notice}\n")
             if args.output:
                 capture = _open_capture(args, session)
             dump_names = _dump_names(args.dump_maps)
@@ -298,7 +296,10 @@ def record_main(args: argparse.Namespace, *, stdout: TextIO | None = None, stder
                 why = ("--dump-maps prints the maps once, at exit" if args.dump_maps is not None
                        else "the objects' programs count into no map or .bss global")
                 err.write(f"evspec record: warning: --interval prints nothing: {why}\n")
-            if args.verbose:  # last before the start: what follows them is recorded
+            # the notes come last before the start: a caller that waits for them misses no record
+            for notice in session.notices:
+                err.write(f"evspec record: note: {notice}\n")
+            if args.verbose:
                 for note in session.all_notes():
                     err.write(f"evspec record: {note}\n")
             stopped = _stop_signal(stop_fd)
