@@ -22,7 +22,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator, Mapping
@@ -33,7 +32,7 @@ from typing import Any
 import pytest
 from conftest import oracle
 from heldout_tools import extract_sid_objects
-from libbpf_tools_refs import WORKLOAD, Run, _mask_value, _workload_row, read_reference
+from libbpf_tools_refs import WORKLOAD, Run, _Drain, _mask_value, _workload_row, read_reference
 
 READY_SECONDS = 60.0  # loading an object on a busy machine of 2 cores
 SETTLE_SECONDS = 0.5  # after the workload, for the drain to print what the rings hold
@@ -46,16 +45,6 @@ def objects(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
         pytest.skip("needs root: loads BPF programs")  # conftest's root_kernel, at module scope
     oracle("sid-run")  # the chroot of scripts/oracles.sh, whose binaries embed the objects: required in CI
     return extract_sid_objects(tmp_path_factory.mktemp("sid-objects"))
-
-
-class _Drain(threading.Thread):
-    def __init__(self, fd: int) -> None:
-        super().__init__(daemon=True)
-        self.fd, self.data = fd, bytearray()
-
-    def run(self) -> None:
-        while chunk := os.read(self.fd, 65536):
-            self.data += chunk
 
 
 @dataclass
