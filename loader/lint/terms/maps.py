@@ -39,6 +39,7 @@ from evspec.ast import (
 from evspec.codes import bpfconfig as codes
 from evspec.codes.bpfconfig import BPF_MAP_HINT  # perf's hint block for every map-configuration error
 from evspec.diagnostics import Diagnostic, EvspecError, error, warning
+from evspec.lexicon import PRINT_MAP_OPTIONS
 from evspec.span import Slotted, Span, value_field
 
 # perf's words for a map:NAME.event= it will not apply (checked offline here, again in apply)
@@ -48,7 +49,7 @@ MSG_EVTTYPE = "Can only put raw, hardware and BPF output event into a BPF map"
 
 VALUE_SIZES = (1, 2, 4, 8)
 OPTIONS = ("value", "event", "type", *SETTERS)  # setters: terms/map_setters.py
-PRINT_OPTIONS = ("hist", "unit", "step", "column")  # how record prints it: terms/print_terms.py
+PRINT_OPTIONS = PRINT_MAP_OPTIONS  # how record prints it: terms/print_terms.py
 
 
 class EventKind(str, Enum):

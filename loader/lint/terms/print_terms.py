@@ -18,6 +18,7 @@ from evspec.loader.object.spec import ObjectSpec
 from evspec.ast import AllIndices, BpfEvent, IndexList, MapTerm, Number, Word
 from evspec.codes import bpfconfig as codes
 from evspec.diagnostics import Diagnostic, error
+from evspec.lexicon import PRINT_MAP_OPTIONS
 from evspec.span import Slotted
 
 
@@ -30,7 +31,7 @@ class Hints(Slotted):
     columns: tuple[tuple[int, str], ...] = ()  # column index -> heading ("none": left out)
 
 
-PRINT_OPTIONS = ("hist", "unit", "step", "column")
+PRINT_OPTIONS = PRINT_MAP_OPTIONS  # the syntax stage knows the same names
 SCALES = ("log2", "linear", "none")
 
 
